@@ -1,0 +1,384 @@
+"""Exact odds of the next round from a shoe composition (pure: no I/O, no clock, no randomness).
+
+Conventions (shared spec ``odds-and-roads.md`` §1–§2, rules digest §1.10–§1.14):
+
+* A shoe state is a :class:`Composition`: ten counts by baccarat value 0..9 (value 0 = 10/J/Q/K).
+* The round is dealt P1, B1, P2, B2, then the Player's third card, then the Banker's, as the ruleset's
+  Table 1 / Table 2 data require (:mod:`baccarat.drawing`, resolved exactly as :func:`baccarat.round.resolve`).
+* **Counts are of ordered 6-card sequences of distinct physical cards.** A round that ends after 4 or 5 cards is
+  weighted by the number of ways to deal the unused positions (a falling factorial), so every count is out of
+  ``Permut(N, 6) = N (N-1) ... (N-5)`` (:attr:`OutcomeCounts.total`). This is the convention of the published
+  Wizard of Odds combination tables: for a full 8-deck shoe under punto banco, Banker 2,292,252,566,437,888;
+  Player 2,230,518,282,592,256; Tie 475,627,426,473,216 out of 4,998,398,275,503,360 (digest §1.14).
+* Counts are exact Python ints. Probabilities / expected values are derived from them at the edge
+  (:meth:`OutcomeCounts.probability` gives an exact :class:`fractions.Fraction`); never accumulate floats.
+
+Method and cost: see :mod:`baccarat._odds_tables`. The first call for a ruleset builds its table (~0.3 s,
+cached in memory for the life of the process, thread-safe); every later :func:`exact_counts` call costs tens of
+microseconds. Compositions with up to :data:`INT64_MAX_CARDS` (1,450) cards, i.e. every real shoe, use int64
+arithmetic, which is exact there because every partial sum is bounded by ``Permut(N, 6) < 2**63``; larger
+compositions are still computed exactly, with Python ints (object arrays), only slower.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+from dataclasses import dataclass, fields
+from fractions import Fraction
+from math import perm
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from baccarat import _odds_tables as _t
+from baccarat.cards import VALUE_COUNTS_PER_DECK, Card, Hand
+from baccarat.drawing import PUNTO_BANCO, Ruleset
+from baccarat.errors import IllegalDecision, InsufficientCards, InvalidComposition
+
+__all__ = [
+    "BonusCounts",
+    "Composition",
+    "INT64_MAX_CARDS",
+    "MAX_DECKS",
+    "OutcomeCounts",
+    "exact_counts",
+    "permut6",
+    "table_for",
+]
+
+#: ``Composition.full`` accepts 1..MAX_DECKS decks.
+MAX_DECKS = 8
+#: Cards a round can need (P1, B1, P2, B2 and two third cards): an evaluation needs at least this many.
+ROUND_CARDS = _t.ROUND_CARDS
+#: Largest card total N with Permut(N, 6) < 2**63: up to it the fast int64 path is exact.
+INT64_MAX_CARDS = 1450
+
+
+def permut6(n: int) -> int:
+    """``Permut(n, 6) = n (n-1) (n-2) (n-3) (n-4) (n-5)``: ordered 6-card sequences from ``n`` cards."""
+    return perm(n, ROUND_CARDS)
+
+
+def _as_count(x: object, where: str) -> int:
+    """``x`` as a plain int; bools, floats, strings etc. raise :class:`InvalidComposition`."""
+    if isinstance(x, (bool, np.bool_)):
+        raise InvalidComposition(f"{where} is a bool ({x!r}), not a card count")
+    try:
+        return operator.index(x)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidComposition(f"{where} is {x!r} ({type(x).__name__}), not an int") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """The cards left in a shoe by baccarat value: ``counts[v]`` cards of value ``v`` (0 = 10/J/Q/K).
+
+    Immutable and hashable. Build with :meth:`full` or :meth:`of` (direct construction is validated the same
+    way). Raises :class:`InvalidComposition` naming the problem for anything but exactly ten non-negative ints.
+    """
+
+    counts: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.counts, (str, bytes, Mapping)):
+            raise InvalidComposition(f"counts must be a sequence of 10 ints, got {type(self.counts).__name__}")
+        try:
+            counts = tuple(self.counts)
+        except TypeError:
+            raise InvalidComposition(f"counts must be a sequence of 10 ints, got {self.counts!r}") from None
+        if len(counts) != _t.VALUES:
+            raise InvalidComposition(f"a composition needs exactly 10 counts (values 0..9), got {len(counts)}")
+        clean = tuple(_as_count(x, f"count of value {v}") for v, x in enumerate(counts))
+        for v, x in enumerate(clean):
+            if x < 0:
+                raise InvalidComposition(f"count of value {v} is negative ({x})")
+        object.__setattr__(self, "counts", clean)
+
+    @classmethod
+    def full(cls, decks: int) -> Composition:
+        """A freshly shuffled shoe of ``decks`` 52-card decks (1..8): 16 per deck of value 0, 4 of the others.
+
+        Raises :class:`InvalidComposition` for a deck count outside 1..8 or not an int.
+        """
+        d = _as_count(decks, "decks")
+        if not 1 <= d <= MAX_DECKS:
+            raise InvalidComposition(f"decks must be 1..{MAX_DECKS}, got {d}")
+        return cls(tuple(d * c for c in VALUE_COUNTS_PER_DECK))
+
+    @classmethod
+    def of(cls, counts: Iterable[int]) -> Composition:
+        """A composition from ten counts by value 0..9 (any iterable of ints; bools are rejected)."""
+        return cls(counts)  # type: ignore[arg-type]  # validated and normalised to a tuple in __post_init__
+
+    @property
+    def total(self) -> int:
+        """Number of cards in the composition."""
+        return sum(self.counts)
+
+    def __getitem__(self, value: int) -> int:
+        """Cards of baccarat value ``value`` (0..9)."""
+        return self.counts[value]
+
+    def without(self, values: Iterable[int | Card]) -> Composition:
+        """The composition after removing seen cards, given as values 0..9 or :class:`Card` objects.
+
+        Raises :class:`InvalidComposition` for a value outside 0..9 or when more cards of a value are removed
+        than the composition holds (naming the value and both counts).
+        """
+        counts = list(self.counts)
+        removed = [0] * _t.VALUES
+        for i, item in enumerate(values, 1):
+            v = item.value if isinstance(item, Card) else _as_count(item, f"removed card {i}")
+            if not 0 <= v < _t.VALUES:
+                raise InvalidComposition(f"removed card {i} has value {v}, not 0..9")
+            removed[v] += 1
+            if counts[v] == 0:
+                raise InvalidComposition(
+                    f"cannot remove {removed[v]} card(s) of value {v}: the composition holds {self.counts[v]}"
+                )
+            counts[v] -= 1
+        return Composition(tuple(counts))
+
+
+@dataclass(frozen=True, slots=True)
+class BonusCounts:
+    """One side's outcomes for the bonus wager ("Dragon Bonus", odds-and-roads.md §2), as counts.
+
+    The classes are disjoint and sum to :attr:`OutcomeCounts.total`:
+
+    * ``natural_win``: this side has a natural (two-card 8/9) and wins (the other side has no natural, or a
+      natural 9 beats a natural 8);
+    * ``natural_tie``: both sides have naturals of equal points (the wager is void) — the same count for both
+      sides;
+    * ``win_by_4`` .. ``win_by_9``: this side has no natural and wins by exactly that many points;
+    * ``lose``: everything else (losses, non-natural ties, non-natural wins by 1–3 points).
+    """
+
+    natural_win: int
+    natural_tie: int
+    win_by_4: int
+    win_by_5: int
+    win_by_6: int
+    win_by_7: int
+    win_by_8: int
+    win_by_9: int
+    lose: int
+
+    def win_by(self, margin: int) -> int:
+        """Count of non-natural wins by exactly ``margin`` points (4..9)."""
+        if not 4 <= margin <= 9:
+            raise ValueError(f"bonus margins are 4..9, got {margin}")
+        return getattr(self, f"win_by_{margin}")
+
+    @property
+    def total(self) -> int:
+        """Sum of the classes (equals the evaluation's ``total``)."""
+        return sum(getattr(self, f.name) for f in fields(self))
+
+    def to_dict(self) -> dict[str, int]:
+        """``{"natural_win", "natural_tie", "win_by_4", ..., "win_by_9", "lose"}``, all ints."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_NATURAL_KEYS = ("player_natural_8", "player_natural_9", "banker_natural_8", "banker_natural_9")
+_TOP_KEYS = ("banker", "player", "tie", "cards_4", "cards_5", "cards_6", "dragon_7", "panda_8")
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeCounts:
+    """Exact outcome counts of the next round for one composition and ruleset.
+
+    Units: every field is a count of ordered 6-card sequences of distinct physical cards (rounds ending after 4
+    or 5 cards weighted by the ways to deal the unused positions), out of ``total = Permut(N, 6)``. Divide by
+    ``total`` for a probability (:meth:`probability`). Plain Python ints.
+
+    * ``banker``, ``player``, ``tie``: who wins (disjoint, sum to ``total``);
+    * ``cards_4``, ``cards_5``, ``cards_6``: cards **required** by the rules (card-count wagers, 13:69F-3.2(a)4;
+      disjoint, sum to ``total``);
+    * ``dragon_7``: the Banker's Hand wins with three cards totalling 7 (the no-vig Banker void / Dragon 7
+      wager); ``panda_8``: the Player's Hand wins with three cards totalling 8;
+    * ``player_natural_8`` .. ``banker_natural_9``: that side's first two cards total 8 (resp. 9), whatever the
+      other side holds (so a natural tie of 8s counts in both ``player_natural_8`` and ``banker_natural_8``);
+    * ``player_bonus``, ``banker_bonus``: :class:`BonusCounts` for the bonus wager on that side.
+
+    Cross-checks for the 8-deck punto banco shoe: see the module docstring (Wizard of Odds published counts).
+    """
+
+    total: int
+    banker: int
+    player: int
+    tie: int
+    cards_4: int
+    cards_5: int
+    cards_6: int
+    dragon_7: int
+    panda_8: int
+    player_natural_8: int
+    player_natural_9: int
+    banker_natural_8: int
+    banker_natural_9: int
+    player_bonus: BonusCounts
+    banker_bonus: BonusCounts
+
+    def bonus(self, hand: Hand) -> BonusCounts:
+        """The bonus classes of ``hand`` (Player or Banker)."""
+        return self.player_bonus if hand is Hand.PLAYER else self.banker_bonus
+
+    def probability(self, count: int) -> Fraction:
+        """``count / total`` as an exact fraction, e.g. ``oc.probability(oc.banker)``."""
+        return Fraction(count, self.total)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape (all ints)::
+
+            {"total", "banker", "player", "tie", "cards_4", "cards_5", "cards_6", "dragon_7", "panda_8",
+             "naturals": {"player_8", "player_9", "banker_8", "banker_9"},
+             "bonus": {"player": {"natural_win", "natural_tie", "win_by_4", ..., "win_by_9", "lose"},
+                       "banker": {...}}}
+        """
+        out: dict[str, Any] = {"total": self.total}
+        out.update({k: getattr(self, k) for k in _TOP_KEYS})
+        out["naturals"] = {k.replace("_natural", ""): getattr(self, k) for k in _NATURAL_KEYS}
+        out["bonus"] = {"player": self.player_bonus.to_dict(), "banker": self.banker_bonus.to_dict()}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OutcomeCounts:
+        """Inverse of :meth:`to_dict` (``total`` may be omitted: it is the sum of banker, player and tie)."""
+        top = {k: int(data[k]) for k in _TOP_KEYS}
+        total = int(data["total"]) if "total" in data else top["banker"] + top["player"] + top["tie"]
+        nats = {k: int(data["naturals"][k.replace("_natural", "")]) for k in _NATURAL_KEYS}
+        bonus = {
+            f"{side}_bonus": BonusCounts(**{k: int(v) for k, v in data["bonus"][side].items()})
+            for side in ("player", "banker")
+        }
+        return cls(total=total, **top, **nats, **bonus)
+
+
+# --------------------------------------------------------------------------------------------------- engine
+
+_tables: dict[tuple[Any, ...], np.ndarray] = {}
+_object_tables: dict[tuple[Any, ...], np.ndarray] = {}
+_lock = threading.Lock()
+_FACTOR_INDEX = _t.FACTOR_INDEX
+_ARANGE6 = np.arange(ROUND_CARDS, dtype=np.int64)
+_C = _t.COLUMN
+
+
+def _key(ruleset: Ruleset) -> tuple[Any, ...]:
+    return (ruleset.player, ruleset.banker, ruleset.natural)
+
+
+def _table(ruleset: Ruleset) -> np.ndarray:
+    """The cached ``(columns, 5005)`` int64 table of ``ruleset`` (built on first use)."""
+    key = _key(ruleset)
+    table = _tables.get(key)
+    if table is None:
+        with _lock:
+            table = _tables.get(key)
+            if table is None:
+                table = _t.build_table(ruleset)
+                _tables[key] = table
+    return table
+
+
+def table_for(ruleset: Ruleset) -> np.ndarray:
+    """Build (or fetch) the ruleset's table now, e.g. at service start; returns it (read-only).
+
+    Raises :class:`IllegalDecision` for rulesets with option cells.
+    """
+    _check_ruleset(ruleset)
+    return _table(ruleset)
+
+
+def _check_ruleset(ruleset: Ruleset) -> None:
+    if ruleset.has_options:
+        raise IllegalDecision(
+            f"ruleset {ruleset.name} has option cells (chemin de fer): exact odds need a fixed drawing strategy"
+        )
+
+
+def _weights_int64(counts: tuple[int, ...]) -> np.ndarray:
+    """``W[m] = prod_v falling(n_v, k_v(m))`` for all 5005 multisets, int64 (exact when N <= 1450)."""
+    f = np.ones((_t.VALUES, _t.ROUND_CARDS + 1), dtype=np.int64)
+    np.cumprod(np.array(counts, dtype=np.int64)[:, None] - _ARANGE6, axis=1, out=f[:, 1:])
+    g = f.ravel().take(_FACTOR_INDEX)
+    w = g[0] * g[1]
+    w *= g[2]
+    w *= g[3]
+    w *= g[4]
+    w *= g[5]
+    return w
+
+
+def _column_sums_exact(counts: tuple[int, ...], ruleset: Ruleset) -> list[int]:
+    """Slow exact path for huge compositions: the same computation with Python ints (object arrays)."""
+    key = _key(ruleset)
+    obj = _object_tables.get(key)
+    if obj is None:
+        obj = _table(ruleset).astype(object)
+        _object_tables[key] = obj
+    f = np.empty((_t.VALUES, _t.ROUND_CARDS + 1), dtype=object)
+    for v, n in enumerate(counts):
+        acc = 1
+        for k in range(_t.ROUND_CARDS + 1):
+            f[v, k] = acc
+            acc *= n - k
+    g = f.ravel().take(_FACTOR_INDEX)
+    w = g[0] * g[1] * g[2] * g[3] * g[4] * g[5]
+    return [int(x) for x in obj.dot(w)]
+
+
+def exact_counts(composition: Composition | Iterable[int], ruleset: Ruleset = PUNTO_BANCO) -> OutcomeCounts:
+    """Exact :class:`OutcomeCounts` of the next round dealt from ``composition`` under ``ruleset``.
+
+    ``composition`` is a :class:`Composition` (or ten counts, validated by :meth:`Composition.of`).
+    Raises :class:`InsufficientCards` when fewer than 6 cards remain (a round may need 6, digest §1.12),
+    :class:`IllegalDecision` for rulesets with option cells (chemin de fer: odds need a fixed strategy),
+    :class:`InvalidComposition` for invalid counts.
+    """
+    comp = composition if isinstance(composition, Composition) else Composition.of(composition)
+    _check_ruleset(ruleset)
+    counts = comp.counts
+    n = sum(counts)
+    if n < ROUND_CARDS:
+        raise InsufficientCards(f"an odds evaluation needs at least {ROUND_CARDS} cards, the composition has {n}")
+    table = _table(ruleset)
+    if n <= INT64_MAX_CARDS:
+        s = (table @ _weights_int64(counts)).tolist()
+    else:
+        s = _column_sums_exact(counts, ruleset)
+    c = _C
+    return OutcomeCounts(
+        total=permut6(n),
+        banker=s[c["banker"]],
+        player=s[c["player"]],
+        tie=s[c["tie"]],
+        cards_4=s[c["cards_4"]],
+        cards_5=s[c["cards_5"]],
+        cards_6=s[c["cards_6"]],
+        dragon_7=s[c["dragon_7"]],
+        panda_8=s[c["panda_8"]],
+        player_natural_8=s[c["player_natural_8"]],
+        player_natural_9=s[c["player_natural_9"]],
+        banker_natural_8=s[c["banker_natural_8"]],
+        banker_natural_9=s[c["banker_natural_9"]],
+        player_bonus=_bonus(s, "player"),
+        banker_bonus=_bonus(s, "banker"),
+    )
+
+
+def _bonus(s: list[int], side: str) -> BonusCounts:
+    c = _C
+    return BonusCounts(
+        natural_win=s[c[f"{side}_natural_win"]],
+        natural_tie=s[c["natural_tie"]],
+        win_by_4=s[c[f"{side}_win_by_4"]],
+        win_by_5=s[c[f"{side}_win_by_5"]],
+        win_by_6=s[c[f"{side}_win_by_6"]],
+        win_by_7=s[c[f"{side}_win_by_7"]],
+        win_by_8=s[c[f"{side}_win_by_8"]],
+        win_by_9=s[c[f"{side}_win_by_9"]],
+        lose=s[c[f"{side}_lose"]],
+    )

@@ -1,0 +1,236 @@
+"""A table's configuration: the game, its shoe, the wagers it offers, pay tables, commission and limits.
+
+Validated when built (:class:`IllegalTableConfig` names the rule broken):
+
+* a regulated punto banco table uses at least six decks (13:69F-3.1(a)); casino night too (13:47-20.20(b)2);
+* the dragon 7 wager exists only in the no-vigorish variation (3.2(a)6, 3.3(h)) and may not be offered with
+  the card-count wagers or the bonus wager (3.2(a)6.iii);
+* panda 8 and any other wager outside 3.2(a) needs ``allow_extensions`` (Division approval, 3.2(b));
+* the Tie pays at least 8 to 1 (3.3(b));
+* casino night seats at most 14 players and offers bank, player and tie only (13:47-20.20(b)1, (e)1), with
+  5 % commission on all winning bets (13:47-20.20(d)4);
+* chemin de fer wagers are between participants (13:69F-4.7, not retrieved): see :mod:`baccarat.chemin`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from fractions import Fraction
+from typing import Mapping
+
+from baccarat.drawing import CASINO_NIGHT, CASINO_NIGHT_LITERAL, PUNTO_BANCO, Ruleset, Variant
+from baccarat.errors import IllegalTableConfig, InvalidAmount, WagerNotOffered
+from baccarat.money import CommissionMode, Odds, Rounding, require_cents
+from baccarat.shoe import ShoeRules
+from baccarat.wagers import (
+    BONUS_CLASSES,
+    BONUS_WAGERS,
+    CARD_COUNT_WAGERS,
+    EXTENSION_WAGERS,
+    MAIN_WAGERS,
+    PayTable,
+    Wager,
+)
+
+
+class CommissionScope(Enum):
+    """Which winning wagers carry commission: Banker only (punto banco 3.3(c)) or all (13:47-20.20(d)4)."""
+
+    BANKER_ONLY = "banker_only"
+    ALL_WINNERS = "all_winners"
+
+
+class CasinoNightBankerRule(Enum):
+    """The two readings of 13:47-20.20(e)3 once the player has drawn (digest §4, §7 item 18(a))."""
+
+    TABLE_2 = "table_2"  # the intended reading: punto banco Table 2
+    LITERAL = "literal"  # draw on 0-2 only
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Table minimum and maximum for one wager, in cents (min ≥ 1, max ≥ min)."""
+
+    min_cents: int
+    max_cents: int
+
+    def __post_init__(self) -> None:
+        require_cents(self.min_cents, "table minimum")
+        require_cents(self.max_cents, "table maximum")
+        if self.max_cents < self.min_cents:
+            raise IllegalTableConfig(f"table maximum {self.max_cents} is below the minimum {self.min_cents}")
+
+
+DEFAULT_MAIN_LIMITS = Limits(2_500, 1_000_000)  # $25 – $10,000
+DEFAULT_SIDE_LIMITS = Limits(500, 50_000)  # $5 – $500
+
+PUNTO_BANCO_WAGERS = frozenset({Wager.BANKER, Wager.PLAYER, Wager.TIE})
+
+
+@dataclass(frozen=True, slots=True)
+class TableConfig:
+    """Everything that makes one table's game, validated on construction.
+
+    Money fields are cents; ``commission_rate`` is an exact fraction of the amount won (1/20 = 5 %,
+    13:69F-3.3(c) [P]); ``limits`` maps each offered wager to its :class:`Limits` (missing wagers get the
+    defaults: $25–$10,000 main, $5–$500 side). Raises :class:`IllegalTableConfig` or :class:`InvalidAmount`.
+    """
+
+    variant: Variant = Variant.PUNTO_BANCO
+    shoe: ShoeRules = field(default_factory=ShoeRules)
+    regulated: bool = True
+    wagers: frozenset[Wager] = PUNTO_BANCO_WAGERS
+    no_vig: bool = False
+    allow_extensions: bool = False
+    pay: PayTable = field(default_factory=PayTable)
+    commission_rate: Fraction = Fraction(1, 20)
+    commission_mode: CommissionMode = CommissionMode.DEDUCT_AT_PAYOUT
+    commission_scope: CommissionScope = CommissionScope.BANKER_ONLY
+    rounding: Rounding = field(default_factory=Rounding)
+    tie_pushes_main_bets: bool = True
+    bonus_requires_base_bet: bool = False
+    casino_night_banker_rule: CasinoNightBankerRule = CasinoNightBankerRule.TABLE_2
+    max_players: int = 14
+    limits: Mapping[Wager, Limits] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.wagers, (set, frozenset, list, tuple)):
+            object.__setattr__(self, "wagers", frozenset(self.wagers))
+        w = self.wagers
+        if not isinstance(w, frozenset) or not all(isinstance(x, Wager) for x in w):
+            raise IllegalTableConfig("wagers must be a frozenset of Wager")
+        if not w:
+            raise IllegalTableConfig("a table must offer at least one wager")
+        if self.variant is Variant.CHEMIN_DE_FER:
+            raise IllegalTableConfig(
+                "chemin de fer wagers are between participants (13:69F-4.7, not retrieved); "
+                "use baccarat.chemin for its rules"
+            )
+        if self.shoe.decks < 6 and (self.regulated or self.variant is Variant.CASINO_NIGHT):
+            raise IllegalTableConfig(
+                f"{self.shoe.decks} decks: a regulated table needs at least 6 (13:69F-3.1(a), 13:47-20.20(b)2)"
+            )
+        if Wager.DRAGON_7 in w:
+            if not self.no_vig:
+                raise IllegalTableConfig("dragon 7 is offered only in the no-vigorish variation (13:69F-3.2(a)6)")
+            clash = w & (CARD_COUNT_WAGERS | BONUS_WAGERS)
+            if clash:
+                names = ", ".join(sorted(x.value for x in clash))
+                raise IllegalTableConfig(
+                    f"dragon 7 may not be offered with {names} (13:69F-3.2(a)6.iii)"
+                )
+        ext = w & EXTENSION_WAGERS
+        if ext and not self.allow_extensions:
+            raise IllegalTableConfig(
+                f"{', '.join(sorted(x.value for x in ext))} is outside 13:69F-3.2(a): needs allow_extensions "
+                "(Division approval, 3.2(b))"
+            )
+        if Wager.PANDA_8 in w and not self.no_vig:
+            raise IllegalTableConfig("panda 8 is offered only with the no-vigorish (EZ) variation")
+        if self.pay.tie.ratio < 8:
+            raise IllegalTableConfig(f"the Tie must pay at least 8 to 1 (13:69F-3.3(b)), got {self.pay.tie}")
+        missing = [c for c in BONUS_CLASSES if c not in ("natural_tie", "lose") and c not in self.pay.bonus]
+        if w & BONUS_WAGERS and missing:
+            raise IllegalTableConfig(f"bonus pay table lacks {', '.join(missing)}")
+        if not (0 <= self.commission_rate < 1):
+            raise IllegalTableConfig(f"commission rate {self.commission_rate} must be in [0, 1)")
+        if isinstance(self.max_players, bool) or not isinstance(self.max_players, int) or self.max_players < 1:
+            raise IllegalTableConfig(f"max_players must be a positive int, got {self.max_players!r}")
+        if self.variant is Variant.CASINO_NIGHT:
+            if self.max_players > 14:
+                raise IllegalTableConfig(
+                    f"casino night seats at most 14 players (13:47-20.20(b)1), got {self.max_players}"
+                )
+            if not w <= PUNTO_BANCO_WAGERS:
+                extra = ", ".join(sorted(x.value for x in w - PUNTO_BANCO_WAGERS))
+                raise IllegalTableConfig(f"casino night offers bank, player and tie only (13:47-20.20(e)1): {extra}")
+            if self.no_vig:
+                raise IllegalTableConfig("casino night has no no-vigorish variation")
+        if self.bonus_requires_base_bet and not (w & MAIN_WAGERS):
+            raise IllegalTableConfig("bonus_requires_base_bet needs the Banker or Player wager offered")
+        for wager in self.limits:
+            if wager not in w:
+                raise IllegalTableConfig(f"limits given for {wager.value}, which the table does not offer")
+
+    @property
+    def ruleset(self) -> Ruleset:
+        """The drawing rules this table plays."""
+        if self.variant is Variant.CASINO_NIGHT:
+            lit = self.casino_night_banker_rule is CasinoNightBankerRule.LITERAL
+            return CASINO_NIGHT_LITERAL if lit else CASINO_NIGHT
+        return PUNTO_BANCO
+
+    def require_offered(self, wager: Wager) -> None:
+        """Raise :class:`WagerNotOffered` unless the table offers ``wager``."""
+        if wager not in self.wagers:
+            offered = ", ".join(sorted(x.value for x in self.wagers))
+            raise WagerNotOffered(f"{wager.value} is not offered at this table (offered: {offered})")
+
+    def limits_for(self, wager: Wager) -> Limits:
+        """Table min/max for an offered ``wager`` (raises :class:`WagerNotOffered`)."""
+        self.require_offered(wager)
+        default = DEFAULT_MAIN_LIMITS if wager in MAIN_WAGERS else DEFAULT_SIDE_LIMITS
+        return self.limits.get(wager, default)
+
+    def commission_rate_for(self, wager: Wager) -> Fraction:
+        """Commission on ``wager``'s winnings: Banker only on a standard table, none on a no-vig table,
+        every winning bet under :attr:`CommissionScope.ALL_WINNERS`."""
+        if self.no_vig:
+            return Fraction(0)
+        if self.commission_scope is CommissionScope.ALL_WINNERS or wager is Wager.BANKER:
+            return self.commission_rate
+        return Fraction(0)
+
+    def check_stake(self, wager: Wager, stake: int) -> None:
+        """Raise :class:`InvalidAmount` unless ``stake`` is whole cents within the wager's limits."""
+        require_cents(stake, "stake")
+        lim = self.limits_for(wager)
+        if stake < lim.min_cents:
+            raise InvalidAmount(f"{stake} cents is under the {wager.value} minimum of {lim.min_cents}")
+        if stake > lim.max_cents:
+            raise InvalidAmount(f"{stake} cents is over the {wager.value} maximum of {lim.max_cents}")
+
+
+def punto_banco(**kw: object) -> TableConfig:
+    """A standard punto banco table: 8 decks, Banker/Player/Tie, 5 % commission deducted at payout."""
+    return TableConfig(**kw)  # type: ignore[arg-type]
+
+
+def punto_banco_full(**kw: object) -> TableConfig:
+    """Punto banco with every 3.2(a) wager compatible with commission: main, tie, card count, bonus."""
+    wagers = PUNTO_BANCO_WAGERS | CARD_COUNT_WAGERS | BONUS_WAGERS
+    return TableConfig(wagers=wagers, **kw)  # type: ignore[arg-type]
+
+
+def no_vig_dragon(*, panda: bool = False, **kw: object) -> TableConfig:
+    """The no-vigorish variation with dragon 7 (3.2(a)6, 3.3(h)); ``panda`` adds the panda 8 extension."""
+    wagers = PUNTO_BANCO_WAGERS | {Wager.DRAGON_7} | ({Wager.PANDA_8} if panda else set())
+    return TableConfig(wagers=frozenset(wagers), no_vig=True, allow_extensions=panda, **kw)  # type: ignore[arg-type]
+
+
+def casino_night(*, literal_banker_rule: bool = False, **kw: object) -> TableConfig:
+    """Casino-night baccarat (13:47-20.20): bank/player/tie, 5 % on all winning bets, at most 14 players."""
+    rule = CasinoNightBankerRule.LITERAL if literal_banker_rule else CasinoNightBankerRule.TABLE_2
+    return TableConfig(
+        variant=Variant.CASINO_NIGHT,
+        commission_scope=CommissionScope.ALL_WINNERS,
+        casino_night_banker_rule=rule,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+__all__ = [
+    "TableConfig",
+    "Limits",
+    "CommissionScope",
+    "CasinoNightBankerRule",
+    "CommissionMode",
+    "Odds",
+    "punto_banco",
+    "punto_banco_full",
+    "no_vig_dragon",
+    "casino_night",
+    "WagerNotOffered",
+    "InvalidAmount",
+]

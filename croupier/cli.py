@@ -1,0 +1,228 @@
+"""The ``croupier`` command line: how auditors, tests and operators poke the rules and run the floor.
+
+Every rules-core error (a :class:`baccarat.errors.BaccaratError`) prints one line ``error: …`` on stderr
+and exits with status 2; nothing prints a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Annotated, Callable, Optional, TypeVar
+
+import msgspec
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_cards
+from baccarat.errors import BaccaratError, IllegalTableConfig, InvalidAmount, InvalidComposition
+from baccarat.expectation import wager_expectations
+from baccarat.odds import Composition, exact_counts
+from baccarat.round import resolve as resolve_round
+from baccarat.table import TableConfig, casino_night, no_vig_dragon, punto_banco_full
+from baccarat.wagers import PANDA_AND_DRAGON, Wager, settle
+
+app = typer.Typer(
+    name="croupier",
+    help="Croupier: New Jersey baccarat tables, exact rules, money and odds.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``error: message`` on stderr and return the Exit to raise (status 2: bad input)."""
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {message}", markup=False)
+    return typer.Exit(code)
+
+
+def clean_errors(fn: F) -> F:
+    """Turn rules-core errors into one line on stderr and exit status 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: object, **kwargs: object) -> None:
+        try:
+            fn(*args, **kwargs)
+        except BaccaratError as e:
+            raise fail(str(e)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _json(obj: object) -> None:
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(obj), indent=2).decode() + "\n")
+
+
+def _composition(decks: int, seen: str | None, composition: str | None) -> Composition:
+    if not 1 <= decks <= 8:
+        raise InvalidComposition(f"--decks must be 1..8, got {decks}")
+    if seen and composition:
+        raise InvalidComposition("give --seen or --composition, not both")
+    if composition is not None:
+        try:
+            counts = [int(x) for x in composition.split(",")]
+        except ValueError:
+            raise InvalidComposition(f"--composition takes ten whole counts c0,...,c9, got {composition!r}") from None
+        comp = Composition.of(counts)
+        full = [n * decks for n in VALUE_COUNTS_PER_DECK]
+        over = [v for v in range(10) if counts[v] > full[v]]
+        if over:
+            v = over[0]
+            raise InvalidComposition(f"value {v}: {counts[v]} cards is more than {decks} deck(s) hold ({full[v]})")
+        return comp
+    comp = Composition.full(decks)
+    if seen:
+        comp = comp.without([c.value for c in parse_cards(seen)])
+    return comp
+
+
+def _reference_tables(variant: str) -> list[TableConfig]:
+    """Pay tables the odds command reports: every wager a table may offer, on its usual table."""
+    if variant == "punto_banco":
+        return [punto_banco_full(), no_vig_dragon(panda=True)]
+    if variant == "casino_night":
+        return [casino_night()]
+    if variant == "casino_night_literal":
+        return [casino_night(literal_banker_rule=True)]
+    raise IllegalTableConfig(f"unknown variant {variant!r}: punto_banco, casino_night or casino_night_literal")
+
+
+@app.command()
+@clean_errors
+def odds(
+    decks: Annotated[int, typer.Option(help="Decks in the shoe (1-8).")] = 8,
+    seen: Annotated[Optional[str], typer.Option(help="Cards already out, ranks like A,T,5,K.")] = None,
+    composition: Annotated[
+        Optional[str], typer.Option(help="Ten counts of cards left by value 0..9 (0 = tens and faces).")
+    ] = None,
+    variant: Annotated[str, typer.Option(help="punto_banco, casino_night or casino_night_literal.")] = "punto_banco",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Exact counts of every outcome of the next round, and each wager's probability and expected value.
+
+    Counts are ordered 6-card sequences out of Permut(N, 6) (odds-and-roads.md §1): a full 8-deck shoe gives
+    Banker 2,292,252,566,437,888, Player 2,230,518,282,592,256, Tie 475,627,426,473,216.
+    """
+    comp = _composition(decks, seen, composition)
+    tables = _reference_tables(variant)
+    counts = exact_counts(comp, tables[0].ruleset)
+    wagers: dict[str, dict[str, float]] = {}
+    for table in tables:
+        for w, e in wager_expectations(counts, table).items():
+            key = w.value if not (table.no_vig and w is Wager.BANKER) else "banker_no_vig"
+            if key in wagers:
+                continue
+            wagers[key] = {"probability": float(e.p_win), "void": float(e.p_void), "ev": float(e.ev)}
+    if as_json:
+        _json({"cards": comp.total, "total": counts.total, "counts": counts.to_dict(), "wagers": wagers})
+        return
+    c = counts.to_dict()
+    out.print(f"Shoe: {comp.total} cards {tuple(comp.counts)}; {counts.total:,} ordered 6-card sequences")
+    t = Table("outcome", "count", "probability", title="Next round", title_justify="left")
+    for k in ("banker", "player", "tie", "cards_4", "cards_5", "cards_6", "dragon_7", "panda_8"):
+        t.add_row(k, f"{c[k]:,}", f"{c[k] / counts.total:.6%}")
+    out.print(t)
+    t = Table("wager", "win", "void", "EV per unit", "house edge", title="Wagers", title_justify="left")
+    for k, v in wagers.items():
+        t.add_row(k, f"{v['probability']:.6%}", f"{v['void']:.4%}", f"{v['ev']:+.6f}", f"{-v['ev']:.4%}")
+    out.print(t)
+
+
+def _parse_bet(text: str) -> tuple[Wager, int]:
+    if "=" not in text:
+        raise InvalidAmount(f"--bet takes WAGER=CENTS, got {text!r}")
+    name, amount = text.split("=", 1)
+    wager = Wager.parse(name)
+    try:
+        cents = int(amount)
+    except ValueError:
+        raise InvalidAmount(f"bet {name}: {amount!r} is not a whole number of cents") from None
+    if cents <= 0:
+        raise InvalidAmount(f"bet {name}: {cents} cents is not a positive amount")
+    return wager, cents
+
+
+def _table_for(variant: str, wagers: set[Wager]) -> TableConfig:
+    if variant in ("casino_night", "casino_night_literal"):
+        return casino_night(literal_banker_rule=variant == "casino_night_literal")
+    if variant != "punto_banco":
+        raise IllegalTableConfig(f"unknown variant {variant!r}: punto_banco or casino_night")
+    if wagers & PANDA_AND_DRAGON:
+        return TableConfig(
+            wagers=frozenset(wagers | {Wager.BANKER, Wager.PLAYER, Wager.TIE}),
+            no_vig=True,
+            allow_extensions=Wager.PANDA_8 in wagers,
+        )
+    return punto_banco_full()
+
+
+@app.command()
+@clean_errors
+def resolve(
+    cards: Annotated[str, typer.Argument(help="The shoe order, first card first: A,T,5,K,...")],
+    variant: Annotated[str, typer.Option(help="punto_banco, casino_night or casino_night_literal.")] = "punto_banco",
+    bet: Annotated[Optional[list[str]], typer.Option(help="WAGER=CENTS, repeatable (e.g. banker=2500).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Deal one round from CARDS by the variant's drawing rules and settle any bets on it.
+
+    A dragon 7 or panda 8 bet puts the round on a no-vigorish table (13:69F-3.2(a)6); otherwise a standard
+    table with 5 % commission deducted at payout.
+    """
+    bets = [_parse_bet(b) for b in bet or []]
+    table = _table_for(variant, {w for w, _ in bets})
+    outcome, unused = resolve_round(parse_cards(cards), table.ruleset)
+    settlements = [settle(w, c, outcome, table) for w, c in bets]
+    result = {
+        "variant": variant,
+        "player": {"cards": [str(c) for c in outcome.player], "points": outcome.player_points,
+                   "natural": outcome.player_natural},
+        "banker": {"cards": [str(c) for c in outcome.banker], "points": outcome.banker_points,
+                   "natural": outcome.banker_natural},
+        "winner": outcome.winner.value,
+        "cards_required": outcome.cards_required,
+        "dragon_7": outcome.dragon_7,
+        "panda_8": outcome.panda_8,
+        "draws": [r.describe() for r in outcome.reasons],
+        "unused": [str(c) for c in unused],
+        "bets": [
+            {"wager": s.wager.value, "stake": s.stake, "result": s.result.value, "category": s.category,
+             "payout": s.payout, "win": s.win, "commission": s.commission,
+             "commission_accrued": s.commission_accrued, "odds": str(s.odds) if s.odds else None}
+            for s in settlements
+        ],
+    }
+    if as_json:
+        _json(result)
+        return
+    def hand(name: str, h: dict) -> str:
+        nat = " (natural)" if h["natural"] else ""
+        return f"{name}: {' '.join(h['cards'])} -> {h['points']}{nat}"
+    out.print(hand("Player's Hand", result["player"]))
+    out.print(hand("Banker's Hand", result["banker"]))
+    flags = [f for f in ("dragon_7", "panda_8") if result[f]]
+    out.print(f"Winner: {outcome.winner.value}; cards required: {outcome.cards_required}"
+              + (f"; {', '.join(flags)}" if flags else ""))
+    for line in result["draws"]:
+        out.print(f"  {line}", markup=False)
+    out.print(f"Unused: {' '.join(result['unused']) or '-'}")
+    if settlements:
+        t = Table("wager", "stake", "result", "why", "payout", "commission")
+        for s in settlements:
+            t.add_row(s.wager.value, str(s.stake), s.result.value, s.category, str(s.payout),
+                      f"{s.commission}{' (accrued)' if s.commission_accrued else ''}")
+        out.print(t)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Project-wide pytest hooks.
+
+``CROUPIER_REQUIRE_KAFKA=1`` (set by ``.ci/run``) turns "the Kafka tests did not really run" into a failed
+session: the run fails if any test marked ``kafka`` was skipped, or if not a single ``kafka`` test passed
+(nothing collected, everything deselected, or the marker lost). Without the variable, Kafka tests skip with
+a reason when no broker is available, as usual for a developer's machine.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+KAFKA_MARKER = "kafka"
+_REQUIRE_ENV = "CROUPIER_REQUIRE_KAFKA"
+
+
+def _require_kafka() -> bool:
+    return os.environ.get(_REQUIRE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+class _KafkaRunGuard:
+    """Tracks the outcome of every kafka-marked test and fails the session if they did not run."""
+
+    def __init__(self) -> None:
+        self.kafka_nodeids: set[str] = set()
+        self.passed: set[str] = set()
+        self.not_passed: set[str] = set()
+        self.skipped: dict[str, str] = {}
+        self.problem: str | None = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # After every pytest_collection_modifyitems (markers added there) and after deselection.
+        self.kafka_nodeids = {
+            item.nodeid for item in session.items if item.get_closest_marker(KAFKA_MARKER) is not None
+        }
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid not in self.kafka_nodeids:
+            return
+        if report.skipped:
+            if hasattr(report, "wasxfail"):
+                # An expected failure is not a skip, but it does not prove the broker works either.
+                self.not_passed.add(report.nodeid)
+                return
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            self.skipped[report.nodeid] = reason
+        elif report.failed:
+            self.not_passed.add(report.nodeid)
+        elif report.when == "call" and report.passed and not hasattr(report, "wasxfail"):
+            self.passed.add(report.nodeid)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
+                          pytest.ExitCode.USAGE_ERROR):
+            return
+        passed = self.passed - self.not_passed - set(self.skipped)
+        if self.skipped:
+            self.problem = (
+                f"{len(self.skipped)} test(s) marked '{KAFKA_MARKER}' were skipped, but {_REQUIRE_ENV}=1 "
+                "requires a real broker for all of them:\n"
+                + "\n".join(f"  {nodeid}: {reason}" for nodeid, reason in sorted(self.skipped.items()))
+            )
+        elif not passed:
+            self.problem = (
+                f"no test marked '{KAFKA_MARKER}' passed ({len(self.kafka_nodeids)} selected), but "
+                f"{_REQUIRE_ENV}=1 requires at least one"
+            )
+        if self.problem and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:  # type: ignore[no-untyped-def]
+        if self.problem:
+            terminalreporter.section(f"{_REQUIRE_ENV}=1", sep="=", red=True, bold=True)
+            terminalreporter.line(f"FAILED: {self.problem}", red=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _require_kafka() and not config.pluginmanager.has_plugin("croupier-kafka-guard"):
+        config.pluginmanager.register(_KafkaRunGuard(), "croupier-kafka-guard")

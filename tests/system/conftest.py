@@ -1,0 +1,212 @@
+"""Fixtures for tests against a real Apache Kafka broker.
+
+Every test under tests/system gets the ``kafka`` marker. The broker comes from, in order:
+
+1. ``KAFKA_BOOTSTRAP_SERVERS`` (``.ci/run`` sets it after ``infra/kafka/kafka.sh start``; locally run
+   ``eval "$(infra/kafka/kafka.sh start)"`` then ``export KAFKA_BOOTSTRAP_SERVERS``);
+2. a throw-away testcontainers ``KafkaContainer`` (KRaft) if a Docker engine answers;
+3. otherwise the tests are skipped with the reason (and ``CROUPIER_REQUIRE_KAFKA=1`` turns that into a
+   failure, see tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError, for_code
+
+_SYSTEM_DIR = Path(__file__).resolve().parent
+
+# Image for the Docker fallback only (CI uses the pinned broker from infra/kafka). Override with
+# CROUPIER_KAFKA_IMAGE, e.g. confluentinc/cp-kafka:8.0.0 for a Kafka 4.x broker.
+_DEFAULT_IMAGE = "confluentinc/cp-kafka:7.6.0"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A conftest's collection hook sees the whole session's items: mark only those under this directory.
+    for item in items:
+        if _SYSTEM_DIR in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.kafka)
+
+
+def _docker_unavailable_reason() -> str | None:
+    """None if a Docker engine answers a ping, else why not (never just looks for the `docker` CLI)."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as exc:  # DockerException, connection errors, missing module, ...
+        return f"{type(exc).__name__}: {exc}".strip()
+    return None
+
+
+def _check_reachable(bootstrap: str) -> None:
+    """Fail (not skip) early with a clear message if the configured broker does not accept connections."""
+    errors = []
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=5):
+                return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{server.strip()}: {exc}")
+    pytest.fail(
+        f"KAFKA_BOOTSTRAP_SERVERS={bootstrap} is set but no broker accepts connections "
+        f"({'; '.join(errors)}). Start one with infra/kafka/kafka.sh start.",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """Bootstrap servers of a real Kafka broker ("host:port[,host:port...]")."""
+    configured = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if configured:
+        _check_reachable(configured)
+        yield configured
+        return
+
+    reason = _docker_unavailable_reason()
+    if reason is not None:
+        pytest.skip(
+            "needs a real Kafka broker: KAFKA_BOOTSTRAP_SERVERS is not set and no Docker engine answers "
+            f"({reason}). Run `infra/kafka/kafka.sh start` and export the KAFKA_BOOTSTRAP_SERVERS it prints."
+        )
+
+    try:
+        from testcontainers.community.kafka import KafkaContainer
+    except ImportError:  # testcontainers < 4.10
+        from testcontainers.kafka import KafkaContainer
+
+    image = os.environ.get("CROUPIER_KAFKA_IMAGE", _DEFAULT_IMAGE)
+    with KafkaContainer(image).with_kraft() as container:
+        yield container.get_bootstrap_server()
+
+
+_TOPIC_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
+
+
+def unique_topic_name(prefix: str = "test") -> str:
+    """A topic name that no other test (or earlier run against the same broker) uses."""
+    prefix = _TOPIC_UNSAFE.sub("-", prefix).strip("-.") or "test"
+    return f"{prefix[:150]}-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def topic_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """Factory of unique topic names derived from the test's name: ``topic_name("events")``."""
+
+    def make(suffix: str = "") -> str:
+        base = request.node.name if not suffix else f"{request.node.name}-{suffix}"
+        return unique_topic_name(base)
+
+    return make
+
+
+async def create_topics(
+    bootstrap: str,
+    names: list[str] | str,
+    *,
+    partitions: int = 4,
+    replication_factor: int = 1,
+    config: Mapping[str, str] | None = None,
+    timeout_s: float = 30.0,
+) -> None:
+    """Create topics and wait until every partition has a leader (so producers never race the creation).
+
+    Raises on any error other than "already exists".
+    """
+    topics = [names] if isinstance(names, str) else list(names)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000))
+    await admin.start()
+    try:
+        response = await admin.create_topics(
+            [
+                NewTopic(
+                    name=t,
+                    num_partitions=partitions,
+                    replication_factor=replication_factor,
+                    topic_configs={k: str(v) for k, v in (config or {}).items()},
+                )
+                for t in topics
+            ]
+        )
+        for error in response.topic_errors:
+            topic, code = error[0], error[1]
+            message = error[2] if len(error) > 2 else None
+            if code == 0:
+                continue
+            exc = for_code(code)
+            if exc is TopicAlreadyExistsError:
+                continue
+            raise exc(f"creating topic {topic!r}: {message}")
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            described = await admin.describe_topics(topics)
+            ready = {
+                d["topic"]
+                for d in described
+                if d["error_code"] == 0
+                and len(d["partitions"]) == partitions
+                and all(p["leader"] >= 0 for p in d["partitions"])
+            }
+            if ready >= set(topics):
+                return
+            if loop.time() > deadline:
+                raise TimeoutError(f"topics without leaders after {timeout_s} s: {set(topics) - ready}")
+            await asyncio.sleep(0.1)
+    finally:
+        await admin.close()
+
+
+async def delete_topics(bootstrap: str, names: list[str]) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.delete_topics(names)
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def kafka_topic(
+    kafka_bootstrap: str, topic_name: Callable[[str], str]
+) -> AsyncIterator[Callable[..., Awaitable[str]]]:
+    """Async factory creating a unique topic, deleted after the test:
+
+    ``name = await kafka_topic(partitions=4, config={"retention.ms": "-1"})``
+    """
+    created: list[str] = []
+
+    async def make(
+        suffix: str = "",
+        *,
+        partitions: int = 4,
+        config: Mapping[str, str] | None = None,
+    ) -> str:
+        name = topic_name(suffix)
+        await create_topics(kafka_bootstrap, name, partitions=partitions, config=config)
+        created.append(name)
+        return name
+
+    yield make
+
+    if created:
+        try:
+            await delete_topics(kafka_bootstrap, created)
+        except Exception:  # best effort: names are unique, a leftover topic harms no other test
+            pass
