@@ -13,21 +13,29 @@ Conventions (shared spec ``odds-and-roads.md`` §1–§2, rules digest §1.10–
 * Counts are exact Python ints. Probabilities / expected values are derived from them at the edge
   (:meth:`OutcomeCounts.probability` gives an exact :class:`fractions.Fraction`); never accumulate floats.
 
-Method and cost: see :mod:`baccarat._odds_tables`. The first call for a ruleset builds its table (~0.3 s,
-cached in memory for the life of the process, thread-safe); every later :func:`exact_counts` call costs tens of
-microseconds. Compositions with up to :data:`INT64_MAX_CARDS` (1,450) cards, i.e. every real shoe, use int64
-arithmetic, which is exact there because every partial sum is bounded by ``Permut(N, 6) < 2**63``; larger
-compositions are still computed exactly, with Python ints (object arrays), only slower.
+Method and cost: see :mod:`baccarat._odds_tables`. The first call for a ruleset builds its table from the
+ruleset's Table 1 / Table 2 cells (~0.3 s, cached in memory for the life of the process, thread-safe; call
+:func:`table_for` at start-up to pay it early). Every later :func:`exact_counts` call costs tens of microseconds.
+Arithmetic is exact on every path, chosen by the card total N:
+
+* N <= :data:`FLOAT64_MAX_CARDS` (458; every real shoe of up to 8 decks): the matrix product runs in float64
+  BLAS, exact because every term and partial sum is a non-negative integer <= Permut(N, 6) <= 2**53;
+* N <= :data:`INT64_MAX_CARDS` (1,450): int64 matrix product (Permut(N, 6) < 2**63);
+* larger (only reachable through :meth:`Composition.of`): Python ints via object arrays, slower but exact.
+
+Errors: :class:`~baccarat.errors.InvalidComposition`, :class:`~baccarat.errors.InsufficientCards`,
+:class:`~baccarat.errors.IllegalDecision` (see :func:`exact_counts`).
 """
 
 from __future__ import annotations
 
 import operator
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from math import perm
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -37,10 +45,12 @@ from baccarat.drawing import PUNTO_BANCO, Ruleset
 from baccarat.errors import IllegalDecision, InsufficientCards, InvalidComposition
 
 __all__ = [
-    "BonusCounts",
-    "Composition",
+    "FLOAT64_MAX_CARDS",
     "INT64_MAX_CARDS",
     "MAX_DECKS",
+    "TABLE_COLUMNS",
+    "BonusCounts",
+    "Composition",
     "OutcomeCounts",
     "exact_counts",
     "permut6",
@@ -82,13 +92,17 @@ class Composition:
 
     def __post_init__(self) -> None:
         if isinstance(self.counts, (str, bytes, Mapping)):
-            raise InvalidComposition(f"counts must be a sequence of 10 ints, got {type(self.counts).__name__}")
+            raise InvalidComposition(
+                f"counts must be a sequence of 10 ints, got {type(self.counts).__name__}"
+            )
         try:
             counts = tuple(self.counts)
         except TypeError:
             raise InvalidComposition(f"counts must be a sequence of 10 ints, got {self.counts!r}") from None
         if len(counts) != _t.VALUES:
-            raise InvalidComposition(f"a composition needs exactly 10 counts (values 0..9), got {len(counts)}")
+            raise InvalidComposition(
+                f"a composition needs exactly 10 counts (values 0..9), got {len(counts)}"
+            )
         clean = tuple(_as_count(x, f"count of value {v}") for v, x in enumerate(counts))
         for v, x in enumerate(clean):
             if x < 0:
@@ -232,10 +246,10 @@ class OutcomeCounts:
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape (all ints)::
 
-            {"total", "banker", "player", "tie", "cards_4", "cards_5", "cards_6", "dragon_7", "panda_8",
-             "naturals": {"player_8", "player_9", "banker_8", "banker_9"},
-             "bonus": {"player": {"natural_win", "natural_tie", "win_by_4", ..., "win_by_9", "lose"},
-                       "banker": {...}}}
+        {"total", "banker", "player", "tie", "cards_4", "cards_5", "cards_6", "dragon_7", "panda_8",
+         "naturals": {"player_8", "player_9", "banker_8", "banker_9"},
+         "bonus": {"player": {"natural_win", "natural_tie", "win_by_4", ..., "win_by_9", "lose"},
+                   "banker": {...}}}
         """
         out: dict[str, Any] = {"total": self.total}
         out.update({k: getattr(self, k) for k in _TOP_KEYS})
@@ -249,47 +263,99 @@ class OutcomeCounts:
         top = {k: int(data[k]) for k in _TOP_KEYS}
         total = int(data["total"]) if "total" in data else top["banker"] + top["player"] + top["tie"]
         nats = {k: int(data["naturals"][k.replace("_natural", "")]) for k in _NATURAL_KEYS}
-        bonus = {
-            f"{side}_bonus": BonusCounts(**{k: int(v) for k, v in data["bonus"][side].items()})
+        player, banker = (
+            BonusCounts(**{f.name: int(data["bonus"][side][f.name]) for f in fields(BonusCounts)})
             for side in ("player", "banker")
-        }
-        return cls(total=total, **top, **nats, **bonus)
+        )
+        return cls(total=total, player_bonus=player, banker_bonus=banker, **top, **nats)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------------------- engine
 
-_tables: dict[tuple[Any, ...], np.ndarray] = {}
-_object_tables: dict[tuple[Any, ...], np.ndarray] = {}
+#: Largest card total N with Permut(N, 6) <= 2**53: up to it the matrix product runs in float64 (BLAS), which is
+#: exact because every term and every partial sum is a non-negative integer <= the column's count <= 2**53.
+FLOAT64_MAX_CARDS = 458
+#: Rows of :func:`table_for`'s matrix (one per reported count).
+TABLE_COLUMNS: tuple[str, ...] = _t.COLUMNS
+
+#: Table rows in the order :class:`OutcomeCounts` / :class:`BonusCounts` take their arguments (after ``total``).
+_ARGUMENT_ROWS = tuple(
+    _t.COLUMN[name]
+    for name in (
+        *_TOP_KEYS,
+        *_NATURAL_KEYS,
+        *(
+            name
+            for side in ("player", "banker")
+            for name in (
+                f"{side}_natural_win",
+                "natural_tie",
+                *(f"{side}_win_by_{k}" for k in range(4, 10)),
+                f"{side}_lose",
+            )
+        ),
+    )
+)
+assert len(_ARGUMENT_ROWS) == 30  # exact_counts unpacks them by position
+
+
+class _Plan:
+    """Per-ruleset tables: the full int64 table, its distinct rows (int64 and float64) and the gather index."""
+
+    __slots__ = ("_unique_obj", "gather", "ruleset", "table", "unique", "unique_f64")
+
+    def __init__(self, ruleset: Ruleset) -> None:
+        self.ruleset = ruleset
+        self.table = _t.build_table(ruleset)
+        # Identical rows are computed once (e.g. Player/Banker natural counts coincide by symmetry).
+        unique, inverse = np.unique(self.table, axis=0, return_inverse=True)
+        self.unique = np.ascontiguousarray(unique, dtype=np.int64)
+        self.unique_f64 = self.unique.astype(np.float64)
+        self.gather = np.asarray(inverse, dtype=np.int64).reshape(-1)[list(_ARGUMENT_ROWS)]
+        self._unique_obj: np.ndarray | None = None
+        for a in (self.unique, self.unique_f64, self.gather):
+            a.setflags(write=False)
+
+    @property
+    def unique_obj(self) -> np.ndarray:
+        if self._unique_obj is None:
+            self._unique_obj = self.unique.astype(object)
+        return self._unique_obj
+
+
+_plans: dict[tuple[Any, ...], _Plan] = {}
+#: id(ruleset) -> (ruleset, plan): hashing a Ruleset (96 enum cells) costs more than the whole look-up below.
+_plans_by_id: dict[int, tuple[Ruleset, _Plan]] = {}
 _lock = threading.Lock()
-_FACTOR_INDEX = _t.FACTOR_INDEX
 _ARANGE6 = np.arange(ROUND_CARDS, dtype=np.int64)
-_C = _t.COLUMN
+_FACTOR_A, _FACTOR_B, _SUB_A, _SUB_B = _t.FACTOR_A, _t.FACTOR_B, _t.SUB_A, _t.SUB_B
 
 
-def _key(ruleset: Ruleset) -> tuple[Any, ...]:
-    return (ruleset.player, ruleset.banker, ruleset.natural)
-
-
-def _table(ruleset: Ruleset) -> np.ndarray:
-    """The cached ``(columns, 5005)`` int64 table of ``ruleset`` (built on first use)."""
-    key = _key(ruleset)
-    table = _tables.get(key)
-    if table is None:
-        with _lock:
-            table = _tables.get(key)
-            if table is None:
-                table = _t.build_table(ruleset)
-                _tables[key] = table
-    return table
+def _plan(ruleset: Ruleset) -> _Plan:
+    """The cached plan of ``ruleset`` (built on first use; equal rulesets share one)."""
+    entry = _plans_by_id.get(id(ruleset))
+    if entry is not None and entry[0] is ruleset:
+        return entry[1]
+    _check_ruleset(ruleset)
+    with _lock:
+        key = (ruleset.player, ruleset.banker, ruleset.natural)
+        plan = _plans.get(key)
+        if plan is None:
+            plan = _Plan(ruleset)
+            _plans[key] = plan
+        # The entry keeps the ruleset alive, so its id cannot be reused by another object.
+        _plans_by_id[id(ruleset)] = (ruleset, plan)
+    return plan
 
 
 def table_for(ruleset: Ruleset) -> np.ndarray:
-    """Build (or fetch) the ruleset's table now, e.g. at service start; returns it (read-only).
+    """The ruleset's read-only ``(len(TABLE_COLUMNS), 5005)`` int64 table, building it now if needed.
 
+    ``table[c, m]`` = orderings of multiset ``m`` (see :mod:`baccarat._odds_tables`) counted in
+    ``TABLE_COLUMNS[c]``. Call it at service start to keep the one-time build (~0.3 s) off the first request.
     Raises :class:`IllegalDecision` for rulesets with option cells.
     """
-    _check_ruleset(ruleset)
-    return _table(ruleset)
+    return _plan(ruleset).table
 
 
 def _check_ruleset(ruleset: Ruleset) -> None:
@@ -299,35 +365,56 @@ def _check_ruleset(ruleset: Ruleset) -> None:
         )
 
 
-def _weights_int64(counts: tuple[int, ...]) -> np.ndarray:
-    """``W[m] = prod_v falling(n_v, k_v(m))`` for all 5005 multisets, int64 (exact when N <= 1450)."""
-    f = np.ones((_t.VALUES, _t.ROUND_CARDS + 1), dtype=np.int64)
+def _weights(f: np.ndarray) -> np.ndarray:
+    """``W[m] = prod_v F[v, k_v(m)]`` for all 5005 multisets from the ``(10, 7)`` falling-factorial table ``F``.
+
+    Factorised over the value groups 0..4 and 5..9 (:data:`baccarat._odds_tables.SUB_MULTISETS`). Works for
+    int64 ``F`` (exact while Permut(N, 6) < 2**63: every partial product counts physical card sequences) and for
+    object ``F`` (Python ints).
+    """
+    flat = f.ravel()
+    ga = flat.take(_FACTOR_A)
+    gb = flat.take(_FACTOR_B)
+    a = ga[0] * ga[1]
+    a *= ga[2]
+    a *= ga[3]
+    a *= ga[4]
+    b = gb[0] * gb[1]
+    b *= gb[2]
+    b *= gb[3]
+    b *= gb[4]
+    return a.take(_SUB_A) * b.take(_SUB_B)
+
+
+def _falling_int64(counts: tuple[int, ...]) -> np.ndarray:
+    """``F[v, k] = falling(n_v, k)`` for k = 0..6 as int64 (a zero factor keeps exhausted values at 0)."""
+    f = np.ones((_t.VALUES, ROUND_CARDS + 1), dtype=np.int64)
     np.cumprod(np.array(counts, dtype=np.int64)[:, None] - _ARANGE6, axis=1, out=f[:, 1:])
-    g = f.ravel().take(_FACTOR_INDEX)
-    w = g[0] * g[1]
-    w *= g[2]
-    w *= g[3]
-    w *= g[4]
-    w *= g[5]
-    return w
+    return f
 
 
-def _column_sums_exact(counts: tuple[int, ...], ruleset: Ruleset) -> list[int]:
-    """Slow exact path for huge compositions: the same computation with Python ints (object arrays)."""
-    key = _key(ruleset)
-    obj = _object_tables.get(key)
-    if obj is None:
-        obj = _table(ruleset).astype(object)
-        _object_tables[key] = obj
-    f = np.empty((_t.VALUES, _t.ROUND_CARDS + 1), dtype=object)
+def _falling_object(counts: tuple[int, ...]) -> np.ndarray:
+    """``F[v, k] = falling(n_v, k)`` as Python ints (object array), for compositions beyond int64."""
+    f = np.empty((_t.VALUES, ROUND_CARDS + 1), dtype=object)
     for v, n in enumerate(counts):
         acc = 1
-        for k in range(_t.ROUND_CARDS + 1):
+        for k in range(ROUND_CARDS + 1):
             f[v, k] = acc
             acc *= n - k
-    g = f.ravel().take(_FACTOR_INDEX)
-    w = g[0] * g[1] * g[2] * g[3] * g[4] * g[5]
-    return [int(x) for x in obj.dot(w)]
+    return f
+
+
+def _column_counts(counts: tuple[int, ...], n: int, plan: _Plan, method: str | None = None) -> list[int]:
+    """Counts in :data:`_ARGUMENT_ROWS` order. ``method`` forces a path (tests): float64, int64 or object."""
+    if method is None:
+        method = "float64" if n <= FLOAT64_MAX_CARDS else "int64" if n <= INT64_MAX_CARDS else "object"
+    if method == "float64":
+        u = (plan.unique_f64 @ _weights(_falling_int64(counts)).astype(np.float64)).astype(np.int64)
+    elif method == "int64":
+        u = plan.unique @ _weights(_falling_int64(counts))
+    else:
+        u = plan.unique_obj.dot(_weights(_falling_object(counts)))
+    return u.take(plan.gather).tolist()  # Python ints
 
 
 def exact_counts(composition: Composition | Iterable[int], ruleset: Ruleset = PUNTO_BANCO) -> OutcomeCounts:
@@ -336,49 +423,21 @@ def exact_counts(composition: Composition | Iterable[int], ruleset: Ruleset = PU
     ``composition`` is a :class:`Composition` (or ten counts, validated by :meth:`Composition.of`).
     Raises :class:`InsufficientCards` when fewer than 6 cards remain (a round may need 6, digest §1.12),
     :class:`IllegalDecision` for rulesets with option cells (chemin de fer: odds need a fixed strategy),
-    :class:`InvalidComposition` for invalid counts.
+    :class:`InvalidComposition` for invalid counts. The first call for a ruleset builds its table (see
+    :func:`table_for`).
     """
     comp = composition if isinstance(composition, Composition) else Composition.of(composition)
-    _check_ruleset(ruleset)
+    plan = _plan(ruleset)
     counts = comp.counts
     n = sum(counts)
     if n < ROUND_CARDS:
-        raise InsufficientCards(f"an odds evaluation needs at least {ROUND_CARDS} cards, the composition has {n}")
-    table = _table(ruleset)
-    if n <= INT64_MAX_CARDS:
-        s = (table @ _weights_int64(counts)).tolist()
-    else:
-        s = _column_sums_exact(counts, ruleset)
-    c = _C
+        raise InsufficientCards(
+            f"an odds evaluation needs at least {ROUND_CARDS} cards, the composition has {n}"
+        )
+    s = _column_counts(counts, n, plan)  # in _ARGUMENT_ROWS order
     return OutcomeCounts(
-        total=permut6(n),
-        banker=s[c["banker"]],
-        player=s[c["player"]],
-        tie=s[c["tie"]],
-        cards_4=s[c["cards_4"]],
-        cards_5=s[c["cards_5"]],
-        cards_6=s[c["cards_6"]],
-        dragon_7=s[c["dragon_7"]],
-        panda_8=s[c["panda_8"]],
-        player_natural_8=s[c["player_natural_8"]],
-        player_natural_9=s[c["player_natural_9"]],
-        banker_natural_8=s[c["banker_natural_8"]],
-        banker_natural_9=s[c["banker_natural_9"]],
-        player_bonus=_bonus(s, "player"),
-        banker_bonus=_bonus(s, "banker"),
-    )
-
-
-def _bonus(s: list[int], side: str) -> BonusCounts:
-    c = _C
-    return BonusCounts(
-        natural_win=s[c[f"{side}_natural_win"]],
-        natural_tie=s[c["natural_tie"]],
-        win_by_4=s[c[f"{side}_win_by_4"]],
-        win_by_5=s[c[f"{side}_win_by_5"]],
-        win_by_6=s[c[f"{side}_win_by_6"]],
-        win_by_7=s[c[f"{side}_win_by_7"]],
-        win_by_8=s[c[f"{side}_win_by_8"]],
-        win_by_9=s[c[f"{side}_win_by_9"]],
-        lose=s[c[f"{side}_lose"]],
-    )
+        permut6(n),
+        s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11],
+        BonusCounts(s[12], s[13], s[14], s[15], s[16], s[17], s[18], s[19], s[20]),
+        BonusCounts(s[21], s[22], s[23], s[24], s[25], s[26], s[27], s[28], s[29]),
+    )  # fmt: skip

@@ -146,15 +146,22 @@ class Shoe:
     rounds_started_after_cutting_card: int = 0
     cutting_card_round: int | None = None
     remaining: tuple[int, ...] = ()
+    #: a physical shoe dealt by hand: the order is unknown, cards are read one by one (:func:`read`)
+    physical: bool = False
+
+    @property
+    def size(self) -> int:
+        """Cards in the shoe when loaded."""
+        return self.rules.size if self.physical else len(self.cards)
 
     @property
     def end_card_index(self) -> int:
-        return len(self.cards) - self.rules.end_card_offset
+        return self.size - self.rules.end_card_offset
 
     @property
     def cards_left(self) -> int:
         """Cards still in the shoe."""
-        return len(self.cards) - self.position
+        return self.size - self.position
 
     def remaining_by_value(self) -> tuple[int, ...]:
         """Ten counts of cards still in the shoe by baccarat value 0..9 (value 0 = 10/J/Q/K)."""
@@ -176,6 +183,28 @@ def load(order: Sequence[Card], rules: ShoeRules) -> Shoe:
     """
     verify_order(order, rules.decks)
     return Shoe(rules=rules, cards=tuple(order), remaining=(rules.decks,) * 52)
+
+
+def load_physical(rules: ShoeRules) -> Shoe:
+    """A physical shoe of ``rules.decks`` decks whose order is unknown; cards are read with :func:`read`."""
+    return Shoe(rules=rules, cards=(), remaining=(rules.decks,) * 52, physical=True)
+
+
+def read(shoe: Shoe, card: Card) -> tuple[Shoe, bool]:
+    """A card read from a physical shoe: checked (:func:`check_read`) and taken out. Returns the shoe and
+    whether the end-of-shoe cutting card came out just before it. Raises :class:`ImpossibleCard`."""
+    if not shoe.physical:
+        raise InvalidShoe("card reads are for physical shoes; this shoe's order is known: draw instead")
+    if card.suit is None:
+        raise ImpossibleCard("a card read from a physical shoe needs its suit")
+    check_read(shoe, card)
+    remaining = list(shoe.remaining)
+    remaining[_card_index(card)] -= 1
+    reached = not shoe.cutting_card_out and shoe.position == shoe.end_card_index
+    new = replace(shoe, position=shoe.position + 1, remaining=tuple(remaining))
+    if reached:
+        new = replace(new, cutting_card_out=True, cutting_card_round=shoe.rounds_started)
+    return new, reached
 
 
 def cut(shoe: Shoe, at: int) -> Shoe:
@@ -228,11 +257,18 @@ def burn(shoe: Shoe) -> tuple[Shoe, BurnRecord]:
 def round_refusal(shoe: Shoe) -> str | None:
     """Why a new round may not start (``None`` when it may): ``"shoe_complete"`` after the end-of-shoe
     policy's last round, ``"insufficient_cards"`` with fewer than 6 cards left (an irregularity)."""
-    if shoe.cutting_card_out:
-        assert shoe.cutting_card_round is not None
-        if shoe.rounds_started - shoe.cutting_card_round >= shoe.rules.end_of_shoe.rounds_after:
-            return "shoe_complete"
-    if shoe.cards_left < MAX_CARDS_PER_ROUND:
+    return refusal(shoe.cards_left, shoe.rounds_started, shoe.cutting_card_round, shoe.rules.end_of_shoe)
+
+
+def refusal(cards_left: int, rounds_started: int, cutting_card_round: int | None,
+            policy: EndOfShoePolicy) -> str | None:
+    """:func:`round_refusal` from plain numbers, for a service that tracks a shoe it does not hold.
+
+    ``cutting_card_round``: rounds started when the cutting card came out (None: not out yet).
+    """
+    if cutting_card_round is not None and rounds_started - cutting_card_round >= policy.rounds_after:
+        return "shoe_complete"
+    if cards_left < MAX_CARDS_PER_ROUND:
         return "insufficient_cards"
     return None
 

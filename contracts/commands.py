@@ -1,0 +1,118 @@
+"""Commands: what callers ask a service to do. Imperative names, explicit snake_case tags never reused.
+
+A command travels in a :class:`contracts.envelope.CommandEnvelope` carrying its own ``command_id``; a command
+already handled (its id is in the service's rebuilt state) produces nothing new.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+from contracts.tables import ShoeSpec, TableSpec
+
+
+class Command(msgspec.Struct, frozen=True, tag_field="type"):
+    """Base of every command."""
+
+
+# ---- shoe.commands ---------------------------------------------------------------------------------
+class LoadShoe(Command, tag="load_shoe"):
+    """Load a new shoe. ``order``: card texts first-out first (``"Kd"``, ``"7s"``), a supplied physical or
+    pre-shuffled order; empty: the shoe service shuffles with a CSPRNG. ``physical``: the order is unknown
+    (a shoe dealt by hand); card reads are then checked against the remaining composition. ``cut_at``: the
+    patron's cut in cards from the front (None: no cut)."""
+
+    shoe_id: str
+    rules: ShoeSpec = msgspec.field(default_factory=ShoeSpec)
+    order: list[str] = msgspec.field(default_factory=list)
+    physical: bool = False
+    cut_at: int | None = None
+
+
+class DrawCard(Command, tag="draw_card"):
+    """Hand the next card of the shoe to ``round_id`` (sent by the dealing service)."""
+
+    shoe_id: str
+    round_id: str
+    card_number: int
+
+
+class ReadCard(Command, tag="read_card"):
+    """A card read from a physical shoe for ``round_id`` (validated against the remaining composition)."""
+
+    shoe_id: str
+    round_id: str
+    card_number: int
+    card: str
+
+
+class CloseShoe(Command, tag="close_shoe"):
+    """Close the shoe and reveal its order and salt (the commitment can then be verified)."""
+
+    shoe_id: str
+    reason: str = "end_of_shoe"
+
+
+# ---- dealing.commands ------------------------------------------------------------------------------
+class OpenTable(Command, tag="open_table"):
+    """Open (or reconfigure, between rounds) a table with its game configuration."""
+
+    config: TableSpec = msgspec.field(default_factory=TableSpec)
+
+
+class OpenRound(Command, tag="open_round"):
+    """Open a round of play on the table's current shoe; betting opens with it."""
+
+    round_id: str
+    shoe_id: str
+
+
+class VoidRound(Command, tag="void_round"):
+    """Declare the round void (an irregularity the dealer cannot cure); every bet is returned."""
+
+    round_id: str
+    reason: str
+
+
+# ---- wagering.commands -----------------------------------------------------------------------------
+class PlaceBet(Command, tag="place_bet"):
+    """Place a bet of ``amount_cents`` on ``wager`` for ``seat``/``player_id``; the bet id is the command id."""
+
+    round_id: str
+    seat: int
+    player_id: str
+    wager: str
+    amount_cents: int
+
+
+class WithdrawBet(Command, tag="withdraw_bet"):
+    """Withdraw a bet before "No more bets" (13:69F-3.2(d))."""
+
+    round_id: str
+    bet_id: str
+
+
+class CloseBetting(Command, tag="close_betting"):
+    """The dealer calls "No more bets" (13:69F-3.7(b)): the bet book of the round is closed."""
+
+    round_id: str
+
+
+# ---- settlement.commands ---------------------------------------------------------------------------
+class CollectCommission(Command, tag="collect_commission"):
+    """Collect the commission a seat owes (accrual tables: end of shoe, or when the patron leaves)."""
+
+    seat: int
+    player_id: str = ""
+
+
+AnyCommand = Union[
+    LoadShoe, DrawCard, ReadCard, CloseShoe, OpenTable, OpenRound, VoidRound, PlaceBet, WithdrawBet,
+    CloseBetting, CollectCommission,
+]
+ShoeCommand = Union[LoadShoe, DrawCard, ReadCard, CloseShoe]
+DealingCommand = Union[OpenTable, OpenRound, VoidRound]
+WageringCommand = Union[PlaceBet, WithdrawBet, CloseBetting]
+SettlementCommand = Union[CollectCommission]

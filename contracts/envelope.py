@@ -1,0 +1,70 @@
+"""The envelope every event and command travels in (architecture §5).
+
+``event_id`` is derived from (``stream``, ``table_id``, ``seq``) so an event re-emitted after a crash is
+byte-identical and consumers drop the duplicate. ``seq`` counts a table's events in one stream from 1,
+gapless. ``occurred_at`` is the time of the command that caused the event, never a clock inside a service's
+domain. ``schema`` is the envelope/payload schema version.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+import msgspec
+
+from contracts.commands import AnyCommand
+from contracts.events import AnyEvent
+
+SCHEMA_VERSION = 1
+_EVENT_NS = uuid.UUID("5b0f3c8e-7f52-4f7c-9a0e-3c1d2b6a9e11")
+
+
+def event_id(stream: str, table_id: str, seq: int) -> str:
+    """Deterministic event id: UUIDv5 of ``stream/table_id/seq``."""
+    return str(uuid.uuid5(_EVENT_NS, f"{stream}/{table_id}/{seq}"))
+
+
+def derived_command_id(*parts: object) -> str:
+    """Deterministic id for a command one service sends another (e.g. the dealing service's ``DrawCard``)."""
+    return str(uuid.uuid5(_EVENT_NS, "/".join(str(p) for p in parts)))
+
+
+class Envelope(msgspec.Struct, frozen=True, kw_only=True):
+    """An event with its identity and provenance."""
+
+    event_id: str
+    stream: str
+    table_id: str
+    seq: int
+    causation_id: str
+    correlation_id: str
+    occurred_at: datetime
+    schema: int = SCHEMA_VERSION
+    round_id: str | None = None
+    shoe_id: str | None = None
+    payload: AnyEvent
+
+
+class CommandEnvelope(msgspec.Struct, frozen=True, kw_only=True):
+    """A command with its own id (idempotency key) and the time it was issued (UTC)."""
+
+    command_id: str
+    table_id: str
+    issued_at: datetime
+    correlation_id: str = ""
+    schema: int = SCHEMA_VERSION
+    payload: AnyCommand
+
+
+class DeadLetter(msgspec.Struct, frozen=True, kw_only=True):
+    """A message a service could not decode or validate: where it came from, the error and its bytes."""
+
+    service: str
+    topic: str
+    partition: int
+    offset: int
+    key: str | None
+    error: str
+    original: bytes
+    received_at: datetime

@@ -1,0 +1,301 @@
+"""Events: what happened, past tense, explicit snake_case tags that are never reused.
+
+Each event travels in a :class:`contracts.envelope.Envelope` (ids, stream, gapless per-table ``seq``,
+causation and correlation, ``occurred_at`` taken from the command). Money is integer cents; cards are texts
+like ``"Kd"`` (rank ``A 2-9 T J Q K``, suit ``c d h s``). New fields get defaults; consumers skip unknown
+event types (see ``contracts/EVOLUTION.md``).
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+from contracts.tables import ShoeSpec, TableSpec
+
+
+class Event(msgspec.Struct, frozen=True, tag_field="type"):
+    """Base of every event."""
+
+
+class CommandRejected(Event, tag="command_rejected"):
+    """A command refused by a service. ``reason`` is a stable code (``unknown_table``, ``shoe_complete``,
+    ``invalid_config`` …); ``detail`` says what exactly was wrong; ``command`` is the command's tag."""
+
+    command_id: str
+    command: str
+    reason: str
+    detail: str = ""
+
+
+# ---- shoe.events -----------------------------------------------------------------------------------
+class ShoeLoaded(Event, tag="shoe_loaded"):
+    """A shoe was loaded. ``commitment`` = SHA-256 hex of the card order and salt (see ``ShoeClosed``),
+    recorded before the first card so anyone can verify the order was fixed; empty for a physical shoe.
+    ``source``: ``csprng`` | ``supplied`` | ``physical``."""
+
+    shoe_id: str
+    rules: ShoeSpec
+    cards: int
+    source: str
+    commitment: str = ""
+
+
+class ShoeCut(Event, tag="shoe_cut"):
+    """The patron's cut: ``cut_at`` cards moved from the front to the back."""
+
+    shoe_id: str
+    cut_at: int
+
+
+class ShoeBurned(Event, tag="shoe_burned"):
+    """The burn: ``exposed`` was shown face up, then ``burned`` went to the discard rack face down.
+    ``burned`` is surveillance information; the public view knows only ``exposed`` and ``burned_count``."""
+
+    shoe_id: str
+    exposed: str
+    burned_count: int
+    burned: list[str] = msgspec.field(default_factory=list)
+
+
+class CardDrawn(Event, tag="card_drawn"):
+    """A card left the shoe for ``round_id`` as its ``card_number``-th card (1-based). ``position``: index
+    in the shoe after the cut, 0-based. ``cutting_card_out``: the end-of-shoe cutting card came out just
+    before this card. ``cards_left``: cards still in the shoe after it."""
+
+    shoe_id: str
+    round_id: str
+    card_number: int
+    card: str
+    position: int
+    cards_left: int
+    cutting_card_out: bool = False
+
+
+class CardReadRefused(Event, tag="card_read_refused"):
+    """An impossible card read from a physical shoe (no copy left): recorded as an irregularity."""
+
+    shoe_id: str
+    round_id: str
+    card_number: int
+    card: str
+    reason: str
+
+
+class ShoeClosed(Event, tag="shoe_closed"):
+    """The shoe closed; the reveal: ``order`` (as loaded, before the cut) and ``salt`` (hex) hash to the
+    commitment of ``ShoeLoaded``: ``sha256(salt_bytes + ",".join(order).encode())``."""
+
+    shoe_id: str
+    reason: str
+    cards_dealt: int
+    order: list[str] = msgspec.field(default_factory=list)
+    salt: str = ""
+
+
+class ShoeOrderSealed(Event, tag="shoe_order_sealed"):
+    """``shoe.vault`` only (read by the shoe service alone): the order as loaded and the salt, kept so the
+    shoe service can rebuild; published to everyone only by ``ShoeClosed``."""
+
+    shoe_id: str
+    order: list[str]
+    salt: str
+
+
+# ---- dealing.events --------------------------------------------------------------------------------
+class TableOpened(Event, tag="table_opened"):
+    """The table's configuration (validated by the rules core) is in force from here on."""
+
+    config: TableSpec
+
+
+class RoundOpened(Event, tag="round_opened"):
+    """A round opened on ``shoe_id``; ``number`` counts rounds of the shoe from 1."""
+
+    round_id: str
+    shoe_id: str
+    number: int
+
+
+class CardDealt(Event, tag="card_dealt"):
+    """A card went to a hand. ``hand``: ``player`` | ``banker``; ``position`` within the hand (1–3);
+    ``rule``: ``initial`` | ``table_1`` | ``table_2``; ``row``/``column``: the table cell that required
+    it; ``source``: the regulation; ``why``: the same in words."""
+
+    round_id: str
+    card: str
+    hand: str
+    position: int
+    rule: str
+    source: str
+    why: str
+    row: int | None = None
+    column: str | None = None
+
+
+class PointsAnnounced(Event, tag="points_announced"):
+    """After the first four cards: both point counts and whether either is a natural (13:69F-3.8(a))."""
+
+    round_id: str
+    player_points: int
+    banker_points: int
+    natural: bool
+
+
+class Irregularity(Event, tag="irregularity"):
+    """Something dealt outside the rules and how it was handled (13:69F-3.12)."""
+
+    round_id: str
+    kind: str
+    detail: str
+    card: str = ""
+
+
+class RoundResolved(Event, tag="round_resolved"):
+    """The result (13:69F-3.10(a)): both hands, point counts, the winner (``player`` | ``banker`` |
+    ``tie``), naturals, cards the rules required, dragon 7 and panda 8."""
+
+    round_id: str
+    shoe_id: str
+    player_cards: list[str]
+    banker_cards: list[str]
+    player_points: int
+    banker_points: int
+    winner: str
+    player_natural: bool
+    banker_natural: bool
+    cards_required: int
+    dragon_7: bool
+    panda_8: bool
+
+
+class RoundVoided(Event, tag="round_voided"):
+    """The round is void: every bet on it is returned."""
+
+    round_id: str
+    reason: str
+
+
+class ShoeFinished(Event, tag="shoe_finished"):
+    """The end-of-shoe policy allows no further round on ``shoe_id`` (the cutting card is out)."""
+
+    shoe_id: str
+    rounds: int
+
+
+# ---- wagering.events -------------------------------------------------------------------------------
+class BettingOpened(Event, tag="betting_opened"):
+    """Bets are taken for ``round_id``."""
+
+    round_id: str
+
+
+class BetPlaced(Event, tag="bet_placed"):
+    """A bet accepted; ``bet_id`` is the id of the ``PlaceBet`` command."""
+
+    round_id: str
+    bet_id: str
+    seat: int
+    player_id: str
+    wager: str
+    amount_cents: int
+
+
+class BetRejected(Event, tag="bet_rejected"):
+    """A bet refused. ``reason``: ``betting_closed``, ``betting_not_open``, ``wager_not_offered``,
+    ``unknown_wager``, ``under_table_min``, ``over_table_max``, ``invalid_amount``, ``invalid_seat``,
+    ``bonus_needs_base_bet``, ``unknown_bet``, ``unknown_round``."""
+
+    round_id: str
+    command_id: str
+    reason: str
+    detail: str
+    seat: int = 0
+    player_id: str = ""
+    wager: str = ""
+    amount_cents: int = 0
+
+
+class BetWithdrawn(Event, tag="bet_withdrawn"):
+    """A bet taken back before "No more bets"; its stake is returned."""
+
+    round_id: str
+    bet_id: str
+
+
+class BetLine(msgspec.Struct, frozen=True):
+    """One bet of a closed bet book."""
+
+    bet_id: str
+    seat: int
+    player_id: str
+    wager: str
+    amount_cents: int
+
+
+class BettingClosed(Event, tag="betting_closed"):
+    """ "No more bets": the round's bet book, final (13:69F-3.2(d))."""
+
+    round_id: str
+    bets: list[BetLine]
+
+
+# ---- settlement.events -----------------------------------------------------------------------------
+class BetSettled(Event, tag="bet_settled"):
+    """One bet settled. ``result``: ``win`` | ``lose`` | ``void``; ``payout``: cents handed back
+    (stake + win − deducted commission on a win, stake on a void, 0 on a loss); ``commission``: cents,
+    accrued to the seat when ``commission_accrued``; ``category`` says why."""
+
+    round_id: str
+    bet_id: str
+    seat: int
+    player_id: str
+    wager: str
+    stake: int
+    result: str
+    category: str
+    win: int
+    commission: int
+    commission_accrued: bool
+    payout: int
+    odds: str = ""
+
+
+class CommissionAccrued(Event, tag="commission_accrued"):
+    """Commission owed by a seat grew by ``amount_cents``; ``owed_cents`` is the new total."""
+
+    seat: int
+    player_id: str
+    amount_cents: int
+    owed_cents: int
+    round_id: str = ""
+
+
+class CommissionCollected(Event, tag="commission_collected"):
+    """The commission a seat owed was collected."""
+
+    seat: int
+    player_id: str
+    amount_cents: int
+
+
+class RoundSettled(Event, tag="round_settled"):
+    """Every bet of the round is settled. Totals in cents; ``table_result`` = stakes − payouts +
+    commission accrued (the house's result for the round)."""
+
+    round_id: str
+    bets: int
+    stakes: int
+    payouts: int
+    commission: int
+    table_result: int
+
+
+AnyEvent = Union[
+    CommandRejected,
+    ShoeLoaded, ShoeCut, ShoeBurned, CardDrawn, CardReadRefused, ShoeClosed, ShoeOrderSealed,
+    TableOpened, RoundOpened, CardDealt, PointsAnnounced, Irregularity, RoundResolved, RoundVoided, ShoeFinished,
+    BettingOpened, BetPlaced, BetRejected, BetWithdrawn, BettingClosed,
+    BetSettled, CommissionAccrued, CommissionCollected, RoundSettled,
+]

@@ -1,0 +1,292 @@
+"""The dealing service's decider: the round state machine of each table.
+
+Commands (``dealing.commands``): ``OpenTable``, ``OpenRound``, ``VoidRound``. Inputs: ``shoe.events`` (the
+shoe's progress and the cards drawn) and ``wagering.events`` ("No more bets"). Events (``dealing.events``):
+``TableOpened``, ``RoundOpened``, ``CardDealt`` (with the rule cell that required the card),
+``PointsAnnounced``, ``RoundResolved``, ``RoundVoided``, ``ShoeFinished``, ``CommandRejected``.
+
+Flow of a round: ``OpenRound`` → ``RoundOpened`` (the wagering service opens betting) → ``BettingClosed``
+arrives → ``DrawCard`` commands go to the shoe (cards 1–4 at once, then one at a time as Tables 1 and 2
+require) → each ``CardDrawn`` becomes a ``CardDealt`` → ``RoundResolved``. The drawing rules are the
+rules core's (:mod:`baccarat.round`); nothing about the game is decided here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from baccarat import round as R
+from baccarat.cards import Hand, hand_points, parse_card
+from baccarat.errors import BaccaratError
+from baccarat.shoe import EndOfShoePolicy, refusal
+from baccarat.table import TableConfig
+from contracts import topics as T
+from contracts.commands import DrawCard, OpenRound, OpenTable, VoidRound
+from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
+from contracts.events import (
+    BettingClosed,
+    CardDealt,
+    CardDrawn,
+    CommandRejected,
+    PointsAnnounced,
+    RoundOpened,
+    RoundResolved,
+    RoundVoided,
+    ShoeBurned,
+    ShoeClosed,
+    ShoeFinished,
+    ShoeLoaded,
+    TableOpened,
+)
+from services.runtime.core import Emit, Send, command
+from services.runtime.translate import shoe_rules, table_config
+
+INITIAL_CARDS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeProgress:
+    """What dealing knows of the table's shoe (from ``shoe.events``): enough to apply the end-of-shoe policy."""
+
+    shoe_id: str
+    policy: EndOfShoePolicy
+    cards_left: int
+    #: number (within the shoe) of the round in which the end-of-shoe cutting card came out
+    cutting_card_round: int | None = None
+    closed: bool = False
+    finished: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Drawn:
+    """A card the shoe handed out for a round, with the event that carried it."""
+
+    card: str
+    event_id: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RoundState:
+    """The round in progress: the rules core's :class:`baccarat.round.Deal` plus the I/O bookkeeping."""
+
+    round_id: str
+    shoe_id: str
+    number: int
+    deal: R.Deal
+    status: str = "betting"  # betting | dealing | resolved | voided
+    closed_by: tuple[str, datetime] | None = None  # the BettingClosed event
+    requested: int = 0
+    received: dict[int, Drawn] = field(default_factory=dict)
+    dealt: int = 0
+    announced: bool = False
+    failed: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DealingState:
+    table_id: str
+    config: TableConfig | None = None
+    shoe: ShoeProgress | None = None
+    round: RoundState | None = None
+    #: every round played at the table → its number within its shoe (from our own RoundOpened events)
+    round_numbers: dict[str, int] = field(default_factory=dict)
+    #: rounds started per shoe id
+    shoe_rounds: dict[str, int] = field(default_factory=dict)
+
+    def rounds_started(self, shoe_id: str) -> int:
+        return self.shoe_rounds.get(shoe_id, 0)
+
+    def refusal(self) -> str | None:
+        """Why no round may start now on the table's shoe (None: one may)."""
+        sh = self.shoe
+        if sh is None:
+            return "no_open_shoe"
+        return refusal(sh.cards_left, self.rounds_started(sh.shoe_id), sh.cutting_card_round, sh.policy)
+
+
+def _draw_id(table_id: str, round_id: str, n: int) -> str:
+    """The deterministic id of the ``DrawCard`` for card ``n`` of a round (the shoe drops re-sends)."""
+    return derived_command_id("draw", table_id, round_id, n)
+
+
+def _reject(cmd: CommandEnvelope, reason: str, detail: str) -> list[Emit | Send]:
+    tag = type(cmd.payload).__struct_config__.tag
+    return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason=reason, detail=detail))]
+
+
+class DealingCore:
+    """The dealing service's pure decide/evolve/react over :class:`DealingState`."""
+
+    name = "dealing"
+    own_stream = T.DEALING_EVENTS
+    private_streams: tuple[str, ...] = ()
+    command_stream = T.DEALING_COMMANDS
+    input_streams = (T.SHOE_EVENTS, T.WAGERING_EVENTS)
+
+    def initial(self, table_id: str) -> DealingState:
+        return DealingState(table_id)
+
+    # -- evolve (own events) ---------------------------------------------------------------------
+    def evolve(self, state: DealingState, env: Envelope) -> DealingState:
+        e = env.payload
+        if isinstance(e, TableOpened):
+            return replace(state, config=table_config(e.config))
+        if isinstance(e, RoundOpened):
+            assert state.config is not None
+            rs = RoundState(e.round_id, e.shoe_id, e.number, R.start(state.config.ruleset))
+            return replace(state, round=rs, round_numbers={**state.round_numbers, e.round_id: e.number},
+                           shoe_rounds={**state.shoe_rounds, e.shoe_id: e.number})
+        rs = state.round
+        if isinstance(e, CardDealt) and rs is not None:
+            deal = R.add_card(rs.deal, parse_card(e.card))
+            return replace(state, round=replace(rs, deal=deal, dealt=rs.dealt + 1, status="dealing"))
+        if isinstance(e, PointsAnnounced) and rs is not None:
+            return replace(state, round=replace(rs, announced=True))
+        if isinstance(e, RoundResolved) and rs is not None:
+            return replace(state, round=replace(rs, status="resolved"))
+        if isinstance(e, RoundVoided) and rs is not None and rs.round_id == e.round_id:
+            return replace(state, round=replace(rs, status="voided"))
+        if isinstance(e, ShoeFinished) and state.shoe is not None:
+            return replace(state, shoe=replace(state.shoe, finished=True))
+        return state
+
+    # -- absorb (inputs) -------------------------------------------------------------------------
+    def absorb(self, state: DealingState, env: Envelope) -> DealingState:
+        e = env.payload
+        if isinstance(e, ShoeLoaded):
+            rules = shoe_rules(e.rules)
+            return replace(state, shoe=ShoeProgress(e.shoe_id, rules.end_of_shoe, e.cards))
+        sh = state.shoe
+        if isinstance(e, ShoeBurned) and sh is not None and sh.shoe_id == e.shoe_id:
+            return replace(state, shoe=replace(sh, cards_left=sh.cards_left - 1 - e.burned_count))
+        if isinstance(e, ShoeClosed) and sh is not None and sh.shoe_id == e.shoe_id:
+            return replace(state, shoe=replace(sh, closed=True))
+        if isinstance(e, CardDrawn) and sh is not None and sh.shoe_id == e.shoe_id:
+            cut_round = sh.cutting_card_round
+            if e.cutting_card_out and cut_round is None:
+                cut_round = state.round_numbers.get(e.round_id, 0)
+            state = replace(state, shoe=replace(sh, cards_left=e.cards_left, cutting_card_round=cut_round))
+            rs = state.round
+            if rs is not None and rs.round_id == e.round_id and e.card_number not in rs.received:
+                got = dict(rs.received)
+                got[e.card_number] = Drawn(e.card, env.event_id, env.occurred_at)
+                state = replace(state, round=replace(rs, received=got))
+            return state
+        if isinstance(e, CommandRejected) and state.round is not None and e.command == "draw_card":
+            rs = state.round
+            mine = {_draw_id(state.table_id, rs.round_id, n) for n in range(1, 7)}
+            if e.command_id in mine and not rs.failed:
+                return replace(state, round=replace(rs, failed=f"{e.reason}: {e.detail}"))
+        if isinstance(e, BettingClosed):
+            rs = state.round
+            if rs is not None and rs.round_id == e.round_id and rs.closed_by is None:
+                return replace(state, round=replace(rs, closed_by=(env.event_id, env.occurred_at)))
+        return state
+
+    def sent(self, state: DealingState, send: Send) -> DealingState:
+        rs = state.round
+        c = send.command.payload
+        if rs is not None and isinstance(c, DrawCard) and c.round_id == rs.round_id:
+            return replace(state, round=replace(rs, requested=max(rs.requested, c.card_number)))
+        return state
+
+    # -- react -----------------------------------------------------------------------------------
+    def react(self, state: DealingState, last: Envelope | None) -> list[Emit | Send]:
+        rs = state.round
+        if rs is None or rs.status in ("resolved", "voided") or rs.closed_by is None:
+            return []
+        if rs.failed:
+            cause = rs.received[rs.dealt].event_id if rs.dealt else rs.closed_by[0]
+            return [Emit(RoundVoided(round_id=rs.round_id, reason=f"shoe refused a card: {rs.failed}"),
+                         round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=cause,
+                         occurred_at=rs.closed_by[1])]
+        step = R.next_step(rs.deal)
+        nxt = rs.dealt + 1
+        if isinstance(step, R.Outcome):
+            return self._resolved(state, rs, step)
+        if isinstance(step, R.NeedDecision):  # chemin de fer is refused at OpenTable; defensive only
+            return [Emit(RoundVoided(round_id=rs.round_id, reason="option decision not supported"),
+                         round_id=rs.round_id, causation_id=rs.closed_by[0], occurred_at=rs.closed_by[1])]
+        if nxt in rs.received:
+            d = rs.received[nxt]
+            reason = step.reason
+            out: list[Emit | Send] = [Emit(
+                CardDealt(round_id=rs.round_id, card=d.card, hand=reason.hand.value, position=reason.position,
+                          rule=reason.rule, source=reason.source, why=reason.describe(), row=reason.row,
+                          column=reason.column),
+                round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=d.event_id, occurred_at=d.at)]
+            if nxt == INITIAL_CARDS:
+                deal = R.add_card(rs.deal, parse_card(d.card))
+                pp, bp = hand_points(deal.player), hand_points(deal.banker)
+                nat = pp in deal.ruleset.natural or bp in deal.ruleset.natural
+                out.append(Emit(PointsAnnounced(round_id=rs.round_id, player_points=pp, banker_points=bp,
+                                                natural=nat),
+                                round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=d.event_id, occurred_at=d.at))
+            return out
+        want = max(nxt, INITIAL_CARDS) if rs.dealt < INITIAL_CARDS else nxt
+        first = max(rs.requested, rs.dealt, max(rs.received, default=0)) + 1
+        if first > want:
+            return []
+        at = rs.received[rs.dealt].at if rs.dealt else rs.closed_by[1]
+        return [
+            Send(T.SHOE_COMMANDS, command(state.table_id, _draw_id(state.table_id, rs.round_id, n),
+                                          at, DrawCard(shoe_id=rs.shoe_id, round_id=rs.round_id, card_number=n),
+                                          correlation_id=rs.round_id))
+            for n in range(first, want + 1)
+        ]
+
+    def _resolved(self, state: DealingState, rs: RoundState, o: R.Outcome) -> list[Emit | Send]:
+        last = rs.received[rs.dealt]
+        out: list[Emit | Send] = [Emit(
+            RoundResolved(round_id=rs.round_id, shoe_id=rs.shoe_id, player_cards=[str(c) for c in o.player],
+                          banker_cards=[str(c) for c in o.banker], player_points=o.player_points,
+                          banker_points=o.banker_points, winner=o.winner.value, player_natural=o.player_natural,
+                          banker_natural=o.banker_natural, cards_required=o.cards_required, dragon_7=o.dragon_7,
+                          panda_8=o.panda_8),
+            round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=last.event_id, occurred_at=last.at)]
+        sh = state.shoe
+        if sh is not None and not sh.finished and sh.shoe_id == rs.shoe_id:
+            if state.refusal() is not None:
+                out.append(Emit(ShoeFinished(shoe_id=sh.shoe_id, rounds=state.rounds_started(sh.shoe_id)),
+                                shoe_id=sh.shoe_id,
+                                causation_id=last.event_id, occurred_at=last.at))
+        return out
+
+    # -- decide ----------------------------------------------------------------------------------
+    def decide(self, state: DealingState, cmd: CommandEnvelope) -> list[Emit | Send]:
+        c = cmd.payload
+        rs = state.round
+        in_progress = rs is not None and rs.status in ("betting", "dealing")
+        if isinstance(c, OpenTable):
+            if in_progress:
+                return _reject(cmd, "round_in_progress", "the configuration changes only between rounds")
+            try:
+                table_config(c.config)
+            except BaccaratError as e:
+                return _reject(cmd, "invalid_config", str(e))
+            return [Emit(TableOpened(config=c.config))]
+        if isinstance(c, OpenRound):
+            if state.config is None:
+                return _reject(cmd, "table_not_open", "open the table first")
+            if in_progress:
+                assert rs is not None
+                return _reject(cmd, "round_in_progress", f"round {rs.round_id} is not finished")
+            if c.round_id in state.round_numbers:
+                return _reject(cmd, "duplicate_round", f"round {c.round_id} was already played at this table")
+            sh = state.shoe
+            if sh is None or sh.closed or sh.shoe_id != c.shoe_id:
+                return _reject(cmd, "no_open_shoe", f"shoe {c.shoe_id} is not the table's open shoe")
+            why = state.refusal()
+            if why is not None:
+                return _reject(cmd, why, f"{sh.cards_left} cards left; cutting card out in round "
+                                         f"{sh.cutting_card_round}")
+            return [Emit(RoundOpened(round_id=c.round_id, shoe_id=c.shoe_id,
+                                     number=state.rounds_started(sh.shoe_id) + 1),
+                         round_id=c.round_id, shoe_id=c.shoe_id)]
+        if isinstance(c, VoidRound):
+            if rs is None or rs.round_id != c.round_id or not in_progress:
+                return _reject(cmd, "no_such_round", f"round {c.round_id} is not in progress")
+            return [Emit(RoundVoided(round_id=c.round_id, reason=c.reason), round_id=c.round_id, shoe_id=rs.shoe_id)]
+        return _reject(cmd, "not_a_dealing_command", f"{type(c).__name__} is not handled by the dealing service")

@@ -1,0 +1,89 @@
+"""Build a FastStream app for a service core: one broker, one subscriber, rebuild on every assignment.
+
+The subscriber consumes the service's command topic and its input topics in one consumer group. On every
+partition assignment the listener rebuilds the service's state from offset zero of its own events and its
+inputs (only the assigned partitions: a table lives on the same partition number in every topic) and then
+seeks every assigned partition back to the beginning: duplicates are dropped by ``seq`` and by command id,
+and anything never handled is handled now.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiokafka import ConsumerRebalanceListener, TopicPartition
+from faststream import FastStream
+from faststream.kafka import KafkaBroker
+from faststream.kafka.annotations import KafkaMessage
+
+from contracts import topics as T
+from services.runtime.core import ServiceCore
+from services.runtime.host import ServiceHost
+from services.runtime.kafka import TransactionalPublisher, ensure_topics, read_log
+from services.runtime.logging import configure
+from services.runtime.settings import Settings
+
+
+class _Rebuild(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, host: ServiceHost):
+        self.host = host
+        self.subscriber: Any = None
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        return None
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        parts = sorted({tp.partition for tp in assigned})
+        host = self.host
+
+        async def read(topic: str) -> list[Any]:
+            return await read_log(host.settings, topic, parts)
+
+        await host.rebuild(read)
+        if assigned and self.subscriber is not None and self.subscriber.consumer is not None:
+            self.subscriber.consumer.seek_to_beginning(*assigned)
+
+
+def topics_of(core: ServiceCore[Any]) -> list[str]:
+    """Base names of every topic a service touches."""
+    names = [core.own_stream, *core.private_streams, *core.input_streams, T.dlq(core.name)]
+    if core.command_stream:
+        names.append(core.command_stream)
+    return names
+
+
+def build_app(core: ServiceCore[Any], settings: Settings | None = None, *,
+              extra_topics: tuple[str, ...] = ()) -> tuple[FastStream, KafkaBroker, ServiceHost]:
+    """A FastStream app running ``core`` against the broker of ``settings`` (environment by default)."""
+    configure()
+    settings = settings or Settings.from_env()
+    broker = KafkaBroker(settings.bootstrap_servers, logger=None)
+    publisher = TransactionalPublisher(settings, core.name)
+    host = ServiceHost(core, settings, publisher)
+    listener = _Rebuild(host)
+
+    async def handle(msg: KafkaMessage) -> None:
+        rec = msg.raw_message
+        await host.handle(rec.topic, rec.partition, rec.offset, rec.key, msg.body)
+
+    subscriber = broker.subscriber(
+        *host.subscribed_topics,
+        group_id=settings.group(core.name),
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        listener=listener,
+        include_in_schema=False,
+    )(handle)
+    listener.subscriber = subscriber
+    app = FastStream(broker)
+
+    @app.on_startup
+    async def _start() -> None:
+        await ensure_topics(settings, topics_of(core) + list(extra_topics))
+        await publisher.start()
+
+    @app.after_shutdown
+    async def _stop() -> None:
+        await publisher.stop()
+
+    return app, broker, host

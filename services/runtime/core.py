@@ -1,0 +1,211 @@
+"""The event-sourcing machinery every service shares, free of Kafka.
+
+A service supplies a :class:`ServiceCore`: pure functions over one table's state. The :class:`Runner` owns
+the per-table states and does the rest the same way for every service:
+
+* folds its **own** events (:meth:`ServiceCore.evolve`) and its **input** events from other services
+  (:meth:`ServiceCore.absorb`), dropping duplicates by per-table ``seq``;
+* decides **commands** (:meth:`ServiceCore.decide`) once: a command whose id is already the cause of one of
+  its own events produces nothing (at-least-once delivery, "no payout twice");
+* after every input and every decision lets the core **react** to its state (:meth:`ServiceCore.react`)
+  until nothing more is due, e.g. settle a round once both its bet book and its result are known. Reactions
+  are state-driven, so a rebuild after a crash emits exactly what was due and never emitted;
+* wraps new events in envelopes: gapless per-table ``seq``, deterministic ``event_id``, causation and
+  correlation, ``occurred_at`` from the cause.
+
+A :class:`Decision` (all events and commands of one step) is handed to the publisher as one unit; the
+Kafka publisher writes it in one transaction, so a crash never leaves half a decision in the log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar
+
+from contracts.commands import Command
+from contracts.envelope import CommandEnvelope, Envelope, event_id
+from contracts.events import Event
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """A new event of the service's own stream.
+
+    ``causation_id``/``occurred_at`` default to the command being decided; reactions must set them to
+    the input event that makes the event due, so a re-emission after a crash is byte-identical.
+    """
+
+    payload: Event
+    round_id: str | None = None
+    shoe_id: str | None = None
+    correlation_id: str | None = None
+    causation_id: str | None = None
+    occurred_at: datetime | None = None
+    #: another stream the service owns (e.g. ``shoe.vault``); None: the service's main events stream
+    stream: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """A command for another service (base topic name from :mod:`contracts.topics`)."""
+
+    topic: str
+    command: CommandEnvelope
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What one step produced: envelopes for the own stream and commands for other services."""
+
+    table_id: str
+    events: tuple[Envelope, ...] = ()
+    sends: tuple[Send, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.events or self.sends)
+
+
+class ServiceCore(Protocol[S]):
+    """What a service defines: names, and pure functions over one table's state."""
+
+    name: str
+    own_stream: str
+    #: further streams only this service writes and reads (private state such as a sealed card order)
+    private_streams: tuple[str, ...]
+    command_stream: str | None
+    input_streams: tuple[str, ...]
+
+    def initial(self, table_id: str) -> S: ...
+
+    def evolve(self, state: S, env: Envelope) -> S: ...
+
+    def absorb(self, state: S, env: Envelope) -> S: ...
+
+    def decide(self, state: S, cmd: CommandEnvelope) -> list[Emit | Send]: ...
+
+    def react(self, state: S, last: Envelope | None) -> list[Emit | Send]: ...
+
+    def sent(self, state: S, send: Send) -> S:
+        """Fold a command this service sent (not persisted: a rebuild may send it again, and the
+        receiver drops it by its deterministic command id)."""
+        ...
+
+
+@dataclass(slots=True)
+class TableSlot(Generic[S]):
+    """A table's state plus the bookkeeping the runner keeps for it."""
+
+    state: S
+    seq: dict[str, int] = field(default_factory=dict)
+    causes: set[str] = field(default_factory=set)
+    input_seq: dict[str, int] = field(default_factory=dict)
+    last_event_id: str | None = None
+
+
+class Runner(Generic[S]):
+    """Holds every table's state for one service and turns messages into :class:`Decision` s."""
+
+    def __init__(self, core: ServiceCore[S]):
+        self.core = core
+        self.tables: dict[str, TableSlot[S]] = {}
+
+    def slot(self, table_id: str) -> TableSlot[S]:
+        s = self.tables.get(table_id)
+        if s is None:
+            s = self.tables[table_id] = TableSlot(self.core.initial(table_id))
+        return s
+
+    def reset(self, table_ids: Any = None) -> None:
+        """Forget the given tables (all when None): they will be rebuilt from the log."""
+        if table_ids is None:
+            self.tables.clear()
+        else:
+            for t in list(table_ids):
+                self.tables.pop(t, None)
+
+    # -- folding ---------------------------------------------------------------------------------
+    def apply_own(self, env: Envelope) -> bool:
+        """Fold one of the service's own events (rebuild, or after publishing). False if a duplicate."""
+        s = self.slot(env.table_id)
+        if env.seq <= s.seq.get(env.stream, 0):
+            return False
+        s.state = self.core.evolve(s.state, env)
+        s.seq[env.stream] = env.seq
+        s.causes.add(env.causation_id)
+        s.last_event_id = env.event_id
+        return True
+
+    def absorb_input(self, env: Envelope) -> bool:
+        """Fold an input event from another service's stream. False if a duplicate (already folded)."""
+        s = self.slot(env.table_id)
+        if env.seq <= s.input_seq.get(env.stream, 0):
+            return False
+        s.state = self.core.absorb(s.state, env)
+        s.input_seq[env.stream] = env.seq
+        return True
+
+    # -- deciding --------------------------------------------------------------------------------
+    def _wrap(self, table_id: str, outs: list[Emit | Send], cause_id: str, at: datetime,
+              corr: str) -> Decision:
+        s = self.slot(table_id)
+        envs: list[Envelope] = []
+        sends: list[Send] = []
+        seq = dict(s.seq)
+        for o in outs:
+            if isinstance(o, Send):
+                sends.append(o)
+                continue
+            stream = o.stream or self.core.own_stream
+            seq[stream] = n = seq.get(stream, 0) + 1
+            envs.append(
+                Envelope(
+                    event_id=event_id(stream, table_id, n),
+                    stream=stream,
+                    table_id=table_id,
+                    seq=n,
+                    causation_id=o.causation_id or cause_id,
+                    correlation_id=o.correlation_id or o.round_id or corr or table_id,
+                    occurred_at=o.occurred_at or at,
+                    round_id=o.round_id,
+                    shoe_id=o.shoe_id,
+                    payload=o.payload,
+                )
+            )
+        return Decision(table_id, tuple(envs), tuple(sends))
+
+    def decide(self, cmd: CommandEnvelope) -> Decision:
+        """Decide a command (nothing if its id already caused an event of ours)."""
+        s = self.slot(cmd.table_id)
+        if cmd.command_id in s.causes:
+            return Decision(cmd.table_id)
+        outs = self.core.decide(s.state, cmd)
+        return self._wrap(cmd.table_id, outs, cmd.command_id, cmd.issued_at, cmd.correlation_id)
+
+    def react(self, table_id: str, last: Envelope | None) -> Decision:
+        """What the table's state makes due now (after an input event, a decision, or a rebuild)."""
+        s = self.slot(table_id)
+        outs = self.core.react(s.state, last)
+        if not outs:
+            return Decision(table_id)
+        at = last.occurred_at if last else datetime.fromtimestamp(0).astimezone()
+        cause = last.event_id if last else (s.last_event_id or table_id)
+        return self._wrap(table_id, outs, cause, at, "")
+
+    def commit(self, decision: Decision) -> None:
+        """Fold a decision's events once they are safely published."""
+        for env in decision.events:
+            self.apply_own(env)
+        if decision.sends:
+            s = self.slot(decision.table_id)
+            for send in decision.sends:
+                s.state = self.core.sent(s.state, send)
+
+
+def command(table_id: str, command_id: str, issued_at: datetime, payload: Command,
+            correlation_id: str = "") -> CommandEnvelope:
+    """Shorthand for a command envelope."""
+    return CommandEnvelope(command_id=command_id, table_id=table_id, issued_at=issued_at,
+                           correlation_id=correlation_id, payload=payload)

@@ -1,0 +1,138 @@
+"""A service host: the :class:`~services.runtime.core.Runner` wired to messages, a publisher and the log.
+
+It decodes each message (garbage goes to the service's dead-letter topic with the error and the original
+bytes; a well-formed message of an unknown type is skipped and logged), decides or folds it, publishes the
+resulting decision, then lets the core react until nothing more is due. :meth:`rebuild` replays the
+service's own events and its inputs from offset zero before anything new is handled.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Awaitable, Callable, Protocol
+
+from contracts.codecs import Undecodable, UnknownMessageType, decode_command, decode_event
+from contracts.envelope import DeadLetter
+from services.runtime.core import Decision, Runner, ServiceCore
+from services.runtime.logging import get_logger
+from services.runtime.settings import Settings
+
+MAX_REACTIONS = 1000
+
+
+class Publisher(Protocol):
+    async def publish(self, decision: Decision) -> None: ...
+
+    async def dead_letter(self, letter: DeadLetter) -> None: ...
+
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    """The wall clock (only for dead letters' ``received_at``; events take their time from commands)."""
+    return datetime.now(timezone.utc)
+
+
+class ServiceHost:
+    """Runs one service's core against messages."""
+
+    def __init__(self, core: ServiceCore[Any], settings: Settings, publisher: Publisher,
+                 clock: Clock = utc_now):
+        self.core = core
+        self.settings = settings
+        self.publisher = publisher
+        self.runner: Runner[Any] = Runner(core)
+        self.clock = clock
+        self.log = get_logger(core.name)
+        self.dead_letters = 0
+        self.skipped = 0
+
+    @property
+    def subscribed_topics(self) -> list[str]:
+        """Full names of the topics the service consumes: its commands then its inputs."""
+        base = ([self.core.command_stream] if self.core.command_stream else []) + list(self.core.input_streams)
+        return [self.settings.topic(t) for t in base]
+
+    async def _publish(self, decision: Decision) -> None:
+        if decision:
+            await self.publisher.publish(decision)
+            self.runner.commit(decision)
+            for env in decision.events:
+                self.log.info(
+                    "event", type=env.payload.__struct_config__.tag, table_id=env.table_id,
+                    round_id=env.round_id, event_id=env.event_id, seq=env.seq,
+                )
+
+    async def _react(self, table_id: str, last: Any) -> None:
+        for _ in range(MAX_REACTIONS):
+            decision = self.runner.react(table_id, last)
+            if not decision:
+                return
+            await self._publish(decision)
+        self.log.error("reaction_loop", table_id=table_id)
+
+    async def _dead_letter(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes,
+                           error: str) -> None:
+        self.dead_letters += 1
+        self.log.warning("dead_letter", topic=topic, partition=partition, offset=offset, error=error)
+        await self.publisher.dead_letter(
+            DeadLetter(
+                service=self.core.name, topic=topic, partition=partition, offset=offset,
+                key=key.decode("utf-8", "replace") if key else None, error=error, original=body,
+                received_at=self.clock(),
+            )
+        )
+
+    async def handle(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes) -> None:
+        """Handle one record of a subscribed topic (full name)."""
+        base = self.settings.base(topic)
+        is_command = base == self.core.command_stream
+        try:
+            msg = decode_command(body) if is_command else decode_event(body)
+        except UnknownMessageType as e:
+            self.skipped += 1
+            self.log.warning("unknown_message_type_skipped", topic=topic, offset=offset, type=e.type_name)
+            return
+        except Undecodable as e:
+            await self._dead_letter(topic, partition, offset, key, body, f"undecodable: {e}")
+            return
+        try:
+            if is_command:
+                decision = self.runner.decide(msg)  # type: ignore[arg-type]
+                if not decision:
+                    self.log.info("duplicate_command", table_id=msg.table_id, command_id=msg.command_id)
+                await self._publish(decision)
+                await self._react(msg.table_id, None if not decision.events else decision.events[-1])
+            else:
+                if self.runner.absorb_input(msg):  # type: ignore[arg-type]
+                    await self._react(msg.table_id, msg)
+        except Exception as e:  # a bug must not become a crash loop: dead-letter the message and go on
+            self.log.exception("handler_failed", topic=topic, offset=offset)
+            await self._dead_letter(topic, partition, offset, key, body, f"handler failed: {type(e).__name__}: {e}")
+
+    async def rebuild(self, read: Callable[[str], Awaitable[list[Any]]]) -> int:
+        """Forget every table and replay: own events, then inputs, then whatever reactions are due.
+
+        ``read(full_topic)`` returns the records to replay. Returns the number of records folded.
+        """
+        self.runner.reset()
+        n = 0
+        for stream in (self.core.own_stream, *self.core.private_streams):
+            for rec in await read(self.settings.topic(stream)):
+                try:
+                    env = decode_event(rec.value)
+                except (UnknownMessageType, Undecodable):
+                    continue
+                n += self.runner.apply_own(env)
+        for stream in self.core.input_streams:
+            for rec in await read(self.settings.topic(stream)):
+                try:
+                    env = decode_event(rec.value)
+                except (UnknownMessageType, Undecodable):
+                    continue
+                n += self.runner.absorb_input(env)
+        for table_id in list(self.runner.tables):
+            await self._react(table_id, None)
+        self.log.info("rebuilt", records=n, tables=len(self.runner.tables))
+        return n

@@ -1,0 +1,164 @@
+"""The settlement service's decider: joins each round's closed bet book with its result and pays.
+
+Inputs: ``dealing.events`` (table configuration, ``RoundOpened``, ``RoundResolved``, ``RoundVoided``) and
+``wagering.events`` (``BettingClosed``), whichever arrives first. Commands (``settlement.commands``):
+``CollectCommission``. Events (``settlement.events``): one ``BetSettled`` per bet, ``CommissionAccrued``
+per seat that owes commission, then ``RoundSettled`` (totals), all in one decision; ``CommissionCollected``.
+
+The money is the rules core's (:func:`baccarat.wagers.settle`); a round's configuration is the one in force
+when the round opened. Settling is state-driven and checked against this service's own events, so a round
+is settled exactly once however often its inputs are delivered or replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from baccarat.table import TableConfig
+from baccarat.wagers import Wager, settle
+from contracts import topics as T
+from contracts.commands import CollectCommission
+from contracts.envelope import CommandEnvelope, Envelope
+from contracts.events import (
+    BetLine,
+    BetSettled,
+    BettingClosed,
+    CommandRejected,
+    CommissionAccrued,
+    CommissionCollected,
+    RoundOpened,
+    RoundResolved,
+    RoundSettled,
+    RoundVoided,
+    TableOpened,
+)
+from services.runtime.core import Emit, Send
+from services.runtime.translate import outcome, table_config
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """What is known of an unsettled round."""
+
+    config: TableConfig | None = None
+    book: tuple[BetLine, ...] | None = None
+    result: tuple[RoundResolved, str, datetime] | None = None
+    voided: tuple[RoundVoided, str, datetime] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SettlementState:
+    table_id: str
+    config: TableConfig | None = None
+    pending: dict[str, Pending] = field(default_factory=dict)
+    settled: frozenset[str] = frozenset()
+    owed: dict[int, int] = field(default_factory=dict)  # seat -> commission owed, cents
+    seat_player: dict[int, str] = field(default_factory=dict)
+
+
+class SettlementCore:
+    """The settlement service's pure decide/evolve/react over :class:`SettlementState`."""
+
+    name = "settlement"
+    own_stream = T.SETTLEMENT_EVENTS
+    private_streams: tuple[str, ...] = ()
+    command_stream = T.SETTLEMENT_COMMANDS
+    input_streams = (T.DEALING_EVENTS, T.WAGERING_EVENTS)
+
+    def initial(self, table_id: str) -> SettlementState:
+        return SettlementState(table_id)
+
+    def evolve(self, state: SettlementState, env: Envelope) -> SettlementState:
+        e = env.payload
+        if isinstance(e, RoundSettled):
+            pending = dict(state.pending)
+            pending.pop(e.round_id, None)
+            return replace(state, settled=state.settled | {e.round_id}, pending=pending)
+        if isinstance(e, CommissionAccrued):
+            return replace(state, owed={**state.owed, e.seat: e.owed_cents},
+                           seat_player={**state.seat_player, e.seat: e.player_id})
+        if isinstance(e, CommissionCollected):
+            return replace(state, owed={**state.owed, e.seat: state.owed.get(e.seat, 0) - e.amount_cents})
+        return state
+
+    def _update(self, state: SettlementState, round_id: str, **kw: object) -> SettlementState:
+        if round_id in state.settled:
+            return state
+        p = replace(state.pending.get(round_id, Pending()), **kw)
+        return replace(state, pending={**state.pending, round_id: p})
+
+    def absorb(self, state: SettlementState, env: Envelope) -> SettlementState:
+        e = env.payload
+        if isinstance(e, TableOpened):
+            return replace(state, config=table_config(e.config))
+        if isinstance(e, RoundOpened):
+            return self._update(state, e.round_id, config=state.config)
+        if isinstance(e, BettingClosed):
+            return self._update(state, e.round_id, book=tuple(e.bets))
+        if isinstance(e, RoundResolved):
+            return self._update(state, e.round_id, result=(e, env.event_id, env.occurred_at))
+        if isinstance(e, RoundVoided):
+            return self._update(state, e.round_id, voided=(e, env.event_id, env.occurred_at))
+        return state
+
+    def sent(self, state: SettlementState, send: Send) -> SettlementState:
+        return state
+
+    def react(self, state: SettlementState, last: Envelope | None) -> list[Emit | Send]:
+        for round_id, p in state.pending.items():
+            if p.book is None or (p.result is None and p.voided is None):
+                continue
+            return self._settle_round(state, round_id, p)
+        return []
+
+    def _settle_round(self, state: SettlementState, round_id: str, p: Pending) -> list[Emit | Send]:
+        assert p.book is not None
+        config = p.config or state.config
+        cause, at = (p.voided[1], p.voided[2]) if p.voided else (p.result[1], p.result[2])  # type: ignore[index]
+        out: list[Emit | Send] = []
+        stakes = payouts = commission = 0
+        accrued: dict[int, tuple[str, int]] = {}
+        o = outcome(p.result[0]) if p.result and not p.voided else None
+        for bet in p.book:
+            if o is None or config is None:
+                ev = BetSettled(round_id=round_id, bet_id=bet.bet_id, seat=bet.seat, player_id=bet.player_id,
+                                wager=bet.wager, stake=bet.amount_cents, result="void", category="round_voided",
+                                win=0, commission=0, commission_accrued=False, payout=bet.amount_cents)
+            else:
+                s = settle(Wager(bet.wager), bet.amount_cents, o, config)
+                ev = BetSettled(round_id=round_id, bet_id=bet.bet_id, seat=bet.seat, player_id=bet.player_id,
+                                wager=bet.wager, stake=s.stake, result=s.result.value, category=s.category,
+                                win=s.win, commission=s.commission, commission_accrued=s.commission_accrued,
+                                payout=s.payout, odds=str(s.odds) if s.odds else "")
+                if s.commission_accrued:
+                    pid, amt = accrued.get(bet.seat, (bet.player_id, 0))
+                    accrued[bet.seat] = (pid, amt + s.commission)
+            stakes += ev.stake
+            payouts += ev.payout
+            commission += ev.commission
+            out.append(Emit(ev, round_id=round_id, causation_id=cause, occurred_at=at))
+        owed_extra = 0
+        for seat in sorted(accrued):
+            pid, amt = accrued[seat]
+            owed_extra += amt
+            out.append(Emit(CommissionAccrued(seat=seat, player_id=pid, amount_cents=amt,
+                                              owed_cents=state.owed.get(seat, 0) + amt, round_id=round_id),
+                            round_id=round_id, causation_id=cause, occurred_at=at))
+        out.append(Emit(RoundSettled(round_id=round_id, bets=len(p.book), stakes=stakes, payouts=payouts,
+                                     commission=commission, table_result=stakes - payouts + owed_extra),
+                        round_id=round_id, causation_id=cause, occurred_at=at))
+        return out
+
+    def decide(self, state: SettlementState, cmd: CommandEnvelope) -> list[Emit | Send]:
+        c = cmd.payload
+        if isinstance(c, CollectCommission):
+            owed = state.owed.get(c.seat, 0)
+            if owed <= 0:
+                return [Emit(CommandRejected(command_id=cmd.command_id, command="collect_commission",
+                                             reason="nothing_owed", detail=f"seat {c.seat} owes no commission"))]
+            return [Emit(CommissionCollected(seat=c.seat, player_id=c.player_id or state.seat_player.get(c.seat, ""),
+                                             amount_cents=owed))]
+        tag = type(c).__struct_config__.tag
+        return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason="not_a_settlement_command",
+                                     detail=f"{tag} is not handled by the settlement service"))]

@@ -1,0 +1,197 @@
+"""The shoe service's decider: one shoe per table, from a CSPRNG shuffle, a supplied order or a physical shoe.
+
+Commands (``shoe.commands``): ``LoadShoe``, ``DrawCard``, ``ReadCard``, ``CloseShoe``. Events
+(``shoe.events``): ``ShoeLoaded`` (with the commitment), ``ShoeCut``, ``ShoeBurned``, ``CardDrawn``,
+``CardReadRefused``, ``ShoeClosed`` (the reveal), ``CommandRejected``; and on ``shoe.vault`` (read by this
+service alone) ``ShoeOrderSealed``, so a restarted shoe service knows the order it committed to.
+
+The shuffle and the salt are injected (:class:`Entropy`): the app passes ``secrets``-backed ones, tests
+seeded ones. They are called only when a ``LoadShoe`` without an order is first decided; the result is
+sealed in the vault, so a rebuild never shuffles again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+from baccarat import shoe as S
+from baccarat.cards import Card, parse_card, standard_deck
+from baccarat.errors import BaccaratError
+from contracts import topics as T
+from contracts.commands import CloseShoe, DrawCard, LoadShoe, ReadCard
+from contracts.envelope import CommandEnvelope, Envelope
+from contracts.events import (
+    CardDrawn,
+    CardReadRefused,
+    CommandRejected,
+    ShoeBurned,
+    ShoeClosed,
+    ShoeCut,
+    ShoeLoaded,
+    ShoeOrderSealed,
+)
+from services.runtime.core import Emit, Send
+from services.runtime.translate import shoe_rules
+
+
+@dataclass(frozen=True, slots=True)
+class Entropy:
+    """Where randomness enters: ``shuffle(cards) -> cards`` and ``salt() -> bytes`` (16+ bytes)."""
+
+    shuffle: Callable[[list[Card]], list[Card]]
+    salt: Callable[[], bytes]
+
+
+def commitment(order: Sequence[str], salt_hex: str) -> str:
+    """SHA-256 hex of the salt bytes followed by the card texts joined by commas (as loaded, pre-cut)."""
+    return hashlib.sha256(bytes.fromhex(salt_hex) + ",".join(order).encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeState:
+    """One table's shoe: the rules core's :class:`baccarat.shoe.Shoe` plus what the reveal needs."""
+
+    table_id: str
+    shoe_id: str | None = None
+    shoe: S.Shoe | None = None
+    sealed: tuple[str, ...] = ()
+    salt: str = ""
+    closed: bool = True
+    source: str = ""
+    drawn: frozenset[tuple[str, int]] = frozenset()
+
+
+def _reject(cmd: CommandEnvelope, reason: str, detail: str) -> list[Emit | Send]:
+    tag = type(cmd.payload).__struct_config__.tag
+    return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason=reason, detail=detail))]
+
+
+class ShoeCore:
+    """The shoe service's pure decide/evolve over :class:`ShoeState`."""
+
+    name = "shoe"
+    own_stream = T.SHOE_EVENTS
+    private_streams = (T.SHOE_VAULT,)
+    command_stream = T.SHOE_COMMANDS
+    input_streams: tuple[str, ...] = ()
+
+    def __init__(self, entropy: Entropy):
+        self.entropy = entropy
+
+    def initial(self, table_id: str) -> ShoeState:
+        return ShoeState(table_id)
+
+    # -- evolve ----------------------------------------------------------------------------------
+    def evolve(self, state: ShoeState, env: Envelope) -> ShoeState:
+        e = env.payload
+        if isinstance(e, ShoeOrderSealed):
+            return replace(state, sealed=tuple(e.order), salt=e.salt, shoe_id=e.shoe_id)
+        if isinstance(e, ShoeLoaded):
+            rules = shoe_rules(e.rules)
+            if e.source == "physical":
+                shoe = S.load_physical(rules)
+            else:
+                shoe = S.load([parse_card(c) for c in state.sealed], rules)
+            return replace(state, shoe_id=e.shoe_id, shoe=shoe, closed=False, source=e.source, drawn=frozenset())
+        if isinstance(e, ShoeCut) and state.shoe is not None:
+            return replace(state, shoe=S.cut(state.shoe, e.cut_at))
+        if isinstance(e, ShoeBurned) and state.shoe is not None and not state.shoe.physical:
+            return replace(state, shoe=S.burn(state.shoe)[0])
+        if isinstance(e, CardDrawn) and state.shoe is not None:
+            if state.shoe.physical:
+                shoe, _ = S.read(state.shoe, parse_card(e.card))
+            else:
+                shoe, _, _ = S.draw(state.shoe)
+            return replace(state, shoe=shoe, drawn=state.drawn | {(e.round_id, e.card_number)})
+        if isinstance(e, ShoeClosed):
+            return replace(state, closed=True, sealed=(), salt="")
+        return state
+
+    def absorb(self, state: ShoeState, env: Envelope) -> ShoeState:
+        return state
+
+    def sent(self, state: ShoeState, send: Send) -> ShoeState:
+        return state
+
+    def react(self, state: ShoeState, last: Envelope | None) -> list[Emit | Send]:
+        return []
+
+    # -- decide ----------------------------------------------------------------------------------
+    def decide(self, state: ShoeState, cmd: CommandEnvelope) -> list[Emit | Send]:
+        c = cmd.payload
+        if isinstance(c, LoadShoe):
+            return self._load(state, cmd, c)
+        if isinstance(c, (DrawCard, ReadCard)):
+            return self._card(state, cmd, c)
+        if isinstance(c, CloseShoe):
+            if state.shoe is None or state.closed or c.shoe_id != state.shoe_id:
+                return _reject(cmd, "no_open_shoe", f"shoe {c.shoe_id} is not the open shoe of this table")
+            return [Emit(ShoeClosed(shoe_id=c.shoe_id, reason=c.reason, cards_dealt=state.shoe.position,
+                                    order=list(state.sealed), salt=state.salt), shoe_id=c.shoe_id)]
+        return _reject(cmd, "not_a_shoe_command", f"{type(c).__name__} is not handled by the shoe service")
+
+    def _load(self, state: ShoeState, cmd: CommandEnvelope, c: LoadShoe) -> list[Emit | Send]:
+        if not state.closed:
+            return _reject(cmd, "shoe_open", f"shoe {state.shoe_id} is still open: close it first")
+        try:
+            rules = shoe_rules(c.rules)
+            if c.physical:
+                shoe = S.load_physical(rules)
+                order: list[str] = []
+                source = "physical"
+            else:
+                if c.order:
+                    cards = [parse_card(t) for t in c.order]
+                    source = "supplied"
+                else:
+                    cards = self.entropy.shuffle(list(standard_deck() * rules.decks))
+                    source = "csprng"
+                shoe = S.load(cards, rules)
+                order = [str(x) for x in cards]
+            if c.cut_at is not None:
+                shoe = S.cut(shoe, c.cut_at)
+        except BaccaratError as e:
+            return _reject(cmd, "invalid_shoe", str(e))
+        out: list[Emit | Send] = []
+        salt = ""
+        if not c.physical:
+            salt = self.entropy.salt().hex()
+            out.append(Emit(ShoeOrderSealed(shoe_id=c.shoe_id, order=order, salt=salt), shoe_id=c.shoe_id,
+                            stream=T.SHOE_VAULT))
+        out.append(Emit(ShoeLoaded(shoe_id=c.shoe_id, rules=c.rules, cards=rules.size, source=source,
+                                   commitment=commitment(order, salt) if order else ""), shoe_id=c.shoe_id))
+        if c.cut_at is not None:
+            out.append(Emit(ShoeCut(shoe_id=c.shoe_id, cut_at=c.cut_at), shoe_id=c.shoe_id))
+        if not c.physical:
+            _, rec = S.burn(shoe)
+            out.append(Emit(ShoeBurned(shoe_id=c.shoe_id, exposed=str(rec.exposed), burned_count=len(rec.burned),
+                                       burned=[str(x) for x in rec.burned]), shoe_id=c.shoe_id))
+        return out
+
+    def _card(self, state: ShoeState, cmd: CommandEnvelope, c: DrawCard | ReadCard) -> list[Emit | Send]:
+        if state.shoe is None or state.closed or c.shoe_id != state.shoe_id:
+            return _reject(cmd, "no_open_shoe", f"shoe {c.shoe_id} is not the open shoe of this table")
+        if (c.round_id, c.card_number) in state.drawn:
+            return []  # that card of that round already left the shoe: nothing new
+        shoe = state.shoe
+        if isinstance(c, DrawCard):
+            if shoe.physical:
+                return _reject(cmd, "physical_shoe", "a physical shoe's cards are read, not drawn")
+            try:
+                shoe, card, reached = S.draw(shoe)
+            except BaccaratError as e:
+                return _reject(cmd, "insufficient_cards", str(e))
+        else:
+            if not shoe.physical:
+                return _reject(cmd, "not_physical", "this shoe's order is known: cards are drawn")
+            try:
+                card = parse_card(c.card)
+                shoe, reached = S.read(shoe, card)
+            except BaccaratError as e:
+                return [Emit(CardReadRefused(shoe_id=c.shoe_id, round_id=c.round_id, card_number=c.card_number,
+                                             card=c.card, reason=str(e)), round_id=c.round_id, shoe_id=c.shoe_id)]
+        return [Emit(CardDrawn(shoe_id=c.shoe_id, round_id=c.round_id, card_number=c.card_number, card=str(card),
+                               position=shoe.position - 1, cards_left=shoe.cards_left, cutting_card_out=reached),
+                     round_id=c.round_id, shoe_id=c.shoe_id)]

@@ -1,0 +1,208 @@
+"""The wagering service's decider: each round's bet book until "No more bets".
+
+Commands (``wagering.commands``): ``PlaceBet``, ``WithdrawBet``, ``CloseBetting``. Inputs:
+``dealing.events`` (the table's configuration, rounds opened and voided). Events (``wagering.events``):
+``BettingOpened``, ``BetPlaced``, ``BetRejected`` (a stable reason code), ``BetWithdrawn``,
+``BettingClosed`` (the final book), ``CommandRejected``.
+
+Rules enforced: the wagers the table offers, table minimum per bet and maximum per seat and wager, seats
+1..max players, the bonus wager only with a Banker or Player bet on the same seat when the table requires
+it (13:69F-3.2(b)), and nothing made, increased or withdrawn after "No more bets" (13:69F-3.2(d)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from baccarat.errors import BaccaratError, InvalidAmount, UnknownWager, WagerNotOffered
+from baccarat.table import TableConfig
+from baccarat.wagers import BONUS_WAGERS, MAIN_WAGERS, Wager
+from contracts import topics as T
+from contracts.commands import CloseBetting, PlaceBet, WithdrawBet
+from contracts.envelope import CommandEnvelope, Envelope
+from contracts.events import (
+    BetLine,
+    BetPlaced,
+    BetRejected,
+    BettingClosed,
+    BettingOpened,
+    BetWithdrawn,
+    CommandRejected,
+    RoundOpened,
+    RoundVoided,
+    TableOpened,
+)
+from services.runtime.core import Emit, Send
+from services.runtime.translate import table_config
+
+
+@dataclass(frozen=True, slots=True)
+class Book:
+    """One round's bets. ``status``: ``pending`` (dealing opened the round, betting not yet opened) |
+    ``open`` | ``closed``. ``opened_by``: the ``RoundOpened`` event (id, time) that betting follows."""
+
+    round_id: str
+    status: str
+    opened_by: tuple[str, datetime] | None = None
+    bets: dict[str, BetLine] = field(default_factory=dict)
+    voided_by: tuple[str, datetime] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WageringState:
+    table_id: str
+    config: TableConfig | None = None
+    books: dict[str, Book] = field(default_factory=dict)
+
+
+def _with_book(state: WageringState, book: Book) -> WageringState:
+    return replace(state, books={**state.books, book.round_id: book})
+
+
+class WageringCore:
+    """The wagering service's pure decide/evolve/react over :class:`WageringState`."""
+
+    name = "wagering"
+    own_stream = T.WAGERING_EVENTS
+    private_streams: tuple[str, ...] = ()
+    command_stream = T.WAGERING_COMMANDS
+    input_streams = (T.DEALING_EVENTS,)
+
+    def initial(self, table_id: str) -> WageringState:
+        return WageringState(table_id)
+
+    def evolve(self, state: WageringState, env: Envelope) -> WageringState:
+        e = env.payload
+        if isinstance(e, BettingOpened):
+            b = state.books.get(e.round_id) or Book(e.round_id, "open")
+            return _with_book(state, replace(b, status="open"))
+        if isinstance(e, BetPlaced):
+            b = state.books[e.round_id]
+            line = BetLine(bet_id=e.bet_id, seat=e.seat, player_id=e.player_id, wager=e.wager,
+                           amount_cents=e.amount_cents)
+            return _with_book(state, replace(b, bets={**b.bets, e.bet_id: line}))
+        if isinstance(e, BetWithdrawn):
+            b = state.books[e.round_id]
+            bets = dict(b.bets)
+            bets.pop(e.bet_id, None)
+            return _with_book(state, replace(b, bets=bets))
+        if isinstance(e, BettingClosed):
+            b = state.books.get(e.round_id) or Book(e.round_id, "closed")
+            return _with_book(state, replace(b, status="closed"))
+        return state
+
+    def absorb(self, state: WageringState, env: Envelope) -> WageringState:
+        e = env.payload
+        if isinstance(e, TableOpened):
+            return replace(state, config=table_config(e.config))
+        if isinstance(e, RoundOpened):
+            b = state.books.get(e.round_id)
+            if b is None:
+                return _with_book(state, Book(e.round_id, "pending", (env.event_id, env.occurred_at)))
+            return _with_book(state, replace(b, opened_by=(env.event_id, env.occurred_at)))
+        if isinstance(e, RoundVoided):
+            b = state.books.get(e.round_id)
+            if b is not None:
+                return _with_book(state, replace(b, voided_by=(env.event_id, env.occurred_at)))
+        return state
+
+    def sent(self, state: WageringState, send: Send) -> WageringState:
+        return state
+
+    def react(self, state: WageringState, last: Envelope | None) -> list[Emit | Send]:
+        for b in state.books.values():
+            if b.status == "pending" and b.opened_by is not None:
+                return [Emit(BettingOpened(round_id=b.round_id), round_id=b.round_id,
+                             causation_id=b.opened_by[0], occurred_at=b.opened_by[1])]
+            if b.status == "open" and b.voided_by is not None:  # a voided round's book closes as it stands
+                return [Emit(BettingClosed(round_id=b.round_id, bets=list(b.bets.values())), round_id=b.round_id,
+                             causation_id=b.voided_by[0], occurred_at=b.voided_by[1])]
+        return []
+
+    # -- decide ----------------------------------------------------------------------------------
+    def decide(self, state: WageringState, cmd: CommandEnvelope) -> list[Emit | Send]:
+        c = cmd.payload
+        if isinstance(c, PlaceBet):
+            return self._place(state, cmd, c)
+        if isinstance(c, WithdrawBet):
+            b = state.books.get(c.round_id)
+            why = self._closed_reason(b)
+            if why:
+                return [self._rejected(cmd, c.round_id, why[0], why[1])]
+            assert b is not None
+            if c.bet_id not in b.bets:
+                return [self._rejected(cmd, c.round_id, "unknown_bet", f"no open bet {c.bet_id} in this round")]
+            return [Emit(BetWithdrawn(round_id=c.round_id, bet_id=c.bet_id), round_id=c.round_id)]
+        if isinstance(c, CloseBetting):
+            b = state.books.get(c.round_id)
+            why = self._closed_reason(b)
+            if why:
+                return [Emit(CommandRejected(command_id=cmd.command_id, command="close_betting", reason=why[0],
+                                             detail=why[1]), round_id=c.round_id)]
+            assert b is not None
+            return [Emit(BettingClosed(round_id=c.round_id, bets=list(b.bets.values())), round_id=c.round_id)]
+        tag = type(c).__struct_config__.tag
+        return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason="not_a_wagering_command",
+                                     detail=f"{tag} is not handled by the wagering service"))]
+
+    @staticmethod
+    def _closed_reason(b: Book | None) -> tuple[str, str] | None:
+        if b is None:
+            return "unknown_round", "no such round at this table"
+        if b.status == "closed":
+            return "betting_closed", '"No more bets" has been called (13:69F-3.2(d))'
+        if b.status != "open":
+            return "betting_not_open", "betting has not opened for this round"
+        return None
+
+    @staticmethod
+    def _rejected(cmd: CommandEnvelope, round_id: str, reason: str, detail: str, c: PlaceBet | None = None) -> Emit:
+        return Emit(
+            BetRejected(round_id=round_id, command_id=cmd.command_id, reason=reason, detail=detail,
+                        seat=c.seat if c else 0, player_id=c.player_id if c else "",
+                        wager=c.wager if c else "", amount_cents=c.amount_cents if c else 0),
+            round_id=round_id)
+
+    def _place(self, state: WageringState, cmd: CommandEnvelope, c: PlaceBet) -> list[Emit | Send]:
+        b = state.books.get(c.round_id)
+
+        def no(reason: str, detail: str) -> list[Emit | Send]:
+            return [self._rejected(cmd, c.round_id, reason, detail, c)]
+
+        why = self._closed_reason(b)
+        if why:
+            return no(*why)
+        assert b is not None
+        cfg = state.config
+        if cfg is None:
+            return no("table_not_open", "the table has no configuration")
+        try:
+            wager = Wager.parse(c.wager)
+            cfg.require_offered(wager)
+        except UnknownWager as e:
+            return no("unknown_wager", str(e))
+        except WagerNotOffered as e:
+            return no("wager_not_offered", str(e))
+        if not 1 <= c.seat <= cfg.max_players:
+            return no("invalid_seat", f"seat {c.seat} is not 1..{cfg.max_players}")
+        if c.amount_cents <= 0:
+            return no("invalid_amount", f"{c.amount_cents} cents is not a positive amount")
+        lim = cfg.limits_for(wager)
+        if c.amount_cents < lim.min_cents:
+            return no("under_table_min", f"{c.amount_cents} cents is under the {wager.value} minimum {lim.min_cents}")
+        seat_total = sum(x.amount_cents for x in b.bets.values() if x.seat == c.seat and x.wager == wager.value)
+        if seat_total + c.amount_cents > lim.max_cents:
+            return no("over_table_max", f"seat {c.seat} would have {seat_total + c.amount_cents} cents on "
+                                        f"{wager.value}, over the maximum {lim.max_cents}")
+        if wager in BONUS_WAGERS and cfg.bonus_requires_base_bet:
+            bases = {m.value for m in MAIN_WAGERS}
+            if not any(x.seat == c.seat and x.wager in bases for x in b.bets.values()):
+                return no("bonus_needs_base_bet", "this table takes a bonus wager only with a Banker or Player "
+                                                  "wager on the same seat (13:69F-3.2(b))")
+        try:
+            cfg.check_stake(wager, c.amount_cents)
+        except (InvalidAmount, BaccaratError) as e:  # pragma: no cover - covered by the checks above
+            return no("invalid_amount", str(e))
+        return [Emit(BetPlaced(round_id=c.round_id, bet_id=cmd.command_id, seat=c.seat, player_id=c.player_id,
+                               wager=wager.value, amount_cents=c.amount_cents), round_id=c.round_id)]
