@@ -118,7 +118,7 @@ class ServiceHost:
         """
         self.runner.reset()
         n = 0
-        for stream in (self.core.own_stream, *self.core.private_streams):
+        for stream in (*self.core.private_streams, self.core.own_stream):
             for rec in await read(self.settings.topic(stream)):
                 try:
                     env = decode_event(rec.value)

@@ -87,14 +87,15 @@ class MemoryBus:
         return n
 
     async def rebuild(self, host: ServiceHost) -> int:
-        """Rebuild ``host`` from the bus's logs (as after a restart) and re-deliver its command topic from
-        the beginning (duplicates are dropped by command id)."""
+        """Rebuild ``host`` from the bus's logs (as after a restart) and re-deliver every topic it consumes
+        from the beginning, as a Kafka partition assignment does (duplicates are dropped by command id and
+        by seq)."""
 
         async def read(topic: str) -> list[Record]:
             return list(self.topics.get(topic, []))
 
         n = await host.rebuild(read)
-        if host.core.command_stream:
-            for rec in list(self.topics.get(host.core.command_stream, [])):
+        for topic in host.subscribed_topics:
+            for rec in list(self.topics.get(topic, [])):
                 await host.handle(rec.topic, rec.partition, rec.offset, rec.key, rec.value)
         return n

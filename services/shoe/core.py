@@ -13,7 +13,7 @@ sealed in the vault, so a rebuild never shuffles again.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from baccarat import shoe as S
@@ -56,8 +56,8 @@ class ShoeState:
     table_id: str
     shoe_id: str | None = None
     shoe: S.Shoe | None = None
-    sealed: tuple[str, ...] = ()
-    salt: str = ""
+    #: shoe id -> (order as loaded, salt hex), from the vault; kept until the shoe closes
+    sealed: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
     closed: bool = True
     source: str = ""
     drawn: frozenset[tuple[str, int]] = frozenset()
@@ -87,13 +87,13 @@ class ShoeCore:
     def evolve(self, state: ShoeState, env: Envelope) -> ShoeState:
         e = env.payload
         if isinstance(e, ShoeOrderSealed):
-            return replace(state, sealed=tuple(e.order), salt=e.salt, shoe_id=e.shoe_id)
+            return replace(state, sealed={**state.sealed, e.shoe_id: (tuple(e.order), e.salt)})
         if isinstance(e, ShoeLoaded):
             rules = shoe_rules(e.rules)
             if e.source == "physical":
                 shoe = S.load_physical(rules)
             else:
-                shoe = S.load([parse_card(c) for c in state.sealed], rules)
+                shoe = S.load([parse_card(c) for c in state.sealed[e.shoe_id][0]], rules)
             return replace(state, shoe_id=e.shoe_id, shoe=shoe, closed=False, source=e.source, drawn=frozenset())
         if isinstance(e, ShoeCut) and state.shoe is not None:
             return replace(state, shoe=S.cut(state.shoe, e.cut_at))
@@ -106,7 +106,8 @@ class ShoeCore:
                 shoe, _, _ = S.draw(state.shoe)
             return replace(state, shoe=shoe, drawn=state.drawn | {(e.round_id, e.card_number)})
         if isinstance(e, ShoeClosed):
-            return replace(state, closed=True, sealed=(), salt="")
+            sealed = {k: v for k, v in state.sealed.items() if k != e.shoe_id}
+            return replace(state, closed=True, sealed=sealed)
         return state
 
     def absorb(self, state: ShoeState, env: Envelope) -> ShoeState:
@@ -128,8 +129,9 @@ class ShoeCore:
         if isinstance(c, CloseShoe):
             if state.shoe is None or state.closed or c.shoe_id != state.shoe_id:
                 return _reject(cmd, "no_open_shoe", f"shoe {c.shoe_id} is not the open shoe of this table")
+            order, salt = state.sealed.get(c.shoe_id, ((), ""))
             return [Emit(ShoeClosed(shoe_id=c.shoe_id, reason=c.reason, cards_dealt=state.shoe.position,
-                                    order=list(state.sealed), salt=state.salt), shoe_id=c.shoe_id)]
+                                    order=list(order), salt=salt), shoe_id=c.shoe_id)]
         return _reject(cmd, "not_a_shoe_command", f"{type(c).__name__} is not handled by the shoe service")
 
     def _load(self, state: ShoeState, cmd: CommandEnvelope, c: LoadShoe) -> list[Emit | Send]:

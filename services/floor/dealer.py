@@ -1,0 +1,164 @@
+"""A simulated dealer: runs one table through whole shoes, round after round, as a floor would.
+
+For each shoe: load it (a CSPRNG shuffle by the shoe service, or a supplied order), then rounds until the
+dealing service refuses the next one (end of shoe); for each round: open it, wait for betting to open,
+place the seated players' bets, call "No more bets", wait for the round to be settled. Close the shoe
+(the reveal). Ids and time come from injected factories; randomness from an injected ``random.Random``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Callable
+
+from baccarat.table import TableConfig
+from contracts import topics as T
+from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe, OpenRound, OpenTable
+from contracts.envelope import Envelope
+from contracts.events import (
+    BettingOpened,
+    CommandRejected,
+    RoundSettled,
+    ShoeBurned,
+    ShoeClosed,
+    TableOpened,
+)
+from contracts.tables import ShoeSpec
+from services.floor.bettors import Seat, bets_for_round
+from services.floor.io import FloorIO
+from services.runtime.core import command
+from services.runtime.translate import table_spec
+
+
+class Clock:
+    """A deterministic clock: starts at ``start`` and moves ``step`` per reading (tests, replays)."""
+
+    def __init__(self, start: datetime | None = None, step: timedelta = timedelta(milliseconds=10)):
+        self.now = start or datetime(2026, 1, 1, tzinfo=timezone.utc)
+        self.step = step
+
+    def __call__(self) -> datetime:
+        self.now += self.step
+        return self.now
+
+
+@dataclass
+class TableRun:
+    """What one table did: rounds played and their settlements' totals (cents)."""
+
+    table_id: str
+    shoes: int = 0
+    rounds: int = 0
+    bets: int = 0
+    stakes: int = 0
+    payouts: int = 0
+    commission: int = 0
+    table_result: int = 0
+    round_ids: list[str] = field(default_factory=list)
+    rejections: list[str] = field(default_factory=list)
+    last_winner: str = ""
+
+
+class TableDealer:
+    """Drives one table through ``FloorIO``."""
+
+    def __init__(self, io: FloorIO, table_id: str, config: TableConfig, seats: list[Seat], rng: random.Random,
+                 clock: Callable[[], datetime], *, timeout: float = 60.0,
+                 shoe_order: Callable[[int], list[str]] | None = None,
+                 on_round: Callable[[TableRun, Envelope], None] | None = None):
+        self.io = io
+        self.table_id = table_id
+        self.config = config
+        self.seats = seats
+        self.rng = rng
+        self.clock = clock
+        self.timeout = timeout
+        self.shoe_order = shoe_order
+        self.on_round = on_round
+        self.run_state = TableRun(table_id)
+        self._n = 0
+
+    def _id(self) -> str:
+        self._n += 1
+        return f"{self.table_id}:cmd:{self._n}"
+
+    async def _send(self, topic: str, payload: Command, correlation: str = "") -> str:
+        cid = self._id()
+        await self.io.send(topic, command(self.table_id, cid, self.clock(), payload, correlation))
+        return cid
+
+    def _rejected(self, cid: str) -> Callable[[Envelope], bool]:
+        return lambda e: isinstance(e.payload, CommandRejected) and e.payload.command_id == cid
+
+    async def open_table(self) -> None:
+        since = self.io.log.mark(self.table_id)
+        cid = await self._send(T.DEALING_COMMANDS, OpenTable(config=table_spec(self.config)))
+        env = await self.io.wait(self.table_id, lambda e: e.causation_id == cid, since, self.timeout)
+        if not isinstance(env.payload, TableOpened):
+            raise RuntimeError(f"{self.table_id}: table refused: {env.payload}")
+
+    async def play_shoe(self, number: int) -> None:
+        shoe_id = f"{self.table_id}-shoe-{number}"
+        rules = self.config.shoe
+        spec = ShoeSpec(decks=rules.decks, end_card_offset=rules.end_card_offset, burn=rules.burn.value,
+                        end_of_shoe=rules.end_of_shoe.value, min_cut_depth=rules.min_cut_depth)
+        size = rules.size
+        cut = self.rng.randint(rules.min_cut_depth, size - rules.min_cut_depth)
+        order = self.shoe_order(number) if self.shoe_order else []
+        since = self.io.log.mark(self.table_id)
+        cid = await self._send(T.SHOE_COMMANDS, LoadShoe(shoe_id=shoe_id, rules=spec, order=order, cut_at=cut))
+        env = await self.io.wait(self.table_id, lambda e: (isinstance(e.payload, ShoeBurned) and
+                                                           e.payload.shoe_id == shoe_id) or self._rejected(cid)(e),
+                                 since, self.timeout)
+        if isinstance(env.payload, CommandRejected):
+            raise RuntimeError(f"{self.table_id}: shoe refused: {env.payload.detail}")
+        self.run_state.shoes += 1
+        n = 0
+        while True:
+            n += 1
+            round_id = f"{shoe_id}-round-{n}"
+            if not await self.play_round(shoe_id, round_id):
+                break
+        since = self.io.log.mark(self.table_id)
+        await self._send(T.SHOE_COMMANDS, CloseShoe(shoe_id=shoe_id))
+        await self.io.wait(self.table_id, lambda e: isinstance(e.payload, ShoeClosed) and e.payload.shoe_id == shoe_id,
+                           since, self.timeout)
+
+    async def play_round(self, shoe_id: str, round_id: str) -> bool:
+        """One round; False when the dealing service refuses to open it (the shoe is finished)."""
+        since = self.io.log.mark(self.table_id)
+        cid = await self._send(T.DEALING_COMMANDS, OpenRound(round_id=round_id, shoe_id=shoe_id), round_id)
+        env = await self.io.wait(
+            self.table_id,
+            lambda e: (isinstance(e.payload, BettingOpened) and e.payload.round_id == round_id) or self._rejected(cid)(e),
+            since, self.timeout)
+        if isinstance(env.payload, CommandRejected):
+            self.run_state.rejections.append(env.payload.reason)
+            return False
+        for bet in bets_for_round(self.rng, self.config, round_id, self.seats):
+            await self._send(T.WAGERING_COMMANDS, bet, round_id)
+        await self._send(T.WAGERING_COMMANDS, CloseBetting(round_id=round_id), round_id)
+        env = await self.io.wait(
+            self.table_id, lambda e: isinstance(e.payload, RoundSettled) and e.payload.round_id == round_id,
+            since, self.timeout)
+        s = env.payload
+        assert isinstance(s, RoundSettled)
+        r = self.run_state
+        r.rounds += 1
+        r.bets += s.bets
+        r.stakes += s.stakes
+        r.payouts += s.payouts
+        r.commission += s.commission
+        r.table_result += s.table_result
+        r.round_ids.append(round_id)
+        if self.on_round:
+            self.on_round(r, env)
+        return True
+
+    async def run(self, shoes: int = 1) -> TableRun:
+        await self.open_table()
+        for i in range(1, shoes + 1):
+            await self.play_shoe(i)
+        return self.run_state

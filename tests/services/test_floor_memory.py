@@ -1,0 +1,201 @@
+"""The four services on the in-memory bus: whole shoes audited against the rules core, restarts,
+rejections, duplicates and bad input."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timezone
+
+import pytest
+
+from baccarat.table import Limits, no_vig_dragon, punto_banco_full
+from baccarat.wagers import Wager
+from contracts import topics as T
+from contracts.codecs import decode_dead_letter, encode
+from contracts.commands import CloseBetting, OpenRound, PlaceBet, WithdrawBet
+from contracts.events import (
+    BetPlaced,
+    BetRejected,
+    BetSettled,
+    RoundResolved,
+    RoundSettled,
+)
+from croupier.audit import audit
+from services.floor.bettors import Seat
+from services.floor.dealer import Clock, TableDealer
+from services.floor.io import MemoryFloorIO
+from services.runtime.core import command
+from services.settlement.core import SettlementCore
+from tests.services.helpers import events, floor_bus, payloads
+
+SEATS = [Seat(i, f"player-{i}") for i in range(1, 7)]
+
+
+async def test_two_tables_full_shoes_audit_clean():
+    bus, _ = floor_bus(seed=11)
+    io = MemoryFloorIO(bus)
+    runs = []
+    for tid, cfg in (("T1", punto_banco_full()), ("T2", no_vig_dragon(panda=True))):
+        dealer = TableDealer(io, tid, cfg, SEATS, random.Random(tid), Clock())
+        runs.append(await dealer.run(shoes=1))
+    for r in runs:
+        assert 60 <= r.rounds <= 90 and r.rejections == ["shoe_complete"]
+        assert r.stakes - r.payouts + 0 == r.table_result  # deducted commission: nothing accrued
+    rep = audit(events(bus))
+    assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
+    assert rep.shoes_verified == 2 and rep.rounds_checked == sum(r.rounds for r in runs)
+    assert rep.bets_checked == sum(r.bets for r in runs) > 500
+    # every wager each table offers was bet and settled at least once
+    for tid, cfg in (("T1", punto_banco_full()), ("T2", no_vig_dragon(panda=True))):
+        wagers = {e.payload.wager for e in events(bus, T.SETTLEMENT_EVENTS)
+                  if e.table_id == tid and isinstance(e.payload, BetSettled)}
+        assert wagers == {w.value for w in cfg.wagers}
+
+
+async def test_settlement_restart_between_resolution_and_settlements():
+    bus, hosts = floor_bus(seed=3)
+    io = MemoryFloorIO(bus)
+    dealer = TableDealer(io, "T1", punto_banco_full(), SEATS, random.Random(3), Clock())
+    await dealer.open_table()
+    settlement = hosts["settlement"]
+
+    crashed = {"n": 0}
+    real_publish = settlement.publisher.publish
+
+    async def crash_on_round_10(decision):
+        if any(isinstance(e.payload, RoundSettled) and e.payload.round_id.endswith("round-10")
+               for e in decision.events) and not crashed["n"]:
+            crashed["n"] += 1
+            raise ConnectionError("broker went away")  # dies before anything of the round is published
+        await real_publish(decision)
+
+    settlement.publisher.publish = crash_on_round_10
+    # the crash is contained (logged and dead-lettered, the service goes on); the round is left unsettled
+    for n in range(1, 11):
+        bus_round = f"T1-shoe-1-round-{n}"
+        if n == 1:
+            from contracts.commands import LoadShoe
+
+            await io.send(T.SHOE_COMMANDS, command("T1", "load", Clock()(), LoadShoe(shoe_id="T1-shoe-1", cut_at=50)))
+        await io.send(T.DEALING_COMMANDS, command("T1", f"open-{n}", Clock()(), OpenRound(round_id=bus_round,
+                                                                                         shoe_id="T1-shoe-1")))
+        await io.send(T.WAGERING_COMMANDS, command("T1", f"bet-{n}", Clock()(), PlaceBet(
+            round_id=bus_round, seat=1, player_id="p", wager="banker", amount_cents=2500)))
+        await io.send(T.WAGERING_COMMANDS, command("T1", f"close-{n}", Clock()(), CloseBetting(round_id=bus_round)))
+    assert crashed["n"] == 1
+    settled = {p.round_id for p in payloads(bus, T.SETTLEMENT_EVENTS, RoundSettled)}
+    assert "T1-shoe-1-round-10" not in settled and len(settled) == 9
+    # restart: a new settlement service rebuilds from the log and settles what was due, once
+    bus.remove(settlement)
+    fresh = bus.add(SettlementCore())
+    await bus.rebuild(fresh)
+    await bus.pump()
+    sums = payloads(bus, T.SETTLEMENT_EVENTS, RoundSettled)
+    assert sorted(s.round_id for s in sums) == sorted(f"T1-shoe-1-round-{n}" for n in range(1, 11))
+    # a second restart changes nothing
+    bus.remove(fresh)
+    again = bus.add(SettlementCore())
+    await bus.rebuild(again)
+    await bus.pump()
+    assert len(payloads(bus, T.SETTLEMENT_EVENTS, RoundSettled)) == 10
+    rep = audit(events(bus))
+    assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
+
+
+@pytest.mark.parametrize("victim", ["shoe", "dealing", "wagering", "settlement"])
+async def test_restart_any_service_mid_shoe(victim):
+    bus, hosts = floor_bus(seed=5)
+    io = MemoryFloorIO(bus)
+    dealer = TableDealer(io, "T1", punto_banco_full(), SEATS, random.Random(5), Clock())
+    await dealer.open_table()
+    from contracts.commands import LoadShoe
+
+    await io.send(T.SHOE_COMMANDS, command("T1", "load", Clock()(), LoadShoe(shoe_id="S", cut_at=80)))
+    for n in range(1, 16):
+        assert await dealer.play_round("S", f"S-round-{n}")
+    t = Clock()
+
+    # stop the victim; the others carry on and queue work for it; then start it again from the log
+    host = hosts[victim]
+    bus.remove(host)
+    await io.send(T.DEALING_COMMANDS, command("T1", "open-16", t(), OpenRound(round_id="S-round-16", shoe_id="S")))
+    new = bus.add(type(host.core)(host.core.entropy) if victim == "shoe" else type(host.core)())
+    await bus.rebuild(new)
+    await bus.pump()
+    await io.send(T.WAGERING_COMMANDS, command("T1", "bet-16", t(), PlaceBet(
+        round_id="S-round-16", seat=2, player_id="p2", wager="player", amount_cents=5000)))
+    bus.remove(new)
+    await io.send(T.WAGERING_COMMANDS, command("T1", "close-16", t(), CloseBetting(round_id="S-round-16")))
+    again = bus.add(type(host.core)(host.core.entropy) if victim == "shoe" else type(host.core)())
+    await bus.rebuild(again)
+    await bus.pump()
+    assert "S-round-16" in {p.round_id for p in payloads(bus, T.SETTLEMENT_EVENTS, RoundSettled)}
+    for n in range(17, 200):
+        if not await dealer.play_round("S", f"S-round-{n}"):
+            break
+    rep = audit(events(bus))
+    assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
+    settled = payloads(bus, T.SETTLEMENT_EVENTS, BetSettled)
+    assert len(settled) == len({s.bet_id for s in settled})  # none settled twice
+
+
+async def _table_with_open_round(limits=None):
+    bus, hosts = floor_bus(seed=7)
+    io = MemoryFloorIO(bus)
+    cfg = punto_banco_full(limits=limits or {})
+    dealer = TableDealer(io, "T1", cfg, SEATS, random.Random(7), Clock())
+    await dealer.open_table()
+    from contracts.commands import LoadShoe
+
+    await io.send(T.SHOE_COMMANDS, command("T1", "load", Clock()(), LoadShoe(shoe_id="S", cut_at=80)))
+    await io.send(T.DEALING_COMMANDS, command("T1", "open", Clock()(), OpenRound(round_id="R1", shoe_id="S")))
+    return bus, io, hosts
+
+
+def _bet(cid, wager="banker", amount=2500, seat=1, round_id="R1"):
+    return command("T1", cid, datetime(2026, 1, 1, tzinfo=timezone.utc),
+                   PlaceBet(round_id=round_id, seat=seat, player_id="p1", wager=wager, amount_cents=amount))
+
+
+async def test_rejections_have_stable_reasons_and_the_table_carries_on():
+    bus, io, _ = await _table_with_open_round(limits={Wager.TIE: Limits(500, 10_000)})
+    await io.send(T.WAGERING_COMMANDS, _bet("ok"))
+    await io.send(T.WAGERING_COMMANDS, _bet("over", wager="tie", amount=10_500))
+    await io.send(T.WAGERING_COMMANDS, _bet("under", wager="tie", amount=100))
+    await io.send(T.WAGERING_COMMANDS, _bet("disabled", wager="dragon_7"))
+    await io.send(T.WAGERING_COMMANDS, _bet("unknown", wager="pairs"))
+    await io.send(T.WAGERING_COMMANDS, _bet("seat", seat=99))
+    await io.send(T.WAGERING_COMMANDS, _bet("ok"))  # duplicate command: nothing new
+    await io.send(T.WAGERING_COMMANDS, command("T1", "close", datetime(2026, 1, 1, tzinfo=timezone.utc),
+                                               CloseBetting(round_id="R1")))
+    await io.send(T.WAGERING_COMMANDS, _bet("late"))
+    await io.send(T.WAGERING_COMMANDS, command("T1", "wd", datetime(2026, 1, 1, tzinfo=timezone.utc),
+                                               WithdrawBet(round_id="R1", bet_id="ok")))
+    reasons = {p.command_id: p.reason for p in payloads(bus, T.WAGERING_EVENTS, BetRejected)}
+    assert reasons == {"over": "over_table_max", "under": "under_table_min", "disabled": "wager_not_offered",
+                       "unknown": "unknown_wager", "seat": "invalid_seat", "late": "betting_closed",
+                       "wd": "betting_closed"}
+    placed = payloads(bus, T.WAGERING_EVENTS, BetPlaced)
+    assert [p.bet_id for p in placed] == ["ok"]
+    assert len(payloads(bus, T.DEALING_EVENTS, RoundResolved)) == 1
+    assert [s.bet_id for s in payloads(bus, T.SETTLEMENT_EVENTS, BetSettled)] == ["ok"]
+    # the table carries on
+    await io.send(T.DEALING_COMMANDS, command("T1", "open2", datetime(2026, 1, 1, tzinfo=timezone.utc),
+                                              OpenRound(round_id="R2", shoe_id="S")))
+    assert io.log.find("T1", lambda e: getattr(e.payload, "round_id", None) == "R2") is not None
+
+
+async def test_garbage_goes_to_the_dead_letter_topic_and_unknown_types_are_skipped():
+    bus, io, hosts = await _table_with_open_round()
+    for topic in (T.SHOE_COMMANDS, T.DEALING_COMMANDS, T.WAGERING_COMMANDS, T.SETTLEMENT_COMMANDS):
+        bus.append(topic, b"T1", b"\x00\xffnot json")
+        unknown = encode(_bet("x")).replace(b'"type":"place_bet"', b'"type":"teleport_chips"')
+        bus.append(topic, b"T1", unknown)
+    await bus.pump()
+    for svc in ("shoe", "dealing", "wagering", "settlement"):
+        dl = [decode_dead_letter(r.value) for r in bus.topics[T.dlq(svc)]]
+        assert len(dl) == 1 and dl[0].original == b"\x00\xffnot json" and "undecodable" in dl[0].error
+        assert hosts[svc].skipped == 1
+    # still serving
+    await io.send(T.WAGERING_COMMANDS, _bet("after"))
+    assert [p.bet_id for p in payloads(bus, T.WAGERING_EVENTS, BetPlaced)] == ["after"]
