@@ -8,6 +8,7 @@ place the seated players' bets, call "No more bets", wait for the round to be se
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -30,6 +31,10 @@ from services.floor.bettors import Seat, bets_for_round
 from services.floor.io import FloorIO
 from services.runtime.core import command
 from services.runtime.translate import table_spec
+
+
+RETRIES = 100
+RETRY_DELAY_S = 0.05
 
 
 class Clock:
@@ -128,15 +133,22 @@ class TableDealer:
 
     async def play_round(self, shoe_id: str, round_id: str) -> bool:
         """One round; False when the dealing service refuses to open it (the shoe is finished)."""
-        since = self.io.log.mark(self.table_id)
-        cid = await self._send(T.DEALING_COMMANDS, OpenRound(round_id=round_id, shoe_id=shoe_id), round_id)
-        env = await self.io.wait(
-            self.table_id,
-            lambda e: (isinstance(e.payload, BettingOpened) and e.payload.round_id == round_id) or self._rejected(cid)(e),
-            since, self.timeout)
-        if isinstance(env.payload, CommandRejected):
-            self.run_state.rejections.append(env.payload.reason)
-            return False
+        for attempt in range(RETRIES):
+            since = self.io.log.mark(self.table_id)
+            cid = await self._send(T.DEALING_COMMANDS, OpenRound(round_id=round_id, shoe_id=shoe_id), round_id)
+            env = await self.io.wait(
+                self.table_id,
+                lambda e: (isinstance(e.payload, BettingOpened) and e.payload.round_id == round_id)
+                or self._rejected(cid)(e),
+                since, self.timeout)
+            if not isinstance(env.payload, CommandRejected):
+                break
+            # the dealing service learns of a new shoe from the shoe's stream, which may lag the floor's
+            # view by a few milliseconds: a just-loaded shoe is retried, anything else ends the shoe
+            if env.payload.reason != "no_open_shoe" or attempt == RETRIES - 1:
+                self.run_state.rejections.append(env.payload.reason)
+                return False
+            await asyncio.sleep(RETRY_DELAY_S)
         for bet in bets_for_round(self.rng, self.config, round_id, self.seats):
             await self._send(T.WAGERING_COMMANDS, bet, round_id)
         await self._send(T.WAGERING_COMMANDS, CloseBetting(round_id=round_id), round_id)

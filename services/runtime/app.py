@@ -18,7 +18,7 @@ from faststream.kafka.annotations import KafkaMessage
 
 from contracts import topics as T
 from services.runtime.core import ServiceCore
-from services.runtime.host import ServiceHost
+from services.runtime.host import Publisher, ServiceHost
 from services.runtime.kafka import TransactionalPublisher, ensure_topics, read_log
 from services.runtime.logging import configure
 from services.runtime.settings import Settings
@@ -41,7 +41,7 @@ class _Rebuild(ConsumerRebalanceListener):  # type: ignore[misc]
 
         await host.rebuild(read)
         if assigned and self.subscriber is not None and self.subscriber.consumer is not None:
-            self.subscriber.consumer.seek_to_beginning(*assigned)
+            await self.subscriber.consumer.seek_to_beginning(*assigned)
 
 
 def topics_of(core: ServiceCore[Any]) -> list[str]:
@@ -52,13 +52,43 @@ def topics_of(core: ServiceCore[Any]) -> list[str]:
     return names
 
 
+class Service:
+    """One service wired for Kafka: its FastStream ``app`` and ``broker``, its ``host``; :meth:`start` and
+    :meth:`stop` run it inside another program (tests, ``croupier demo``) without ``faststream run``."""
+
+    def __init__(self, app: FastStream, broker: KafkaBroker, host: ServiceHost, topics: list[str],
+                 publisher: TransactionalPublisher):
+        self.app, self.broker, self.host, self.topics, self.publisher = app, broker, host, topics, publisher
+
+    async def start(self) -> None:
+        await ensure_topics(self.host.settings, self.topics)
+        await self.publisher.start()
+        await self.broker.start()
+
+    async def stop(self) -> None:
+        await self.broker.stop()
+        await self.publisher.stop()
+
+
+def build_service(core: ServiceCore[Any], settings: Settings | None = None, *,
+                  extra_topics: tuple[str, ...] = ()) -> Service:
+    """Everything :func:`build_app` makes, as a :class:`Service`."""
+    app, broker, host = build_app(core, settings, extra_topics=extra_topics)
+    return Service(app, broker, host, topics_of(core) + list(extra_topics), host.publisher)  # type: ignore[arg-type]
+
+
 def build_app(core: ServiceCore[Any], settings: Settings | None = None, *,
-              extra_topics: tuple[str, ...] = ()) -> tuple[FastStream, KafkaBroker, ServiceHost]:
-    """A FastStream app running ``core`` against the broker of ``settings`` (environment by default)."""
+              extra_topics: tuple[str, ...] = (), publisher: Publisher | None = None,
+              ) -> tuple[FastStream, KafkaBroker, ServiceHost]:
+    """A FastStream app running ``core`` against the broker of ``settings`` (environment by default).
+
+    ``publisher``: where decisions go (default: a :class:`TransactionalPublisher` on the same broker;
+    handler tests under ``TestKafkaBroker`` pass an in-memory one).
+    """
     configure()
     settings = settings or Settings.from_env()
     broker = KafkaBroker(settings.bootstrap_servers, logger=None)
-    publisher = TransactionalPublisher(settings, core.name)
+    publisher = publisher or TransactionalPublisher(settings, core.name)
     host = ServiceHost(core, settings, publisher)
     listener = _Rebuild(host)
 
@@ -73,17 +103,20 @@ def build_app(core: ServiceCore[Any], settings: Settings | None = None, *,
         isolation_level="read_committed",
         listener=listener,
         include_in_schema=False,
-    )(handle)
+    )
+    subscriber(handle)
     listener.subscriber = subscriber
     app = FastStream(broker)
 
     @app.on_startup
     async def _start() -> None:
         await ensure_topics(settings, topics_of(core) + list(extra_topics))
-        await publisher.start()
+        if isinstance(publisher, TransactionalPublisher):
+            await publisher.start()
 
     @app.after_shutdown
     async def _stop() -> None:
-        await publisher.stop()
+        if isinstance(publisher, TransactionalPublisher):
+            await publisher.stop()
 
     return app, broker, host

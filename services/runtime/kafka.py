@@ -31,11 +31,15 @@ async def ensure_topics(settings: Settings, names: Iterable[str]) -> None:
                 await admin.create_topics(new)
             except TopicAlreadyExistsError:
                 pass
-        # creation is asynchronous on the controller: wait until metadata shows every topic
-        for _ in range(100):
-            if set(wanted) <= set(await admin.list_topics()):
+        # creation is asynchronous on the controller: wait until every partition has a leader
+        for _ in range(300):
+            described = await admin.describe_topics(wanted)
+            ready = {d["topic"] for d in described if d["error_code"] == 0 and d["partitions"]
+                     and all(p["leader"] >= 0 for p in d["partitions"])}
+            if ready >= set(wanted):
                 return
             await asyncio.sleep(0.1)
+        raise TimeoutError(f"topics without leaders after 30 s: {sorted(set(wanted) - ready)}")
     finally:
         await admin.close()
 

@@ -16,6 +16,8 @@ def configure(level: str = "INFO") -> None:
     if _configured:
         return
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, level.upper(), logging.INFO), format="%(message)s")
+    for noisy in ("aiokafka", "faststream"):  # client chatter: warnings and worse only
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
