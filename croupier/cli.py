@@ -219,6 +219,42 @@ def resolve(
         out.print(t)
 
 
+@app.command()
+def serve(
+    services_: Annotated[str, typer.Option("--services", help="Comma-separated: shoe,dealing,wagering,settlement.")
+                         ] = "shoe,dealing,wagering,settlement",
+    bootstrap: Annotated[Optional[str], typer.Option(help="Kafka bootstrap servers (default: "
+                                                          "$KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:19092).")] = None,
+    prefix: Annotated[Optional[str], typer.Option(help="Topic prefix (default: $CROUPIER_TOPIC_PREFIX or none).")
+                      ] = None,
+) -> None:
+    """Run several services together in one process until Ctrl-C (each can also run alone with
+    ``faststream run services.<name>.app:app``)."""
+    import asyncio
+    import dataclasses
+
+    import services as svc_pkg
+    from croupier.serve import serve as run_serve
+    from services.runtime.settings import Settings
+
+    names = [n.strip() for n in services_.split(",") if n.strip()]
+    unknown = [n for n in names if n not in svc_pkg.NAMES]
+    if unknown or not names:
+        raise fail(f"unknown service(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(svc_pkg.NAMES)}")
+    settings = Settings.from_env()
+    if bootstrap:
+        settings = dataclasses.replace(settings, bootstrap_servers=bootstrap)
+    if prefix is not None:
+        settings = dataclasses.replace(settings, topic_prefix=prefix)
+    try:
+        asyncio.run(run_serve(names, settings))
+    except KeyboardInterrupt:
+        pass
+    except Exception as e:  # a broker that cannot be reached, a port taken: one line, no traceback
+        raise fail(f"cannot run the services against Kafka at {settings.bootstrap_servers}: "
+                   f"{type(e).__name__}: {e}", code=1) from None
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

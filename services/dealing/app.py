@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from contracts import topics as T
 from services.dealing.core import DealingCore
-from services.runtime.app import build_app
+from services.runtime.app import Service, build_app, build_service
+from services.runtime.settings import Settings
 
-core = DealingCore()
-app, broker, host = build_app(core, extra_topics=("shoe.commands",))
+#: the dealing service sends DrawCard commands to the shoe
+EXTRA_TOPICS = (T.SHOE_COMMANDS,)
+
+
+def create(settings: Settings | None = None) -> Service:
+    """The dealing service, to run inside another program."""
+    return build_service(DealingCore(), settings, extra_topics=EXTRA_TOPICS)
+
+
+app, broker, host = build_app(DealingCore(), extra_topics=EXTRA_TOPICS)

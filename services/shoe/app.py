@@ -7,16 +7,25 @@ from __future__ import annotations
 
 import secrets
 
-from services.runtime.app import build_app
+from services.runtime.app import Service, build_app, build_service
+from services.runtime.settings import Settings
 from services.shoe.core import Entropy, ShoeCore
 
-_rng = secrets.SystemRandom()
+
+def secure_entropy() -> Entropy:
+    """The production entropy: a CSPRNG shuffle and a 16-byte salt from ``secrets``."""
+    rng = secrets.SystemRandom()
+
+    def shuffle(cards: list) -> list:  # type: ignore[type-arg]
+        rng.shuffle(cards)
+        return cards
+
+    return Entropy(shuffle=shuffle, salt=lambda: secrets.token_bytes(16))
 
 
-def _shuffle(cards: list) -> list:  # type: ignore[type-arg]
-    _rng.shuffle(cards)
-    return cards
+def create(settings: Settings | None = None) -> Service:
+    """The shoe service, to run inside another program."""
+    return build_service(ShoeCore(secure_entropy()), settings)
 
 
-core = ShoeCore(Entropy(shuffle=_shuffle, salt=lambda: secrets.token_bytes(16)))
-app, broker, host = build_app(core)
+app, broker, host = build_app(ShoeCore(secure_entropy()))
