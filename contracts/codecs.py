@@ -7,6 +7,8 @@ the evolution rules), or :class:`Undecodable` for anything else (the service dea
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import msgspec
 
 from contracts.commands import AnyCommand
@@ -19,11 +21,30 @@ _command_decoder = msgspec.json.Decoder(CommandEnvelope)
 _dead_letter_decoder = msgspec.json.Decoder(DeadLetter)
 
 
-class _Probe(msgspec.Struct):
+class _EventProbe(msgspec.Struct):
+    """An event envelope with its payload left as a plain mapping: is the envelope itself sound?"""
+
+    event_id: str
+    stream: str
+    table_id: str
+    seq: int
+    causation_id: str
+    correlation_id: str
+    occurred_at: datetime
     payload: dict[str, object]
 
 
-_probe_decoder = msgspec.json.Decoder(_Probe)
+class _CommandProbe(msgspec.Struct):
+    """A command envelope with its payload left as a plain mapping."""
+
+    command_id: str
+    table_id: str
+    issued_at: datetime
+    payload: dict[str, object]
+
+
+_event_probe = msgspec.json.Decoder(_EventProbe)
+_command_probe = msgspec.json.Decoder(_CommandProbe)
 
 
 class Undecodable(ValueError):
@@ -43,12 +64,17 @@ def encode(message: msgspec.Struct) -> bytes:
     return _encoder.encode(message)
 
 
-def _classify(data: bytes, error: Exception, known: set[str]) -> Exception:
+def _classify(data: bytes, error: Exception, probe: msgspec.json.Decoder, known: set[str],
+              other: set[str], kind: str) -> Exception:
+    """Why a message failed to decode: an unknown payload type in a sound envelope (skip it), or garbage,
+    including a command on an events topic or an event on a command topic (dead-letter it)."""
     try:
-        probe = _probe_decoder.decode(data)
+        envelope = probe.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return Undecodable(str(error))
-    t = probe.payload.get("type")
+    t = envelope.payload.get("type")
+    if isinstance(t, str) and t in other:
+        return Undecodable(f"{t!r} is not {kind}: misrouted message")
     if isinstance(t, str) and t not in known:
         return UnknownMessageType(t)
     return Undecodable(str(error))
@@ -67,7 +93,7 @@ def decode_event(data: bytes) -> Envelope:
     try:
         return _event_decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
-        raise _classify(data, e, EVENT_TAGS) from None
+        raise _classify(data, e, _event_probe, EVENT_TAGS, COMMAND_TAGS, "an event") from None
 
 
 def decode_command(data: bytes) -> CommandEnvelope:
@@ -75,7 +101,7 @@ def decode_command(data: bytes) -> CommandEnvelope:
     try:
         return _command_decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
-        raise _classify(data, e, COMMAND_TAGS) from None
+        raise _classify(data, e, _command_probe, COMMAND_TAGS, EVENT_TAGS, "a command") from None
 
 
 def decode_dead_letter(data: bytes) -> DeadLetter:

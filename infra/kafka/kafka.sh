@@ -105,6 +105,15 @@ proc_cmdline() {
   printf '%s\n' "$cmd"
 }
 
+# Is $1 a live, non-zombie process? (Used for the child just forked by `start`: until the forked shell has
+# exec'd java its command line is still this script's, so is_our_broker would wrongly say no.)
+pid_alive() {
+  local st
+  kill -0 "$1" 2>/dev/null || return 1
+  st="$(ps -o stat= -p "$1" 2>/dev/null)" || return 1
+  [[ -n "$st" && "$st" != Z* ]]
+}
+
 # Is $1 the broker of this data directory (and not some other process that reused the pid)?
 is_our_broker() {
   local cmd
@@ -257,7 +266,7 @@ cmd_start() {
   local port
   for port in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
     if port_open "$port"; then
-      die "127.0.0.1:$port is already in use by another process (not this data dir's broker); " \
+      die "127.0.0.1:$port is already in use by another process (not this data dir's broker);" \
         "set KAFKA_PORT / KAFKA_CONTROLLER_PORT or stop it"
     fi
   done
@@ -283,7 +292,7 @@ cmd_start() {
 
   local deadline=$((SECONDS + START_TIMEOUT))
   while :; do
-    if ! is_our_broker "$pid"; then
+    if ! pid_alive "$pid"; then
       wait "$pid" 2>/dev/null || true
       rm -f "$PID_FILE"
       print_tail
@@ -295,7 +304,8 @@ cmd_start() {
     if ((SECONDS >= deadline)); then
       print_tail
       log "not ready after $START_TIMEOUT s, stopping it"
-      stop_pid "$pid"
+      stop_pid "$pid" pid_alive
+      wait "$pid" 2>/dev/null || true
       rm -f "$PID_FILE"
       die "the broker did not become ready within $START_TIMEOUT s"
     fi
@@ -307,11 +317,13 @@ cmd_start() {
 
 # ------------------------------------------------------------------------------------------------- stop
 
+# stop_pid PID [CHECK]: SIGTERM, then SIGKILL after STOP_TIMEOUT s while CHECK PID (default is_our_broker)
+# says it is still there.
 stop_pid() {
-  local pid="$1" deadline
+  local pid="$1" check="${2:-is_our_broker}" deadline
   kill -TERM "$pid" 2>/dev/null || return 0
   deadline=$((SECONDS + STOP_TIMEOUT))
-  while is_our_broker "$pid"; do
+  while "$check" "$pid"; do
     if ((SECONDS >= deadline)); then
       log "still alive after $STOP_TIMEOUT s, sending SIGKILL to $pid"
       kill -KILL "$pid" 2>/dev/null || true
@@ -320,7 +332,7 @@ stop_pid() {
     fi
     sleep 0.5
   done
-  if is_our_broker "$pid"; then
+  if "$check" "$pid"; then
     die "could not stop pid $pid"
   fi
 }
@@ -355,15 +367,15 @@ cmd_status() {
 }
 
 cmd_reset() {
-  cmd_stop
   if [[ ! -e "$DATA_DIR" ]]; then
     log "nothing to delete at $DATA_DIR"
     return 0
   fi
-  # Refuse to delete a directory this script did not create (e.g. a mistyped KAFKA_DATA_DIR).
+  # Refuse to touch a directory this script did not create (e.g. a mistyped KAFKA_DATA_DIR).
   if [[ ! -e "$MARKER" ]] && [[ -n "$(ls -A "$DATA_DIR" | grep -vx '\.lock' || true)" ]]; then
     die "$DATA_DIR does not look like a kafka.sh data directory (no $(basename "$MARKER")); not deleting it"
   fi
+  cmd_stop
   rm -rf -- "$DATA_DIR"
   log "deleted $DATA_DIR"
 }

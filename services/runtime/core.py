@@ -19,8 +19,8 @@ Kafka publisher writes it in one transaction, so a crash never leaves half a dec
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from typing import Any, Generic, Protocol, TypeVar
 
 from contracts.commands import Command
@@ -28,6 +28,8 @@ from contracts.envelope import CommandEnvelope, Envelope, event_id
 from contracts.events import Event
 
 S = TypeVar("S")
+#: the time given to a reaction whose core set none (cores set the time of the input that made it due)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +184,9 @@ class Runner(Generic[S]):
         if cmd.command_id in s.causes:
             return Decision(cmd.table_id)
         outs = self.core.decide(s.state, cmd)
+        round_id = getattr(cmd.payload, "round_id", None)
+        if round_id:  # events caused by a command about a round carry that round
+            outs = [o if isinstance(o, Send) or o.round_id else replace(o, round_id=round_id) for o in outs]
         return self._wrap(cmd.table_id, outs, cmd.command_id, cmd.issued_at, cmd.correlation_id)
 
     def react(self, table_id: str, last: Envelope | None) -> Decision:
@@ -190,7 +195,7 @@ class Runner(Generic[S]):
         outs = self.core.react(s.state, last)
         if not outs:
             return Decision(table_id)
-        at = last.occurred_at if last else datetime.fromtimestamp(0).astimezone()
+        at = last.occurred_at if last else _EPOCH
         cause = last.event_id if last else (s.last_event_id or table_id)
         return self._wrap(table_id, outs, cause, at, "")
 

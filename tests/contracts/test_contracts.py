@@ -779,3 +779,14 @@ def test_golden_dead_letter_holds_the_original_bytes() -> None:
     assert letter.topic == T.WAGERING_COMMANDS and letter.service in T.SERVICES
     with pytest.raises(Undecodable):
         decode_command(letter.original)
+
+
+# =====================================================================================================
+# contracts/README.md stays in step with the code
+# =====================================================================================================
+def test_readme_lists_every_topic_and_message_type() -> None:
+    readme = (GOLDEN_DIR.parents[1] / "README.md").read_text(encoding="utf-8")
+    missing = [f"topic {t}" for t in T.ALL_TOPICS if f"`{t}`" not in readme]
+    missing += [f"type {tag(tp)} ({tp.__name__})" for tp in EVENT_TYPES + COMMAND_TYPES
+                if f"| `{tag(tp)}` | `{tp.__name__}` |" not in readme]
+    assert not missing, "contracts/README.md does not list: " + ", ".join(missing)

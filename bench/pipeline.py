@@ -1,0 +1,527 @@
+"""Benchmark of the whole pipeline on a real Kafka broker: rounds at many tables at once, through the shoe,
+dealing, wagering and settlement services, against a raw aiokafka produce->consume round trip.
+
+Run: ``.venv/bin/python bench/pipeline.py [--tables 20] [--rounds 15] [--bootstrap HOST:PORT]``
+(bootstrap default: ``KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:19092``; exit status 2 with one line on
+stderr when the broker cannot be reached).
+
+* a unique topic prefix (``bench<hex>.``): every topic is created for this run and deleted at the end, with
+  the consumer groups of the four services;
+* baseline first, on a quiet broker: a plain producer sends to a fresh one-partition topic and a consumer,
+  already assigned and positioned at the end, receives it; ``--raw`` times sequentially. Also, as a hint
+  for one service hop, the same through a transactional producer and a ``read_committed`` consumer;
+* then the four services start in this process (``build_service``, as ``tests/system``), plus a
+  :class:`KafkaFloorIO`; each table is driven by a :class:`TableDealer`: open the table, load a shoe
+  (``LoadShoe``), one warm-up round (not timed: consumer groups join, transactions add their partitions),
+  then ``--rounds`` timed rounds, all tables concurrently, ``--seats`` seated players betting;
+* a round's latency: from just before the floor sends "No more bets" (``CloseBetting``) to the moment the
+  floor IO's consumer hands it the round's ``RoundSettled`` (stamped as it arrives, before any dealer
+  task wakes). Per-hop hints come from the arrival stamps of the round's intermediate events at the floor;
+* rounds per second: timed rounds settled / wall time of the timed phase (every table's rounds).
+
+Service logs (one JSON line per event) are rendered as usual but written to /dev/null (``--service-logs``).
+The last line is exactly
+``pipeline: tables=<n> rounds_per_s=<x> p50_ms=<a> p99_ms=<b> raw_roundtrip_p50_ms=<r>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import random
+import resource
+import statistics
+import sys
+import time
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
+
+from baccarat.table import punto_banco_full  # noqa: E402
+from contracts import topics as T  # noqa: E402
+from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe  # noqa: E402
+from contracts.envelope import Envelope  # noqa: E402
+from contracts.events import (  # noqa: E402
+    BettingClosed,
+    CardDealt,
+    CardDrawn,
+    CommandRejected,
+    RoundResolved,
+    RoundSettled,
+    ShoeBurned,
+    ShoeClosed,
+)
+from contracts.tables import ShoeSpec  # noqa: E402
+from services.floor.bettors import Seat  # noqa: E402
+from services.floor.dealer import Clock, TableDealer  # noqa: E402
+from services.floor.io import EventLog, KafkaFloorIO  # noqa: E402
+from services.runtime.app import Service, build_service  # noqa: E402
+from services.runtime.settings import DEFAULT_BOOTSTRAP, Settings  # noqa: E402
+from services.settlement.core import SettlementCore  # noqa: E402
+from services.shoe.core import ShoeCore  # noqa: E402
+from services.dealing.core import DealingCore  # noqa: E402
+from services.wagering.core import WageringCore  # noqa: E402
+
+EXTRA = {"dealing": (T.SHOE_COMMANDS,)}  # as tests/system: dealing also writes the shoe's commands
+clock = time.perf_counter
+
+
+# -- instrumentation (bench only: stamps and counters, no behaviour changed) ---------------------------
+class TimedEventLog(EventLog):
+    """The floor's event log, stamping each event's arrival (``perf_counter``) by event id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived: dict[str, float] = {}
+
+    async def add(self, env: Envelope) -> None:
+        self.arrived[env.event_id] = clock()
+        await super().add(env)
+
+
+class TimedDealer(TableDealer):
+    """A :class:`TableDealer` that stamps "No more bets" and can load a shoe on its own."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.close_sent: dict[str, float] = {}
+        self.close_acked: dict[str, float] = {}
+        self.shoe_no = 0
+        self.shoe_id = ""
+        self.round_no = 0
+
+    async def _send(self, topic: str, payload: Command, correlation: str = "") -> str:
+        if isinstance(payload, CloseBetting):
+            self.close_sent[payload.round_id] = clock()
+            cid = await super()._send(topic, payload, correlation)
+            self.close_acked[payload.round_id] = clock()
+            return cid
+        return await super()._send(topic, payload, correlation)
+
+    async def load_shoe(self) -> None:
+        """As the start of :meth:`TableDealer.play_shoe`: load a CSPRNG shoe, wait until it is burned."""
+        self.shoe_no += 1
+        self.round_no = 0
+        self.shoe_id = shoe_id = f"{self.table_id}-shoe-{self.shoe_no}"
+        rules = self.config.shoe
+        spec = ShoeSpec(decks=rules.decks, end_card_offset=rules.end_card_offset, burn=rules.burn.value,
+                        end_of_shoe=rules.end_of_shoe.value, min_cut_depth=rules.min_cut_depth)
+        cut = self.rng.randint(rules.min_cut_depth, rules.size - rules.min_cut_depth)
+        since = self.io.log.mark(self.table_id)
+        cid = await self._send(T.SHOE_COMMANDS, LoadShoe(shoe_id=shoe_id, rules=spec, cut_at=cut))
+        env = await self.io.wait(self.table_id, lambda e: (isinstance(e.payload, ShoeBurned) and
+                                                           e.payload.shoe_id == shoe_id) or self._rejected(cid)(e),
+                                 since, self.timeout)
+        if isinstance(env.payload, CommandRejected):
+            raise RuntimeError(f"{self.table_id}: shoe refused: {env.payload.detail}")
+        self.run_state.shoes += 1
+
+    async def close_shoe(self) -> None:
+        shoe_id = self.shoe_id
+        since = self.io.log.mark(self.table_id)
+        await self._send(T.SHOE_COMMANDS, CloseShoe(shoe_id=shoe_id))
+        await self.io.wait(self.table_id, lambda e: isinstance(e.payload, ShoeClosed) and e.payload.shoe_id == shoe_id,
+                           since, self.timeout)
+
+    async def next_round(self) -> str:
+        """Play the next round of the current shoe (a new shoe when it is finished); its round id."""
+        while True:
+            self.round_no += 1
+            round_id = f"{self.shoe_id}-round-{self.round_no}"
+            if await self.play_round(self.shoe_id, round_id):
+                return round_id
+            await self.close_shoe()
+            await self.load_shoe()
+
+
+class TxnCounters:
+    """Counts aiokafka transactional requests (AddPartitionsToTxn, EndTxn) and their retries.
+
+    aiokafka retries an AddPartitionsToTxn answered CONCURRENT_TRANSACTIONS (the previous transaction's
+    markers not yet written) after 20 ms, or after ``retry_backoff_ms`` (100 ms) when the transaction
+    already holds partitions."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def install(self) -> None:
+        from aiokafka.producer import sender as S
+
+        for cls, name in ((S.AddPartitionsToTxnHandler, "add_partitions"), (S.EndTxnHandler, "end_txn")):
+            orig = cls.handle_response
+            counts = self.counts
+
+            def wrapped(handler: Any, resp: Any, _orig: Any = orig, _name: str = name) -> Any:
+                backoff = _orig(handler, resp)
+                counts[_name] += 1
+                if backoff is not None:
+                    counts[f"{_name}_retried_{int(backoff * 1000)}ms"] += 1
+                return backoff
+
+            self._undo.append((cls, "handle_response", orig))
+            cls.handle_response = wrapped  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        for cls, name, orig in self._undo:
+            setattr(cls, name, orig)
+        self._undo.clear()
+
+
+async def loop_lag(samples: list[float], stop: asyncio.Event, period: float = 0.01) -> None:
+    """How late a 10 ms sleep wakes up: a busy event loop delays every hop."""
+    while not stop.is_set():
+        t = clock()
+        await asyncio.sleep(period)
+        samples.append(clock() - t - period)
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+def pct(xs: list[float], q: float) -> float:
+    """The q-th percentile (nearest rank) of xs."""
+    s = sorted(xs)
+    if not s:
+        return float("nan")
+    k = max(0, min(len(s) - 1, int(round(q / 100 * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:.1f}"
+
+
+def summary(xs: list[float]) -> str:
+    if not xs:
+        return "n=0"
+    return (f"n={len(xs)} p50={ms(pct(xs, 50))} p90={ms(pct(xs, 90))} p99={ms(pct(xs, 99))} "
+            f"max={ms(max(xs))} mean={ms(statistics.fmean(xs))} ms")
+
+
+def quiet_client_logs() -> None:
+    """aiokafka reports connection failures through logging; the bench says it once, itself."""
+    for name in ("aiokafka", "faststream"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def route_service_logs(where: str) -> None:
+    """Service hosts log one JSON line per event: render them as usual, to /dev/null (default),
+    stderr, or filter them out (``off``: INFO not rendered at all)."""
+    import structlog
+
+    from services.runtime.logging import configure
+
+    configure()
+    quiet_client_logs()  # configure() sets aiokafka/faststream to WARNING; the bench reports errors itself
+    if where == "devnull":
+        structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=open(os.devnull, "w")))
+    elif where == "off":
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+
+
+async def probe(bootstrap: str, timeout: float = 10.0) -> str | None:
+    """None if the broker answers metadata requests, else why not."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout * 1000))
+    try:
+        await asyncio.wait_for(admin.start(), timeout)
+        await asyncio.wait_for(admin.list_topics(), timeout)
+        return None
+    except asyncio.TimeoutError:
+        return f"no answer within {timeout:.0f} s"
+    except Exception as e:  # noqa: BLE001 - any failure means "not reachable"
+        return f"{type(e).__name__}: {e}".strip().rstrip(":")
+    finally:
+        try:
+            await admin.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+# -- baseline: raw produce -> consume round trip --------------------------------------------------------
+async def raw_roundtrip(bootstrap: str, topic: str, n: int, *, transactional_id: str | None = None) -> list[float]:
+    """``n`` sequential round trips: send one message, wait until the consumer (assigned, positioned at the
+    end, long-polling) returns it. With ``transactional_id``: each message in its own transaction and a
+    ``read_committed`` consumer (one service hop's Kafka cost)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, 1, 1)])
+        for _ in range(100):
+            d = await admin.describe_topics([topic])
+            if d and d[0]["error_code"] == 0 and d[0]["partitions"] and d[0]["partitions"][0]["leader"] >= 0:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await admin.close()
+    if transactional_id:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id,
+                                    enable_idempotence=True, linger_ms=0)
+    else:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                isolation_level="read_committed" if transactional_id else "read_uncommitted")
+    await producer.start()
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        await consumer.seek_to_end(tp)
+        await consumer.position(tp)
+        out: list[float] = []
+        for i in range(n + 5):  # 5 warm-up trips
+            payload = f"{i}".encode()
+            t0 = clock()
+            if transactional_id:
+                async with producer.transaction():
+                    await producer.send(topic, payload)
+            else:
+                await producer.send_and_wait(topic, payload)
+            while True:
+                rec = await consumer.getone()
+                if rec.value == payload:
+                    break
+            if i >= 5:
+                out.append(clock() - t0)
+        return out
+    finally:
+        await consumer.stop()
+        await producer.stop()
+
+
+# -- the pipeline -------------------------------------------------------------------------------------
+@dataclass
+class Bench:
+    settings: Settings
+    seed: int = 17
+    services: dict[str, Service] = field(default_factory=dict)
+    io: KafkaFloorIO | None = None
+
+    def cores(self) -> dict[str, Any]:
+        rng = random.Random(self.seed)
+
+        def shuffle(cards: list) -> list:  # type: ignore[type-arg]
+            rng.shuffle(cards)
+            return cards
+
+        from services.shoe.core import Entropy
+
+        return {"shoe": ShoeCore(Entropy(shuffle=shuffle, salt=lambda: rng.randbytes(16))),
+                "dealing": DealingCore(), "wagering": WageringCore(), "settlement": SettlementCore()}
+
+    async def start(self) -> None:
+        from services.runtime.kafka import ensure_topics
+
+        await ensure_topics(self.settings, T.ALL_TOPICS)
+        for name, core in self.cores().items():
+            svc = build_service(core, self.settings, extra_topics=EXTRA.get(name, ()))
+            self.services[name] = svc  # stopped in stop() even if its start fails half-way
+            await svc.start()
+        self.io = KafkaFloorIO(self.settings)
+        self.io.log = TimedEventLog()
+        await self.io.start()
+
+    async def stop(self) -> None:
+        if self.io is not None:
+            await self.io.stop()
+        for name in list(self.services):
+            await self.services.pop(name).stop()
+
+
+@dataclass
+class RoundSample:
+    table_id: str
+    round_id: str
+    latency: float
+    send_ack: float
+    hops: dict[str, float]
+    cards: int
+    bets: int
+
+
+def round_samples(io: KafkaFloorIO, dealers: list[TimedDealer], timed: dict[str, set[str]]) -> list[RoundSample]:
+    log = io.log
+    assert isinstance(log, TimedEventLog)
+    out: list[RoundSample] = []
+    for d in dealers:
+        by_round: dict[str, list[Envelope]] = defaultdict(list)
+        for env in log.by_table[d.table_id]:
+            if env.round_id in timed[d.table_id]:
+                by_round[env.round_id].append(env)
+        for rid in timed[d.table_id]:
+            evs = by_round[rid]
+            at = {e.event_id: log.arrived[e.event_id] for e in evs}
+
+            def first(kind: type, evs: list[Envelope] = evs, at: dict[str, float] = at) -> float | None:
+                ts = [at[e.event_id] for e in evs if isinstance(e.payload, kind)]
+                return min(ts) if ts else None
+
+            t0 = d.close_sent[rid]
+            settled = first(RoundSettled)
+            closed, drawn, resolved = first(BettingClosed), first(CardDrawn), first(RoundResolved)
+            dealt = [at[e.event_id] for e in evs if isinstance(e.payload, CardDealt)]
+            assert settled is not None and closed and drawn and resolved
+            s = next(e.payload for e in evs if isinstance(e.payload, RoundSettled))
+            out.append(RoundSample(
+                d.table_id, rid, settled - t0, d.close_acked[rid] - t0,
+                {"close->BettingClosed (floor send + wagering)": closed - t0,
+                 "BettingClosed->1st CardDrawn (dealing + shoe)": drawn - closed,
+                 "1st CardDrawn->RoundResolved (dealing<->shoe, 4-6 cards)": resolved - drawn,
+                 "RoundResolved->RoundSettled (settlement)": settled - resolved},
+                len(dealt), s.bets))  # type: ignore[union-attr]
+    return out
+
+
+async def run(args: argparse.Namespace) -> int:
+    quiet_client_logs()
+    why = await probe(args.bootstrap)
+    if why is not None:
+        print(f"pipeline: cannot reach the Kafka broker at {args.bootstrap}: {why}", file=sys.stderr)
+        return 2
+    route_service_logs(args.service_logs)
+
+    prefix = f"bench{uuid.uuid4().hex[:8]}."
+    settings = Settings(bootstrap_servers=args.bootstrap, topic_prefix=prefix)
+    print(f"broker {args.bootstrap}, topic prefix {prefix!r}, {os.cpu_count()} CPUs, "
+          f"tables={args.tables} rounds/table={args.rounds} seats={args.seats}")
+
+    bench = Bench(settings)
+    counters = TxnCounters()
+    try:
+        # 1. baseline on a quiet broker
+        raw = await raw_roundtrip(args.bootstrap, f"{prefix}raw-rtt", args.raw)
+        print(f"raw produce->consume round trip (acks=1, read_uncommitted): {summary(raw)}")
+        txn = await raw_roundtrip(args.bootstrap, f"{prefix}txn-rtt", args.raw,
+                                  transactional_id=f"croupier.{prefix}bench-txn")
+        print(f"one transactional hop (txn produce+commit -> read_committed consume): {summary(txn)}")
+
+        # 2. the services and the floor
+        t = clock()
+        await bench.start()
+        io = bench.io
+        assert io is not None
+        print(f"services and floor started in {ms(clock() - t)} ms")
+        seats = [Seat(i, f"player-{i}") for i in range(1, args.seats + 1)]
+        dealers = [TimedDealer(io, f"B{i:02d}", punto_banco_full(), seats, random.Random(i), Clock(),
+                               timeout=args.timeout) for i in range(1, args.tables + 1)]
+
+        async def setup(d: TimedDealer) -> None:
+            await d.open_table()
+            await d.load_shoe()
+            for _ in range(args.warmup):
+                await d.next_round()
+
+        t = clock()
+        await asyncio.gather(*(setup(d) for d in dealers))
+        print(f"setup: {args.tables} tables opened, shoes loaded, {args.warmup} warm-up round(s) each, "
+              f"in {clock() - t:.1f} s")
+
+        # 3. the timed phase
+        timed: dict[str, set[str]] = {d.table_id: set() for d in dealers}
+
+        async def deal(d: TimedDealer) -> None:
+            for _ in range(args.rounds):
+                timed[d.table_id].add(await d.next_round())
+
+        counters.install()
+        lag: list[float] = []
+        stop_lag = asyncio.Event()
+        lag_task = asyncio.create_task(loop_lag(lag, stop_lag))
+        cpu0, t0 = time.process_time(), clock()
+        try:
+            await asyncio.gather(*(deal(d) for d in dealers))
+        finally:
+            wall, cpu = clock() - t0, time.process_time() - cpu0
+            stop_lag.set()
+            await lag_task
+            counters.uninstall()
+
+        samples = round_samples(io, dealers, timed)
+        lat = [s.latency for s in samples]
+        n = len(samples)
+        rounds_per_s = n / wall
+        print(f"timed phase: {n} rounds settled in {wall:.2f} s wall, process CPU {cpu:.2f} s "
+              f"({100 * cpu / wall:.0f}% of one core); event-loop lag (10 ms sleep overshoot): {summary(lag)}")
+        print(f"round latency, CloseBetting sent -> RoundSettled seen: {summary(lat)}")
+        by_cards = defaultdict(list)
+        for s in samples:
+            by_cards[s.cards].append(s.latency)
+        print("  by cards dealt: " + "; ".join(f"{c} cards n={len(v)} p50={ms(pct(v, 50))} ms"
+                                               for c, v in sorted(by_cards.items())))
+        print(f"  floor's CloseBetting send (idempotent producer ack): {summary([s.send_ack for s in samples])}")
+        for hop in samples[0].hops:
+            print(f"  {hop}: {summary([s.hops[hop] for s in samples])}")
+        c = counters.counts
+        tx = c["end_txn"]
+        retried = {k: v for k, v in sorted(c.items()) if "retried" in k}
+        print(f"transactions committed (all services, timed phase): {tx} = {tx / max(n, 1):.1f} per round, "
+              f"{tx / wall:.0f}/s; AddPartitionsToTxn {c['add_partitions']}, retried {retried or 'never'}")
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        print(f"max RSS {ru.ru_maxrss / 1024:.0f} MiB; bets per round (mean) "
+              f"{statistics.fmean(s.bets for s in samples):.1f}")
+        result = (f"pipeline: tables={args.tables} rounds_per_s={rounds_per_s:.1f} p50_ms={pct(lat, 50) * 1000:.1f} "
+                  f"p99_ms={pct(lat, 99) * 1000:.1f} raw_roundtrip_p50_ms={pct(raw, 50) * 1000:.1f}")
+    finally:
+        counters.uninstall()
+        await bench.stop()
+        await cleanup(args.bootstrap, prefix, settings, keep=args.keep_topics)
+    stray = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    if stray:
+        print(f"warning: {len(stray)} task(s) still pending at exit: {[t.get_coro() for t in stray][:5]}")
+    print(result)
+    return 0
+
+
+async def cleanup(bootstrap: str, prefix: str, settings: Settings, *, keep: bool) -> None:
+    """Delete this run's topics and the services' consumer groups (all named with the unique prefix)."""
+    if keep:
+        print(f"kept topics {prefix}*")
+        return
+    from aiokafka.protocol.admin import DeleteGroupsRequest
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        await admin.start()
+        mine = [t for t in await admin.list_topics() if t.startswith(prefix)]
+        if mine:
+            await admin.delete_topics(mine)
+        groups = [settings.group(s) for s in ("shoe", "dealing", "wagering", "settlement")]
+        try:
+            for g in groups:  # one request per group: groups may live on different coordinators
+                node = await admin.find_coordinator(g)
+                await admin._send_request_to_node(node, DeleteGroupsRequest([g]))  # noqa: SLF001
+        except Exception as e:  # noqa: BLE001 - empty groups expire on their own
+            print(f"note: consumer groups not deleted ({type(e).__name__}: {e})")
+        print(f"deleted {len(mine)} topics {prefix}* and {len(groups)} consumer groups")
+    except Exception as e:  # noqa: BLE001
+        print(f"warning: cleanup failed: {type(e).__name__}: {e}")
+    finally:
+        await admin.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tables", type=int, default=20, help="tables dealing concurrently")
+    ap.add_argument("--rounds", type=int, default=15, help="timed rounds per table")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed rounds per table before the timed phase")
+    ap.add_argument("--seats", type=int, default=3, help="seated players betting at each table")
+    ap.add_argument("--raw", type=int, default=200, help="raw round trips for the baseline")
+    ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP))
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds a dealer waits for any event")
+    ap.add_argument("--service-logs", choices=("devnull", "stderr", "off"), default="devnull")
+    ap.add_argument("--keep-topics", action="store_true", help="do not delete this run's topics")
+    args = ap.parse_args(argv)
+    if args.tables < 1 or args.rounds < 1:
+        ap.error("--tables and --rounds must be at least 1")
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
