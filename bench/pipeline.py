@@ -177,6 +177,24 @@ class TxnCounters:
         self._undo.clear()
 
 
+def cpu_ticks() -> tuple[int, int] | None:
+    """(busy, total) jiffies of the whole machine from /proc/stat (Linux), else None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return sum(v) - idle, sum(v)
+
+
+def machine_busy(before: tuple[int, int] | None, after: tuple[int, int] | None) -> str:
+    if before is None or after is None or after[1] == before[1]:
+        return "machine CPU: n/a"
+    frac = (after[0] - before[0]) / (after[1] - before[1])
+    return f"machine CPU {100 * frac:.0f}% busy of {os.cpu_count()} cores (broker and anything else included)"
+
+
 async def loop_lag(samples: list[float], stop: asyncio.Event, period: float = 0.01) -> None:
     """How late a 10 ms sleep wakes up: a busy event loop delays every hop."""
     while not stop.is_set():
@@ -434,11 +452,11 @@ async def run(args: argparse.Namespace) -> int:
         lag: list[float] = []
         stop_lag = asyncio.Event()
         lag_task = asyncio.create_task(loop_lag(lag, stop_lag))
-        cpu0, t0 = time.process_time(), clock()
+        ticks0, cpu0, t0 = cpu_ticks(), time.process_time(), clock()
         try:
             await asyncio.gather(*(deal(d) for d in dealers))
         finally:
-            wall, cpu = clock() - t0, time.process_time() - cpu0
+            wall, cpu, ticks1 = clock() - t0, time.process_time() - cpu0, cpu_ticks()
             stop_lag.set()
             await lag_task
             counters.uninstall()
@@ -448,7 +466,8 @@ async def run(args: argparse.Namespace) -> int:
         n = len(samples)
         rounds_per_s = n / wall
         print(f"timed phase: {n} rounds settled in {wall:.2f} s wall, process CPU {cpu:.2f} s "
-              f"({100 * cpu / wall:.0f}% of one core); event-loop lag (10 ms sleep overshoot): {summary(lag)}")
+              f"({100 * cpu / wall:.0f}% of one core); {machine_busy(ticks0, ticks1)}")
+        print(f"event-loop lag (10 ms sleep overshoot): {summary(lag)}")
         print(f"round latency, CloseBetting sent -> RoundSettled seen: {summary(lat)}")
         by_cards = defaultdict(list)
         for s in samples:

@@ -54,8 +54,11 @@ class _KafkaRunGuard:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR,
-                          pytest.ExitCode.USAGE_ERROR):
+        if exitstatus in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+            pytest.ExitCode.USAGE_ERROR,
+        ):
             return
         passed = self.passed - self.not_passed - set(self.skipped)
         if self.skipped:

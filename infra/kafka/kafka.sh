@@ -372,7 +372,7 @@ cmd_reset() {
     return 0
   fi
   # Refuse to touch a directory this script did not create (e.g. a mistyped KAFKA_DATA_DIR).
-  if [[ ! -e "$MARKER" ]] && [[ -n "$(ls -A "$DATA_DIR" | grep -vx '\.lock' || true)" ]]; then
+  if [[ ! -e "$MARKER" ]] && [[ -n "$(find "$DATA_DIR" -mindepth 1 -maxdepth 1 ! -name .lock -print -quit)" ]]; then
     die "$DATA_DIR does not look like a kafka.sh data directory (no $(basename "$MARKER")); not deleting it"
   fi
   cmd_stop
