@@ -180,7 +180,7 @@ class ShoeCore:
         shoe = state.shoe
         if isinstance(c, DrawCard):
             if shoe.physical:
-                return _reject(cmd, "physical_shoe", "a physical shoe's cards are read, not drawn")
+                return []  # the card reader of a physical shoe reports the card (ReadCard) as it comes out
             try:
                 shoe, card, reached = S.draw(shoe)
             except BaccaratError as e:

@@ -1,0 +1,85 @@
+"""The command line: `croupier odds` and `croupier resolve`, outputs and errors (exit 2, one line)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from croupier.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, list(args))
+
+
+def test_odds_full_shoe_json_has_the_published_counts():
+    r = run("odds", "--decks", "8", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["cards"] == 416 and d["total"] == 4_998_398_275_503_360
+    c = d["counts"]
+    assert (c["banker"], c["player"], c["tie"]) == (2_292_252_566_437_888, 2_230_518_282_592_256, 475_627_426_473_216)
+    assert c["cards_4"] + c["cards_5"] + c["cards_6"] == d["total"]
+    assert set(c["bonus"]["player"]) >= {"natural_win", "natural_tie"} | {f"win_by_{k}" for k in range(4, 10)}
+    assert sum(c["bonus"]["banker"].values()) == d["total"]
+    assert abs(d["wagers"]["banker"]["ev"] - -0.010579) < 5e-7
+    assert abs(d["wagers"]["player"]["ev"] - -0.012351) < 5e-7
+    assert abs(d["wagers"]["tie"]["ev"] - -0.143596) < 5e-7
+    assert abs(d["wagers"]["dragon_7"]["ev"] - -0.076113) < 5e-7
+
+
+def test_odds_seen_and_composition_agree():
+    seen = json.loads(run("odds", "--decks", "8", "--seen", "A,T,5,K", "--json").stdout)
+    comp = json.loads(run("odds", "--decks", "8", "--composition", "126,31,32,32,32,31,32,32,32,32", "--json").stdout)
+    assert seen["counts"] == comp["counts"] and seen["cards"] == 412
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("odds", "--seen", "A,X"), "unknown rank 'X'"),
+        (("odds", "--composition", "1,2,3"), ""),
+        (("odds", "--composition", "-1,0,0,0,0,0,0,0,0,10"), "negative"),
+        (("odds", "--decks", "1", "--composition", "0,0,0,0,0,0,0,0,0,5"), "more than 1 deck"),
+        (("odds", "--decks", "1", "--composition", "1,1,1,0,0,0,0,0,0,0"), "6"),
+        (("resolve", "A,2,3"), "needs card 4"),
+        (("resolve", "A,2,3,4,5,6", "--bet", "pairs=100"), "unknown wager 'pairs'"),
+        (("resolve", "A,2,3,4,5,6", "--bet", "banker=0"), "not a positive amount"),
+        (("resolve", "A,2,3,4,5,6", "--bet", "banker=1.5"), "whole number of cents"),
+        (("resolve", "A,2,3,4,5,6", "--bet", "dragon_7=100", "--bet", "cards_4=100"), "3.2(a)6.iii"),
+        (("resolve", "A,2,3,4,5,6", "--variant", "casino_night", "--bet", "bonus_player=100"), "not offered"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(args, message):
+    r = run(*args)
+    assert r.exit_code == 2, r.output
+    err = r.stderr.strip()
+    assert err.startswith("error:") and "\n" not in err and message in err and "Traceback" not in r.output
+
+
+def test_resolve_prints_the_round_and_settles_bets():
+    r = run("resolve", "10,3,5,K,10,4,9", "--bet", "banker=2500", "--bet", "dragon_7=500", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert (d["player"]["points"], d["banker"]["points"], d["winner"], d["cards_required"]) == (5, 7, "banker", 6)
+    assert d["dragon_7"] is True and d["unused"] == ["9"]
+    bets = {b["wager"]: b for b in d["bets"]}
+    assert (bets["banker"]["result"], bets["banker"]["payout"]) == ("void", 2500)  # no-vig table, dragon 7
+    assert (bets["dragon_7"]["result"], bets["dragon_7"]["payout"]) == ("win", 500 + 40 * 500)
+    assert len(d["draws"]) == 6 and "Table 2 row 3 column 0" in d["draws"][5]
+
+
+def test_resolve_standard_table_takes_commission_and_casino_night_on_all_winners():
+    d = json.loads(run("resolve", "3,2,3,3,9", "--bet", "player=2000", "--json").stdout)
+    assert (d["winner"], d["bets"][0]["payout"], d["bets"][0]["commission"]) == ("player", 4000, 0)
+    d = json.loads(run("resolve", "3,2,3,3,9", "--variant", "casino_night", "--bet", "player=2000", "--json").stdout)
+    assert (d["bets"][0]["payout"], d["bets"][0]["commission"]) == (3900, 100)
+
+
+def test_resolve_human_output():
+    r = run("resolve", "4,K,3,6")
+    assert r.exit_code == 0
+    assert "Player's Hand: 4 3 -> 7" in r.stdout and "Banker's Hand: K 6 -> 6" in r.stdout
+    assert "Winner: player; cards required: 4" in r.stdout
