@@ -220,6 +220,19 @@ def resolve(
 
 
 @app.command()
+@clean_errors
+def roads(
+    sequence: Annotated[str, typer.Argument(help="Round results in order, B (Banker), P (Player), T (Tie): BPPTB...")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Every scoreboard of a sequence of results: bead plate, Big Road, Big Eye Boy, Small Road, Cockroach Pig
+    (odds-and-roads.md §5), with logical columns and marks."""
+    from croupier.roads import roads_command
+
+    typer.echo(roads_command(sequence, as_json))
+
+
+@app.command()
 def serve(
     services_: Annotated[str, typer.Option("--services", help="Comma-separated: shoe,dealing,wagering,settlement.")
                          ] = "shoe,dealing,wagering,settlement",
