@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import math
 import os
 import random
 import resource
@@ -43,14 +45,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from baccarat.table import punto_banco_full  # noqa: E402
-from contracts import topics as T  # noqa: E402
-from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe  # noqa: E402
-from contracts.envelope import Envelope  # noqa: E402
-from contracts.events import (  # noqa: E402
+from baccarat.table import punto_banco_full
+from contracts import topics as T
+from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe
+from contracts.envelope import Envelope
+from contracts.events import (
     BettingClosed,
     CardDealt,
     CardDrawn,
@@ -60,16 +62,14 @@ from contracts.events import (  # noqa: E402
     ShoeBurned,
     ShoeClosed,
 )
-from contracts.tables import ShoeSpec  # noqa: E402
-from services.floor.bettors import Seat  # noqa: E402
-from services.floor.dealer import Clock, TableDealer  # noqa: E402
-from services.floor.io import EventLog, KafkaFloorIO  # noqa: E402
-from services.runtime.app import Service, build_service  # noqa: E402
-from services.runtime.settings import DEFAULT_BOOTSTRAP, Settings  # noqa: E402
-from services.settlement.core import SettlementCore  # noqa: E402
-from services.shoe.core import ShoeCore  # noqa: E402
-from services.dealing.core import DealingCore  # noqa: E402
-from services.wagering.core import WageringCore  # noqa: E402
+from contracts.tables import ShoeSpec
+from services.floor.bettors import Seat
+from services.floor.dealer import Clock, TableDealer
+from services.floor.io import EventLog, FloorTimeout, KafkaFloorIO
+from services.runtime.app import Service, build_service
+from services.runtime.kafka import ensure_topics
+from services.runtime.settings import DEFAULT_BOOTSTRAP, Settings
+from tests.services.helpers import make_cores
 
 EXTRA = {"dealing": (T.SHOE_COMMANDS,)}  # as tests/system: dealing also writes the shoe's commands
 clock = time.perf_counter
@@ -122,7 +122,7 @@ class TimedDealer(TableDealer):
                                                            e.payload.shoe_id == shoe_id) or self._rejected(cid)(e),
                                  since, self.timeout)
         if isinstance(env.payload, CommandRejected):
-            raise RuntimeError(f"{self.table_id}: shoe refused: {env.payload.detail}")
+            raise RuntimeError(f"{self.table_id}: shoe refused: {env.payload.detail}")  # noqa: TRY004
         self.run_state.shoes += 1
 
     async def close_shoe(self) -> None:
@@ -159,9 +159,9 @@ class TxnCounters:
 
         for cls, name in ((S.AddPartitionsToTxnHandler, "add_partitions"), (S.EndTxnHandler, "end_txn")):
             orig = cls.handle_response
-            counts = self.counts
 
-            def wrapped(handler: Any, resp: Any, _orig: Any = orig, _name: str = name) -> Any:
+            def wrapped(handler: Any, resp: Any, _orig: Any = orig, _name: str = name,
+                        counts: Counter[str] = self.counts) -> Any:
                 backoff = _orig(handler, resp)
                 counts[_name] += 1
                 if backoff is not None:
@@ -204,12 +204,28 @@ async def loop_lag(samples: list[float], stop: asyncio.Event, period: float = 0.
 
 
 # -- helpers ------------------------------------------------------------------------------------------
+async def all_or_cancel(coros: list[Any]) -> list[Any]:
+    """Run the coroutines concurrently; on the first failure cancel the others, then raise it."""
+    tasks = [asyncio.create_task(c) for c in coros]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for t in tasks:
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for t in tasks:
+        if t.exception() is not None:
+            raise t.exception()  # type: ignore[misc]
+    return [t.result() for t in tasks]
+
+
 def pct(xs: list[float], q: float) -> float:
     """The q-th percentile (nearest rank) of xs."""
     s = sorted(xs)
     if not s:
         return float("nan")
-    k = max(0, min(len(s) - 1, int(round(q / 100 * len(s) + 0.5)) - 1))
+    k = max(0, min(len(s) - 1, math.ceil(q / 100 * len(s)) - 1))
     return s[k]
 
 
@@ -230,19 +246,42 @@ def quiet_client_logs() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+class SplitLogger:
+    """structlog logger for the services: INFO and below rendered into ``sink`` (/dev/null by default),
+    warnings and errors to stderr, and counted: a dead letter or a failed handler must not go unseen."""
+
+    def __init__(self, sink: Any, counts: Counter[str]):
+        self.sink, self.counts = sink, counts
+
+    def _quiet(self, message: str) -> None:
+        if self.sink is not None:
+            self.sink.write(message + "\n")
+
+    def _loud(self, message: str) -> None:
+        self.counts["warnings_or_errors"] += 1
+        print(message, file=sys.stderr, flush=True)
+
+    msg = debug = info = _quiet
+    warning = warn = error = err = critical = fatal = exception = failure = _loud
+
+
+SERVICE_LOG_PROBLEMS: Counter[str] = Counter()
+
+
 def route_service_logs(where: str) -> None:
-    """Service hosts log one JSON line per event: render them as usual, to /dev/null (default),
-    stderr, or filter them out (``off``: INFO not rendered at all)."""
+    """Service hosts log one JSON line per event: rendered as usual into /dev/null (default), to stderr,
+    or not at all (``off``); warnings and errors always go to stderr and are counted."""
     import structlog
 
     from services.runtime.logging import configure
 
-    configure()
-    quiet_client_logs()  # configure() sets aiokafka/faststream to WARNING; the bench reports errors itself
+    configure()  # the services' own configuration (processors, JSON rendering, client log levels)
     if where == "devnull":
-        structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=open(os.devnull, "w")))
+        sink = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+        structlog.configure(logger_factory=lambda *_: SplitLogger(sink, SERVICE_LOG_PROBLEMS))
     elif where == "off":
-        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+        structlog.configure(logger_factory=lambda *_: SplitLogger(None, SERVICE_LOG_PROBLEMS),
+                            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
 
 async def probe(bootstrap: str, timeout: float = 10.0) -> str | None:
@@ -252,15 +291,14 @@ async def probe(bootstrap: str, timeout: float = 10.0) -> str | None:
         await asyncio.wait_for(admin.start(), timeout)
         await asyncio.wait_for(admin.list_topics(), timeout)
         return None
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return f"no answer within {timeout:.0f} s"
     except Exception as e:  # noqa: BLE001 - any failure means "not reachable"
-        return f"{type(e).__name__}: {e}".strip().rstrip(":")
+        text = str(e).strip()
+        return text if text.startswith(type(e).__name__) else f"{type(e).__name__}: {text}".rstrip(": ")
     finally:
-        try:
+        with contextlib.suppress(Exception):
             await admin.close()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 # -- baseline: raw produce -> consume round trip --------------------------------------------------------
@@ -317,31 +355,40 @@ async def raw_roundtrip(bootstrap: str, topic: str, n: int, *, transactional_id:
 # -- the pipeline -------------------------------------------------------------------------------------
 @dataclass
 class Bench:
+    """The four services in this process (as ``tests/system``'s ``Floor``) and the floor IO."""
+
     settings: Settings
     seed: int = 17
+    wait_ready: bool = True
     services: dict[str, Service] = field(default_factory=dict)
     io: KafkaFloorIO | None = None
 
-    def cores(self) -> dict[str, Any]:
-        rng = random.Random(self.seed)
-
-        def shuffle(cards: list) -> list:  # type: ignore[type-arg]
-            rng.shuffle(cards)
-            return cards
-
-        from services.shoe.core import Entropy
-
-        return {"shoe": ShoeCore(Entropy(shuffle=shuffle, salt=lambda: rng.randbytes(16))),
-                "dealing": DealingCore(), "wagering": WageringCore(), "settlement": SettlementCore()}
-
     async def start(self) -> None:
-        from services.runtime.kafka import ensure_topics
-
         await ensure_topics(self.settings, T.ALL_TOPICS)
-        for name, core in self.cores().items():
-            svc = build_service(core, self.settings, extra_topics=EXTRA.get(name, ()))
+        await partitions_ready(self.settings, T.ALL_TOPICS)
+        rebuilt: dict[str, asyncio.Event] = {}
+        for name, core in make_cores(seed=self.seed).items():
+            svc = build_service(core, self.settings, extra_topics=EXTRA.get(name, ()))  # type: ignore[arg-type]
             self.services[name] = svc  # stopped in stop() even if its start fails half-way
+            rebuilt[name] = done = asyncio.Event()
+            rebuild = svc.host.rebuild
+
+            async def signalling_rebuild(read: Any, _rebuild: Any = rebuild, _done: asyncio.Event = done) -> int:
+                try:
+                    return int(await _rebuild(read))
+                finally:
+                    _done.set()
+
+            svc.host.rebuild = signalling_rebuild  # type: ignore[method-assign]
             await svc.start()
+        if self.wait_ready:
+            # a service rebuilds from the log on its first partition assignment, while its subscriber may
+            # already hand it messages: the timed run starts once every service has rebuilt
+            try:
+                await asyncio.wait_for(asyncio.gather(*(e.wait() for e in rebuilt.values())), 60)
+            except TimeoutError:
+                late = [n for n, e in rebuilt.items() if not e.is_set()]
+                raise RuntimeError(f"services without a partition assignment after 60 s: {late}") from None
         self.io = KafkaFloorIO(self.settings)
         self.io.log = TimedEventLog()
         await self.io.start()
@@ -351,6 +398,22 @@ class Bench:
             await self.io.stop()
         for name in list(self.services):
             await self.services.pop(name).stop()
+
+
+async def partitions_ready(settings: Settings, names: tuple[str, ...], timeout: float = 30.0) -> None:
+    """Wait until every partition answers ListOffsets: right after creation the metadata may already name a
+    leader that does not serve the partition yet (NotLeaderForPartition, retried by aiokafka with warnings)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap_servers)
+    await consumer.start()
+    client_log = logging.getLogger("aiokafka")
+    level = client_log.level
+    client_log.setLevel(logging.ERROR)
+    try:
+        tps = [TopicPartition(settings.topic(n), p) for n in names for p in range(T.PARTITIONS)]
+        await asyncio.wait_for(consumer.end_offsets(tps), timeout)
+    finally:
+        client_log.setLevel(level)
+        await consumer.stop()
 
 
 @dataclass
@@ -397,20 +460,27 @@ def round_samples(io: KafkaFloorIO, dealers: list[TimedDealer], timed: dict[str,
     return out
 
 
+def service_health(bench: Bench) -> str:
+    parts = [f"{name} dead letters {svc.host.dead_letters}, skipped {svc.host.skipped}"
+             for name, svc in bench.services.items()]
+    return (f"services: {'; '.join(parts)}; service log warnings/errors: "
+            f"{SERVICE_LOG_PROBLEMS['warnings_or_errors']}")
+
+
 async def run(args: argparse.Namespace) -> int:
     quiet_client_logs()
     why = await probe(args.bootstrap)
     if why is not None:
         print(f"pipeline: cannot reach the Kafka broker at {args.bootstrap}: {why}", file=sys.stderr)
         return 2
-    route_service_logs(args.service_logs)
+    route_service_logs(args.service_logs)  # also sets the aiokafka/faststream loggers back to WARNING
 
     prefix = f"bench{uuid.uuid4().hex[:8]}."
     settings = Settings(bootstrap_servers=args.bootstrap, topic_prefix=prefix)
     print(f"broker {args.bootstrap}, topic prefix {prefix!r}, {os.cpu_count()} CPUs, "
           f"tables={args.tables} rounds/table={args.rounds} seats={args.seats}")
 
-    bench = Bench(settings)
+    bench = Bench(settings, wait_ready=not args.no_ready_wait)
     counters = TxnCounters()
     try:
         # 1. baseline on a quiet broker
@@ -437,7 +507,7 @@ async def run(args: argparse.Namespace) -> int:
                 await d.next_round()
 
         t = clock()
-        await asyncio.gather(*(setup(d) for d in dealers))
+        await all_or_cancel([setup(d) for d in dealers])
         print(f"setup: {args.tables} tables opened, shoes loaded, {args.warmup} warm-up round(s) each, "
               f"in {clock() - t:.1f} s")
 
@@ -454,7 +524,7 @@ async def run(args: argparse.Namespace) -> int:
         lag_task = asyncio.create_task(loop_lag(lag, stop_lag))
         ticks0, cpu0, t0 = cpu_ticks(), time.process_time(), clock()
         try:
-            await asyncio.gather(*(deal(d) for d in dealers))
+            await all_or_cancel([deal(d) for d in dealers])
         finally:
             wall, cpu, ticks1 = clock() - t0, time.process_time() - cpu0, cpu_ticks()
             stop_lag.set()
@@ -482,11 +552,21 @@ async def run(args: argparse.Namespace) -> int:
         retried = {k: v for k, v in sorted(c.items()) if "retried" in k}
         print(f"transactions committed (all services, timed phase): {tx} = {tx / max(n, 1):.1f} per round, "
               f"{tx / wall:.0f}/s; AddPartitionsToTxn {c['add_partitions']}, retried {retried or 'never'}")
+        print(service_health(bench))
         ru = resource.getrusage(resource.RUSAGE_SELF)
         print(f"max RSS {ru.ru_maxrss / 1024:.0f} MiB; bets per round (mean) "
               f"{statistics.fmean(s.bets for s in samples):.1f}")
         result = (f"pipeline: tables={args.tables} rounds_per_s={rounds_per_s:.1f} p50_ms={pct(lat, 50) * 1000:.1f} "
                   f"p99_ms={pct(lat, 99) * 1000:.1f} raw_roundtrip_p50_ms={pct(raw, 50) * 1000:.1f}")
+    except FloorTimeout as e:
+        print(f"pipeline: FAILED: {e}", file=sys.stderr)
+        if bench.io is not None:
+            table = str(e).split(":")[0]
+            last = bench.io.log.by_table.get(table, [])[-6:]
+            print(f"  last events of {table}: " + ", ".join(
+                f"{type(x.payload).__name__}({x.round_id or x.shoe_id})" for x in last), file=sys.stderr)
+        print("  " + service_health(bench), file=sys.stderr)
+        result = None
     finally:
         counters.uninstall()
         await bench.stop()
@@ -494,6 +574,8 @@ async def run(args: argparse.Namespace) -> int:
     stray = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     if stray:
         print(f"warning: {len(stray)} task(s) still pending at exit: {[t.get_coro() for t in stray][:5]}")
+    if result is None:
+        return 1
     print(result)
     return 0
 
@@ -515,7 +597,7 @@ async def cleanup(bootstrap: str, prefix: str, settings: Settings, *, keep: bool
         try:
             for g in groups:  # one request per group: groups may live on different coordinators
                 node = await admin.find_coordinator(g)
-                await admin._send_request_to_node(node, DeleteGroupsRequest([g]))  # noqa: SLF001
+                await admin._send_request_to_node(node, DeleteGroupsRequest([g]))
         except Exception as e:  # noqa: BLE001 - empty groups expire on their own
             print(f"note: consumer groups not deleted ({type(e).__name__}: {e})")
         print(f"deleted {len(mine)} topics {prefix}* and {len(groups)} consumer groups")
@@ -535,6 +617,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP))
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds a dealer waits for any event")
     ap.add_argument("--service-logs", choices=("devnull", "stderr", "off"), default="devnull")
+    ap.add_argument("--no-ready-wait", action="store_true",
+                    help="send the first commands as soon as the services are started (as tests/system does), "
+                         "without waiting for every service's first assignment and rebuild")
     ap.add_argument("--keep-topics", action="store_true", help="do not delete this run's topics")
     args = ap.parse_args(argv)
     if args.tables < 1 or args.rounds < 1:

@@ -292,10 +292,85 @@ class RoundSettled(Event, tag="round_settled"):
     table_result: int
 
 
+# ---- projection.odds / projection.ledger / projection.alerts ----------------------------------------
+class WagerOdds(msgspec.Struct, frozen=True):
+    """One wager's exact odds for the next round: probabilities of winning and of a void, and the expected
+    value per unit staked, as a float and exactly (``ev_num / ev_den``)."""
+
+    wager: str
+    p_win: float
+    p_void: float
+    ev: float
+    ev_num: int
+    ev_den: int
+
+
+class OddsUpdated(Event, tag="odds_updated"):
+    """Exact odds of the next round after a change of the shoe (``trigger``: ``shoe_loaded`` | ``burn`` |
+    ``card`` | ``round_opened``); ``step`` counts the shoe's changes (0 loaded, +1 per burn and card).
+    ``view``: ``public`` (only cards seen at the table: burned cards face down
+    are still counted as in the shoe) or ``surveillance`` (the true remaining composition).
+    ``composition``: ten counts by value 0..9; ``counts``: integer outcome counts out of ``total`` =
+    Permut(cards, 6) (odds-and-roads.md §1–§2)."""
+
+    shoe_id: str
+    view: str
+    trigger: str
+    step: int
+    cards_out: int
+    composition: list[int]
+    total: int
+    counts: dict[str, int]
+    wagers: list[WagerOdds]
+    round_id: str = ""
+
+
+class LedgerLine(msgspec.Struct, frozen=True):
+    """One line of a journal entry: ``amount_cents`` added to ``account`` (debits positive)."""
+
+    account: str
+    amount_cents: int
+
+
+class LedgerPosted(Event, tag="ledger_posted"):
+    """A balanced journal entry of the cage ledger (the lines sum to zero). ``entry_id`` is derived from the
+    source event, so a re-delivered event posts nothing new."""
+
+    entry_id: str
+    kind: str
+    source_event_id: str
+    gaming_day: str
+    lines: list[LedgerLine]
+    shoe_id: str = ""
+    round_id: str = ""
+    seat: int = 0
+    player_id: str = ""
+
+
+class AdvantageBetFlagged(Event, tag="advantage_bet_flagged"):
+    """Surveillance: a bet landed on a wager whose expected value in the surveillance view (the true
+    remaining composition before the round's first card) was positive. ``ev``: per unit staked
+    (``ev_num / ev_den`` exactly); ``expected_gain_cents``: stake × ev, rounded down."""
+
+    round_id: str
+    shoe_id: str
+    bet_id: str
+    seat: int
+    player_id: str
+    wager: str
+    stake_cents: int
+    ev: float
+    ev_num: int
+    ev_den: int
+    expected_gain_cents: int
+    cards_left: int
+
+
 AnyEvent = Union[
     CommandRejected,
     ShoeLoaded, ShoeCut, ShoeBurned, CardDrawn, CardReadRefused, ShoeClosed, ShoeOrderSealed,
     TableOpened, RoundOpened, CardDealt, PointsAnnounced, Irregularity, RoundResolved, RoundVoided, ShoeFinished,
     BettingOpened, BetPlaced, BetRejected, BetWithdrawn, BettingClosed,
     BetSettled, CommissionAccrued, CommissionCollected, RoundSettled,
+    OddsUpdated, LedgerPosted, AdvantageBetFlagged,
 ]

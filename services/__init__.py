@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from services.runtime.settings import Settings
 
 #: the services ``croupier serve`` can run, in start order
-NAMES = ("shoe", "dealing", "wagering", "settlement")
+NAMES = ("shoe", "dealing", "wagering", "settlement", "projection")
 
 
 def create(name: str, settings: "Settings | None" = None) -> "Service":

@@ -26,6 +26,26 @@ class Publisher(Protocol):
     async def dead_letter(self, letter: DeadLetter) -> None: ...
 
 
+async def publish_all(publisher: Publisher, decisions: list[Decision]) -> None:
+    """Publish several decisions, in one transaction when the publisher can."""
+    many = getattr(publisher, "publish_many", None)
+    if many is not None:
+        await many(decisions)
+        return
+    for d in decisions:
+        await publisher.publish(d)
+
+
+class NullPublisher:
+    """Publishes nothing: for a read-only replica (e.g. the query API alone) that folds but never writes."""
+
+    async def publish(self, decision: Decision) -> None:
+        return None
+
+    async def dead_letter(self, letter: DeadLetter) -> None:
+        return None
+
+
 Clock = Callable[[], datetime]
 
 
@@ -47,6 +67,10 @@ class ServiceHost:
         self.log = get_logger(core.name)
         self.dead_letters = 0
         self.skipped = 0
+        #: decisions of the batch being handled (batch mode), published together by :meth:`handle_batch`
+        self._batch: list[Decision] | None = None
+        #: set when a batch could not be published: the state ran ahead of the log and must be rebuilt
+        self.stale = False
 
     @property
     def subscribed_topics(self) -> list[str]:
@@ -55,6 +79,10 @@ class ServiceHost:
         return [self.settings.topic(t) for t in base]
 
     async def _publish(self, decision: Decision) -> None:
+        if decision and self._batch is not None:
+            self.runner.commit(decision)
+            self._batch.append(decision)
+            return
         if decision:
             await self.publisher.publish(decision)
             self.runner.commit(decision)
@@ -111,12 +139,36 @@ class ServiceHost:
             self.log.exception("handler_failed", topic=topic, offset=offset)
             await self._dead_letter(topic, partition, offset, key, body, f"handler failed: {type(e).__name__}: {e}")
 
+    async def handle_batch(self, records: list[tuple[str, int, int, bytes | None, bytes]]) -> int:
+        """Handle several records, then publish everything they caused in one transaction.
+
+        Returns the number of decisions published. If publishing fails the state has run ahead of the log:
+        :attr:`stale` is set and the caller must :meth:`rebuild` before handling more.
+        """
+        self._batch = []
+        try:
+            for topic, partition, offset, key, body in records:
+                await self.handle(topic, partition, offset, key, body)
+            decisions = self._batch
+        finally:
+            self._batch = None
+        if not decisions:
+            return 0
+        try:
+            await publish_all(self.publisher, decisions)
+        except Exception:
+            self.stale = True
+            self.log.exception("batch_publish_failed", decisions=len(decisions))
+            return 0
+        return len(decisions)
+
     async def rebuild(self, read: Callable[[str], Awaitable[list[Any]]]) -> int:
         """Forget every table and replay: own events, then inputs, then whatever reactions are due.
 
         ``read(full_topic)`` returns the records to replay. Returns the number of records folded.
         """
         self.runner.reset()
+        self.stale = False
         n = 0
         for stream in (*self.core.private_streams, self.core.own_stream):
             for rec in await read(self.settings.topic(stream)):

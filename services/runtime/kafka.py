@@ -116,6 +116,17 @@ class TransactionalPublisher:
             for send in decision.sends:
                 await self.producer.send(self.settings.topic(send.topic), encode(send.command), key=key)
 
+    async def publish_many(self, decisions: list[Decision]) -> None:
+        """Several decisions in one transaction (batch mode)."""
+        assert self.producer is not None, "publisher not started"
+        async with self.producer.transaction():
+            for decision in decisions:
+                key = T.key(decision.table_id)
+                for env in decision.events:
+                    await self.producer.send(self.settings.topic(env.stream), encode(env), key=key)
+                for send in decision.sends:
+                    await self.producer.send(self.settings.topic(send.topic), encode(send.command), key=key)
+
     async def dead_letter(self, letter: DeadLetter) -> None:
         assert self.producer is not None, "publisher not started"
         async with self.producer.transaction():

@@ -1,0 +1,1 @@
+"""The projection service: live odds, roadmaps, cage ledgers and surveillance alerts."""

@@ -1,0 +1,321 @@
+"""The projection service's core: live odds, roads, the cage ledger and surveillance alerts, per table.
+
+Inputs: ``shoe.events``, ``dealing.events``, ``wagering.events``, ``settlement.events``. Outputs (streams it
+alone writes): ``projection.odds`` (``OddsUpdated``: both views after every card, burn and round start),
+``projection.ledger`` (``LedgerPosted``: the cage's balanced journal entries), ``projection.alerts``
+(``AdvantageBetFlagged``). Like every service it folds its inputs (``absorb``), and what becomes due is
+published by ``react`` and folded back by ``evolve``; what was already published (its own streams) is never
+published again, so a rebuild from offset zero republishes nothing and reaches the same state.
+
+Two views of the shoe (odds-and-roads.md §3): **public** counts only cards seen at the table (the exposed
+burn card and every dealt card; burned cards face down are still "in the shoe" for a player), and
+**surveillance** the true remaining composition.
+
+Surveillance (odds-and-roads.md §4): a bet of round *r* is judged against the true composition just before
+*r*'s first card (the shoe as it stood while the bet could be placed). That composition is known as soon
+as *r*'s first card is drawn, and the bets as soon as "No more bets" closes the book; when both are known,
+every bet on a wager with a positive exact EV is flagged. This does not depend on which input arrived
+first, so live and replay flag the same bets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from fractions import Fraction
+
+from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_card
+from baccarat.errors import BaccaratError
+from baccarat.expectation import wager_expectations
+from baccarat.odds import Composition, OutcomeCounts, exact_counts
+from baccarat.table import TableConfig
+from baccarat.wagers import Wager
+from contracts import topics as T
+from contracts.commands import Command
+from contracts.envelope import CommandEnvelope, Envelope
+from contracts.events import (
+    AdvantageBetFlagged,
+    BetLine,
+    BettingClosed,
+    CardDrawn,
+    LedgerLine,
+    LedgerPosted,
+    OddsUpdated,
+    RoundOpened,
+    RoundResolved,
+    ShoeBurned,
+    ShoeLoaded,
+    TableOpened,
+    WagerOdds,
+)
+from services.projection.ledger import Ledger
+from services.runtime.core import Emit, Send
+from services.runtime.translate import table_config
+
+VIEWS = ("public", "surveillance")
+_WINNER_LETTER = {"banker": "B", "player": "P", "tie": "T"}
+
+
+def _add(a: tuple[int, ...], value: int, n: int = 1) -> tuple[int, ...]:
+    out = list(a)
+    out[value] += n
+    return tuple(out)
+
+
+def _sub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(x - y for x, y in zip(a, b))
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeView:
+    """What the projection knows of the table's current shoe, by baccarat value 0..9."""
+
+    shoe_id: str
+    full: tuple[int, ...]
+    number: int = 1  # shoes loaded at the table so far, this one included
+    seen: tuple[int, ...] = (0,) * 10  # exposed burn card + every card drawn
+    hidden: tuple[int, ...] = (0,) * 10  # burned face down (known to surveillance only)
+    cards_out: int = 0
+    step: int = 0  # shoe events folded: 0 loaded, then +1 per burn and per card
+
+    def composition(self, view: str) -> tuple[int, ...]:
+        """Cards left by value in ``view``: ``public`` (full − seen) or ``surveillance`` (− burned too)."""
+        left = _sub(self.full, self.seen)
+        return left if view == "public" else _sub(left, self.hidden)
+
+
+@dataclass(frozen=True, slots=True)
+class OddsDue:
+    """Odds to publish for a shoe state: the key, what caused it and when."""
+
+    shoe_id: str
+    step: int
+    trigger: str
+    round_id: str
+    cause: str
+    at: datetime
+    shoe_number: int = 1
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.shoe_id, self.step, self.trigger + ":" + self.round_id)
+
+    @property
+    def order(self) -> tuple[int, int, int]:
+        """Position in the shoe's history, independent of the order inputs arrive in: a round opens after the
+        card that made its step (the previous round's last) and before its own first card (the next step)."""
+        return (self.shoe_number, self.step, 1 if self.trigger == "round_opened" else 0)
+
+
+def _due(state: "ProjectionState", due: OddsDue) -> "ProjectionState":
+    """Make ``due`` the odds to publish unless something later in the shoe's history already is."""
+    if state.odds_due is not None and state.odds_due.order >= due.order:
+        return state
+    return replace(state, odds_due=due)
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerWatch:
+    """Surveillance summary of one player: flagged bets, their total stake and expected gain (cents)."""
+
+    bets: int = 0
+    stake_cents: int = 0
+    expected_gain_cents: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionState:
+    table_id: str
+    config: TableConfig | None = None
+    shoe: ShoeView | None = None
+    results: dict[str, tuple[str, ...]] = field(default_factory=dict)  # shoe id -> B/P/T per round, in order
+    round_shoe: dict[str, str] = field(default_factory=dict)
+    odds_due: OddsDue | None = None
+    odds_published: tuple[str, int, str] | None = None
+    last_odds: dict[str, OddsUpdated] = field(default_factory=dict)  # view -> latest published
+    ledger: Ledger = field(default_factory=Ledger)
+    ledger_published: frozenset[str] = frozenset()
+    ledger_pending: tuple[tuple[LedgerPosted, datetime], ...] = ()
+    books: dict[str, tuple[BetLine, ...]] = field(default_factory=dict)
+    #: round id -> (true composition before its first card, that card's event id and time, the shoe's step then)
+    before_round: dict[str, tuple[tuple[int, ...], str, datetime, int]] = field(default_factory=dict)
+    judged: frozenset[str] = frozenset()  # rounds whose bets were judged
+    alerts_published: frozenset[str] = frozenset()  # bet ids
+    alerts_pending: tuple[tuple[AdvantageBetFlagged, str, datetime], ...] = ()
+    watch: dict[str, PlayerWatch] = field(default_factory=dict)
+    alerts: tuple[AdvantageBetFlagged, ...] = ()
+
+
+def odds_for(composition: tuple[int, ...], config: TableConfig) -> tuple[OutcomeCounts, list[WagerOdds]] | None:
+    """Exact counts and per-wager odds for ``composition`` under ``config`` (None below 6 cards)."""
+    try:
+        counts = exact_counts(Composition.of(composition), config.ruleset)
+    except BaccaratError:
+        return None
+    wagers = []
+    for w, e in wager_expectations(counts, config).items():
+        wagers.append(WagerOdds(wager=w.value, p_win=float(e.p_win), p_void=float(e.p_void), ev=float(e.ev),
+                                ev_num=e.ev.numerator, ev_den=e.ev.denominator))
+    return counts, wagers
+
+
+def _counts_dict(c: OutcomeCounts) -> dict[str, int]:
+    d = c.to_dict()
+    flat = {k: v for k, v in d.items() if isinstance(v, int)}
+    for side in ("player", "banker"):
+        for k, v in d["bonus"][side].items():
+            flat[f"bonus_{side}_{k}"] = v
+    for k, v in d.get("naturals", {}).items():
+        flat[f"natural_{k}"] = v
+    return flat
+
+
+class ProjectionCore:
+    """The projection's pure absorb/react/evolve over :class:`ProjectionState`."""
+
+    name = "projection"
+    own_stream = T.PROJECTION_ODDS
+    private_streams = (T.PROJECTION_LEDGER, T.PROJECTION_ALERTS)
+    command_stream: str | None = None
+    input_streams = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
+
+    def __init__(self, gaming_day_cutoff_hour: int = 6):
+        self.cutoff = gaming_day_cutoff_hour
+
+    def initial(self, table_id: str) -> ProjectionState:
+        return ProjectionState(table_id, ledger=Ledger(cutoff_hour=self.cutoff))
+
+    # -- own outputs -----------------------------------------------------------------------------
+    def evolve(self, state: ProjectionState, env: Envelope) -> ProjectionState:
+        e = env.payload
+        if isinstance(e, OddsUpdated):
+            key = (e.shoe_id, e.step, e.trigger + ":" + e.round_id)
+            return replace(state, odds_published=key, last_odds={**state.last_odds, e.view: e})
+        if isinstance(e, LedgerPosted):
+            pending = tuple(p for p in state.ledger_pending if p[0].entry_id != e.entry_id)
+            return replace(state, ledger_published=state.ledger_published | {e.entry_id}, ledger_pending=pending)
+        if isinstance(e, AdvantageBetFlagged):
+            pending = tuple(p for p in state.alerts_pending if p[0].bet_id != e.bet_id)
+            w = state.watch.get(e.player_id, PlayerWatch())
+            w = PlayerWatch(w.bets + 1, w.stake_cents + e.stake_cents, w.expected_gain_cents + e.expected_gain_cents)
+            return replace(state, alerts_published=state.alerts_published | {e.bet_id}, alerts_pending=pending,
+                           watch={**state.watch, e.player_id: w}, alerts=state.alerts + (e,))
+        return state
+
+    # -- inputs ----------------------------------------------------------------------------------
+    def absorb(self, state: ProjectionState, env: Envelope) -> ProjectionState:
+        state = self._post_ledger(state, env)
+        e = env.payload
+        if isinstance(e, TableOpened):
+            return replace(state, config=table_config(e.config))
+        if isinstance(e, ShoeLoaded):
+            full = tuple(n * e.rules.decks for n in VALUE_COUNTS_PER_DECK)
+            number = state.shoe.number + 1 if state.shoe is not None else 1
+            shoe = ShoeView(e.shoe_id, full, number=number)
+            return _due(replace(state, shoe=shoe), OddsDue(e.shoe_id, 0, "shoe_loaded", "", env.event_id,
+                                                           env.occurred_at, number))
+        sh = state.shoe
+        if isinstance(e, ShoeBurned) and sh is not None and sh.shoe_id == e.shoe_id:
+            seen = _add(sh.seen, parse_card(e.exposed).value)
+            hidden = sh.hidden
+            for c in e.burned:
+                hidden = _add(hidden, parse_card(c).value)
+            sh = replace(sh, seen=seen, hidden=hidden, cards_out=sh.cards_out + 1 + e.burned_count, step=sh.step + 1)
+            return _due(replace(state, shoe=sh), OddsDue(sh.shoe_id, sh.step, "burn", "", env.event_id,
+                                                         env.occurred_at, sh.number))
+        if isinstance(e, CardDrawn) and sh is not None and sh.shoe_id == e.shoe_id:
+            if e.card_number == 1 and e.round_id not in state.before_round:
+                state = replace(state, before_round={
+                    **state.before_round,
+                    e.round_id: (sh.composition("surveillance"), env.event_id, env.occurred_at, sh.step)})
+            sh = replace(sh, seen=_add(sh.seen, parse_card(e.card).value), cards_out=sh.cards_out + 1,
+                         step=sh.step + 1)
+            state = _due(replace(state, shoe=sh), OddsDue(sh.shoe_id, sh.step, "card", e.round_id, env.event_id,
+                                                          env.occurred_at, sh.number))
+            return self._judge(state, e.round_id)
+        if isinstance(e, RoundOpened):
+            state = replace(state, round_shoe={**state.round_shoe, e.round_id: e.shoe_id})
+            if sh is not None and sh.shoe_id == e.shoe_id:
+                # the round opened at the shoe's step before its first card (if that card is already known)
+                step = state.before_round[e.round_id][3] if e.round_id in state.before_round else sh.step
+                state = _due(state, OddsDue(sh.shoe_id, step, "round_opened", e.round_id, env.event_id,
+                                            env.occurred_at, sh.number))
+            return state
+        if isinstance(e, RoundResolved):
+            res = state.results.get(e.shoe_id, ())
+            return replace(state, results={**state.results, e.shoe_id: res + (_WINNER_LETTER[e.winner],)})
+        if isinstance(e, BettingClosed):
+            state = replace(state, books={**state.books, e.round_id: tuple(e.bets)})
+            return self._judge(state, e.round_id)
+        return state
+
+    def _post_ledger(self, state: ProjectionState, env: Envelope) -> ProjectionState:
+        ledger, new = state.ledger.post_with_entries(env)
+        if not new:
+            return state if ledger is state.ledger else replace(state, ledger=ledger)
+        posts = tuple(
+            (LedgerPosted(entry_id=x.entry_id, kind=x.kind, source_event_id=x.source_event_id,
+                          gaming_day=x.gaming_day, lines=[LedgerLine(a, c) for a, c in x.lines],
+                          shoe_id=x.shoe_id or "", round_id=x.round_id or "", seat=x.seat or 0,
+                          player_id=x.player_id or ""), env.occurred_at)
+            for x in new if x.entry_id not in state.ledger_published
+        )
+        return replace(state, ledger=ledger, ledger_pending=state.ledger_pending + posts)
+
+    def _judge(self, state: ProjectionState, round_id: str) -> ProjectionState:
+        """Flag the round's bets with a positive surveillance EV, once its bets and prior shoe are known."""
+        if round_id in state.judged or round_id not in state.books or round_id not in state.before_round:
+            return state
+        state = replace(state, judged=state.judged | {round_id})
+        if state.config is None or not state.books[round_id]:
+            return state
+        comp, cause, at, _ = state.before_round[round_id]
+        got = odds_for(comp, state.config)
+        if got is None:
+            return state
+        _, wagers = got
+        ev = {w.wager: Fraction(w.ev_num, w.ev_den) for w in wagers}
+        shoe_id = state.round_shoe.get(round_id, state.shoe.shoe_id if state.shoe else "")
+        pending = list(state.alerts_pending)
+        for bet in state.books[round_id]:
+            x = ev.get(bet.wager)
+            if x is None or x <= 0 or bet.bet_id in state.alerts_published:
+                continue
+            gain = bet.amount_cents * x
+            pending.append((AdvantageBetFlagged(
+                round_id=round_id, shoe_id=shoe_id, bet_id=bet.bet_id, seat=bet.seat, player_id=bet.player_id,
+                wager=bet.wager, stake_cents=bet.amount_cents, ev=float(x), ev_num=x.numerator, ev_den=x.denominator,
+                expected_gain_cents=gain.numerator // gain.denominator, cards_left=sum(comp)), cause, at))
+        return replace(state, alerts_pending=tuple(pending))
+
+    def sent(self, state: ProjectionState, send: Send) -> ProjectionState:
+        return state
+
+    def decide(self, state: ProjectionState, cmd: CommandEnvelope) -> list[Emit | Send]:
+        return []
+
+    # -- react -----------------------------------------------------------------------------------
+    def react(self, state: ProjectionState, last: Envelope | None) -> list[Emit | Send]:
+        out: list[Emit | Send] = []
+        for p, at in state.ledger_pending:
+            out.append(Emit(p, round_id=p.round_id or None, shoe_id=p.shoe_id or None,
+                            causation_id=p.source_event_id, occurred_at=at, stream=T.PROJECTION_LEDGER))
+        for alert, cause, at in state.alerts_pending:
+            out.append(Emit(alert, round_id=alert.round_id, shoe_id=alert.shoe_id, causation_id=cause,
+                            occurred_at=at, stream=T.PROJECTION_ALERTS))
+        due = state.odds_due
+        if due is not None and due.key != state.odds_published and state.config is not None and state.shoe is not None \
+                and state.shoe.shoe_id == due.shoe_id:
+            for view in VIEWS:
+                comp = state.shoe.composition(view)
+                got = odds_for(comp, state.config)
+                if got is None:
+                    continue
+                counts, wagers = got
+                out.append(Emit(OddsUpdated(shoe_id=due.shoe_id, view=view, trigger=due.trigger, step=due.step,
+                                            cards_out=state.shoe.cards_out, composition=list(comp),
+                                            total=counts.total, counts=_counts_dict(counts), wagers=wagers,
+                                            round_id=due.round_id),
+                                round_id=due.round_id or None, shoe_id=due.shoe_id, causation_id=due.cause,
+                                occurred_at=due.at))
+        return out
