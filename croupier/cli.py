@@ -232,40 +232,84 @@ def roads(
     typer.echo(roads_command(sequence, as_json))
 
 
-@app.command()
-def serve(
-    services_: Annotated[str, typer.Option("--services", help="Comma-separated: shoe,dealing,wagering,settlement.")
-                         ] = "shoe,dealing,wagering,settlement",
-    bootstrap: Annotated[Optional[str], typer.Option(help="Kafka bootstrap servers (default: "
-                                                          "$KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:19092).")] = None,
-    prefix: Annotated[Optional[str], typer.Option(help="Topic prefix (default: $CROUPIER_TOPIC_PREFIX or none).")
-                      ] = None,
-) -> None:
-    """Run several services together in one process until Ctrl-C (each can also run alone with
-    ``faststream run services.<name>.app:app``)."""
-    import asyncio
+def _settings(bootstrap: str | None, prefix: str | None):  # type: ignore[no-untyped-def]
     import dataclasses
 
-    import services as svc_pkg
-    from croupier.serve import serve as run_serve
     from services.runtime.settings import Settings
 
-    names = [n.strip() for n in services_.split(",") if n.strip()]
-    unknown = [n for n in names if n not in svc_pkg.NAMES]
-    if unknown or not names:
-        raise fail(f"unknown service(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(svc_pkg.NAMES)}")
     settings = Settings.from_env()
     if bootstrap:
         settings = dataclasses.replace(settings, bootstrap_servers=bootstrap)
     if prefix is not None:
         settings = dataclasses.replace(settings, topic_prefix=prefix)
+    return settings
+
+
+def _run_async(coro, settings) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from croupier.serve import PortTaken
+
     try:
-        asyncio.run(run_serve(names, settings))
+        asyncio.run(coro)
     except KeyboardInterrupt:
         pass
-    except Exception as e:  # a broker that cannot be reached, a port taken: one line, no traceback
-        raise fail(f"cannot run the services against Kafka at {settings.bootstrap_servers}: "
-                   f"{type(e).__name__}: {e}", code=1) from None
+    except PortTaken as e:
+        raise fail(str(e), code=1) from None
+    except Exception as e:  # a broker that cannot be reached: one line, no traceback
+        raise fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}",
+                   code=1) from None
+
+
+BOOTSTRAP_HELP = "Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:19092)."
+PREFIX_HELP = "Topic prefix (default: $CROUPIER_TOPIC_PREFIX or none)."
+TOKEN_HELP = "Bearer token for the surveillance view (default: $CROUPIER_SURVEILLANCE_TOKEN; none: closed)."
+
+
+@app.command()
+def serve(
+    services_: Annotated[str, typer.Option("--services", help="Comma-separated: shoe,dealing,wagering,"
+                                                              "settlement,projection.")
+                         ] = "shoe,dealing,wagering,settlement,projection",
+    bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
+    prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
+    api_port: Annotated[Optional[int], typer.Option(help="Serve the query API beside the projection.")] = None,
+    token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP)] = None,
+) -> None:
+    """Run several services together in one process until Ctrl-C (each can also run alone with
+    ``faststream run services.<name>.app:app``)."""
+    import os
+
+    import services as svc_pkg
+    from croupier.serve import serve as run_serve
+
+    names = [n.strip() for n in services_.split(",") if n.strip()]
+    unknown = [n for n in names if n not in svc_pkg.NAMES]
+    if unknown or not names:
+        raise fail(f"unknown service(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(svc_pkg.NAMES)}")
+    if api_port is not None and "projection" not in names:
+        raise fail("--api-port needs the projection service (add it to --services, or use `croupier api`)")
+    settings = _settings(bootstrap, prefix)
+    tok = token if token is not None else os.environ.get("CROUPIER_SURVEILLANCE_TOKEN", "")
+    _run_async(run_serve(names, settings, api_port=api_port, token=tok), settings)
+
+
+@app.command()
+def api(
+    port: Annotated[int, typer.Option(help="Port of the query API (127.0.0.1).")] = 8080,
+    bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
+    prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
+    token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP)] = None,
+) -> None:
+    """The projection's query API alone: a read-only replica folds the streams and answers queries
+    (OpenAPI at /docs)."""
+    import os
+
+    from croupier.serve import api_alone
+
+    settings = _settings(bootstrap, prefix)
+    tok = token if token is not None else os.environ.get("CROUPIER_SURVEILLANCE_TOKEN", "")
+    _run_async(api_alone(settings, port, token=tok), settings)
 
 
 def main() -> None:

@@ -1,34 +1,94 @@
-"""``croupier serve``: several services in one process until SIGINT/SIGTERM."""
+"""``croupier serve`` and ``croupier api``: services (and the query API) in one process until SIGINT/SIGTERM."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
+import socket
+import uuid
 
 import services
+from services.runtime.app import Service
 from services.runtime.logging import get_logger
 from services.runtime.settings import Settings
 
 
-async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None = None) -> None:
-    """Start the named services, run until ``stop`` is set (or a signal arrives), then stop them."""
-    log = get_logger("serve")
-    stop = stop or asyncio.Event()
+class PortTaken(OSError):
+    """The API's port is already in use."""
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise :class:`PortTaken` if ``host:port`` cannot be bound."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise PortTaken(f"port {host}:{port} is already in use ({e.strerror})") from None
+
+
+def _stop_on_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # pragma: no cover - not the main thread
             pass
-    running = []
+
+
+async def _run_api(service: Service, host: str, port: int, token: str, stop: asyncio.Event) -> None:
+    import uvicorn
+
+    from services.projection.api import create_api
+
+    server = uvicorn.Server(uvicorn.Config(create_api(service.host, token), host=host, port=port,
+                                           log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve())
+    await stop.wait()
+    server.should_exit = True
+    await task
+
+
+async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None = None, *,
+                api_port: int | None = None, api_host: str = "127.0.0.1", token: str = "") -> None:
+    """Start the named services (and the query API beside the projection), run until ``stop`` is set or
+    a signal arrives, then stop them."""
+    log = get_logger("serve")
+    stop = stop or asyncio.Event()
+    _stop_on_signals(stop)
+    if api_port is not None:
+        check_port(api_host, api_port)
+    running: list[Service] = []
     try:
         for name in names:
             svc = services.create(name, settings)
             await svc.start()
             running.append(svc)
             log.info("service_started", name=name, bootstrap=settings.bootstrap_servers)
-        await stop.wait()
+        projection = next((s for n, s in zip(names, running) if n == "projection"), None)
+        if api_port is not None and projection is not None:
+            log.info("api_started", url=f"http://{api_host}:{api_port}/docs")
+            await _run_api(projection, api_host, api_port, token, stop)
+        else:
+            await stop.wait()
     finally:
         for svc in reversed(running):
             await svc.stop()
         log.info("stopped", services=names)
+
+
+async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1", token: str = "",
+                    stop: asyncio.Event | None = None) -> None:
+    """The query API over a read-only projection replica (its own consumer group; publishes nothing)."""
+    from services.projection.app import create_replica
+
+    stop = stop or asyncio.Event()
+    _stop_on_signals(stop)
+    check_port(host, port)
+    replica = create_replica(settings, group=f"{settings.group('projection-api')}.{uuid.uuid4().hex[:8]}")
+    await replica.start()
+    try:
+        get_logger("api").info("api_started", url=f"http://{host}:{port}/docs")
+        await _run_api(replica, host, port, token, stop)
+    finally:
+        await replica.stop()

@@ -108,7 +108,7 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
                        player_id: str | None = None, limit: int = Query(200, ge=1, le=10_000)) -> list[Any]:
         s = state(table_id)
         es = s.ledger.entries(table_id=table_id, shoe_id=shoe_id, gaming_day=gaming_day, player_id=player_id)
-        return [e.to_dict() if hasattr(e, "to_dict") else e for e in list(es)[-limit:]]
+        return [_plain(e) for e in list(es)[-limit:]]
 
     @api.get("/alerts", summary="Surveillance alerts (token)", dependencies=[Depends(surveillance)])
     def alerts(table_id: str | None = None, player_id: str | None = None) -> list[Any]:

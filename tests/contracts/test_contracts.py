@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import msgspec.inspect as mi
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from contracts import topics as T
@@ -56,6 +58,7 @@ from contracts.envelope import (
     event_id,
 )
 from contracts.events import (
+    AdvantageBetFlagged,
     AnyEvent,
     BetLine,
     BetPlaced,
@@ -72,6 +75,9 @@ from contracts.events import (
     CommissionCollected,
     Event,
     Irregularity,
+    LedgerLine,
+    LedgerPosted,
+    OddsUpdated,
     PointsAnnounced,
     RoundOpened,
     RoundResolved,
@@ -84,6 +90,7 @@ from contracts.events import (
     ShoeLoaded,
     ShoeOrderSealed,
     TableOpened,
+    WagerOdds,
 )
 from contracts.schema import DOCUMENTS, SCHEMA_DIR, differences, generate
 from contracts.schema import main as schema_main
@@ -117,6 +124,10 @@ def from_info(t: mi.Type) -> st.SearchStrategy[Any]:
         return st.booleans()
     if isinstance(t, mi.IntType):
         return st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    if isinstance(t, mi.FloatType):
+        # JSON has no NaN or infinity: msgspec writes them as null, which no float field decodes (Undecodable).
+        # Producers compute every float from exact fractions, so they are always finite.
+        return st.floats(allow_nan=False, allow_infinity=False)
     if isinstance(t, mi.NoneType):
         return st.none()
     if isinstance(t, mi.BytesType):
@@ -214,6 +225,94 @@ table_specs = realistic(
     ),
 )
 bet_lines = realistic(BetLine, bet_id=bet_ids, seat=seats, player_id=player_ids, wager=wagers, amount_cents=cents)
+event_ids = st.uuids().map(str)
+shoe_sizes = st.sampled_from([1, 2, 4, 6, 8])  # decks
+#: a few payouts "to 1" of the wagers (banker's 0.95 after commission): EVs are (pay * won - lost) / total
+pays = st.sampled_from([Fraction(1), Fraction(19, 20), Fraction(8), Fraction(9), Fraction(40), Fraction(22),
+                        Fraction(25), Fraction(30)])
+count_names = st.sampled_from(
+    ["banker", "player", "tie", "cards_4", "cards_5", "cards_6", "dragon_7", "panda_8",
+     *(f"bonus_{side}_{k}" for side in ("player", "banker")
+       for k in ("natural_win", "natural_tie", "win_by_4", "win_by_9", "lose")),
+     "natural_player_8", "natural_player_9", "natural_banker_8", "natural_banker_9"]
+)
+
+
+@st.composite
+def wager_odds(draw: st.DrawFn, wager: str, total: int) -> WagerOdds:
+    """One wager's odds out of ``total`` outcomes: won + void <= total, EV = (pay * won - lost) / total."""
+    won = draw(st.integers(0, total))
+    void = draw(st.integers(0, total - won))
+    ev = (draw(pays) * won - (total - won - void)) / Fraction(total)
+    return WagerOdds(wager=wager, p_win=won / total, p_void=void / total, ev=float(ev), ev_num=ev.numerator,
+                     ev_den=ev.denominator)
+
+
+@st.composite
+def odds_updates(draw: st.DrawFn) -> OddsUpdated:
+    """Odds of a plausible shoe state: the composition within the shoe's size, the cards out consistent with
+    the view (public still counts burned cards in the shoe), ``total`` = Permut(cards left, 6)."""
+    decks = draw(shoe_sizes)
+    full = [16 * decks] + [4 * decks] * 9
+    view = draw(st.sampled_from(["public", "surveillance"]))
+    trigger = draw(st.sampled_from(["shoe_loaded", "burn", "card", "round_opened"]))
+    if trigger == "shoe_loaded":
+        composition, cards_out, step = full, 0, 0
+    else:
+        composition = [draw(st.integers(0, n)) for n in full]
+        left = sum(composition)
+        dealt = 52 * decks - left
+        assume(left >= 6 and dealt >= 1)
+        cards_out = dealt + (draw(st.integers(0, min(10, left - 6))) if view == "public" else 0)
+        step = draw(st.integers(1, dealt))
+    total = math.perm(sum(composition), 6)
+    counts = {"total": total, **draw(st.dictionaries(count_names, st.integers(0, total), max_size=12))}
+    names = draw(st.lists(wagers, min_size=1, max_size=10, unique=True))
+    return OddsUpdated(
+        shoe_id=draw(shoe_ids), view=view, trigger=trigger, step=step, cards_out=cards_out,
+        composition=composition, total=total, counts=counts, wagers=[draw(wager_odds(w, total)) for w in names],
+        round_id=draw(round_ids) if trigger in ("card", "round_opened") else "",
+    )
+
+
+ledger_accounts = st.one_of(
+    player_ids.map(lambda p: f"patron:{p}"),
+    st.builds(lambda t, a: f"table:{t}:{a}", tables, st.sampled_from(["wagers", "game", "commission"])),
+    st.builds(lambda t, s: f"table:{t}:seat:{s}:commission_owed", tables, seats),
+)
+
+
+@st.composite
+def ledger_posts(draw: st.DrawFn) -> LedgerPosted:
+    """A balanced journal entry: the last line takes the negated sum of the others, so the lines sum to 0."""
+    amounts = draw(st.lists(st.integers(-50_000_000, 50_000_000).filter(bool), min_size=1, max_size=3))
+    amounts.append(-sum(amounts))
+    source = draw(event_ids)
+    round_id = draw(st.one_of(st.just(""), round_ids))
+    return LedgerPosted(
+        entry_id=f"{source}/{draw(st.integers(0, 13))}",
+        kind=draw(st.sampled_from(["stake_taken", "bet_won", "bet_lost", "bet_voided", "bet_settled",
+                                   "commission_deducted", "commission_accrued", "commission_collected"])),
+        source_event_id=source,
+        gaming_day=draw(st.dates(date(2020, 1, 1), date(2040, 1, 1))).isoformat(),
+        lines=[LedgerLine(account=draw(ledger_accounts), amount_cents=a) for a in amounts],
+        shoe_id=draw(st.one_of(st.just(""), shoe_ids)) if round_id else "", round_id=round_id,
+        seat=draw(seats), player_id=draw(player_ids),
+    )
+
+
+@st.composite
+def advantage_bets(draw: st.DrawFn) -> AdvantageBetFlagged:
+    """A bet on a wager with a positive exact EV; the expected gain is stake x EV rounded down."""
+    ev = Fraction(draw(st.integers(1, 10**12)), draw(st.integers(1, 10**13)))
+    stake = draw(st.integers(1, 50_000_000))
+    return AdvantageBetFlagged(
+        round_id=draw(round_ids), shoe_id=draw(shoe_ids), bet_id=draw(bet_ids), seat=draw(seats),
+        player_id=draw(player_ids), wager=draw(wagers), stake_cents=stake, ev=float(ev), ev_num=ev.numerator,
+        ev_den=ev.denominator, expected_gain_cents=stake * ev.numerator // ev.denominator,
+        cards_left=draw(st.integers(6, 416)),
+    )
+
 
 #: one realistic strategy per message type: a type missing here fails test_every_type_has_a_strategy
 REALISTIC: dict[type, st.SearchStrategy[Any]] = {
@@ -272,6 +371,9 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
     CommissionCollected: realistic(CommissionCollected, seat=seats, player_id=player_ids, amount_cents=cents),
     RoundSettled: realistic(RoundSettled, round_id=round_ids, bets=st.integers(0, 40), stakes=cents, payouts=cents,
                             commission=cents, table_result=signed_cents),
+    OddsUpdated: odds_updates(),
+    LedgerPosted: ledger_posts(),
+    AdvantageBetFlagged: advantage_bets(),
     # ---- commands
     LoadShoe: realistic(LoadShoe, shoe_id=shoe_ids, rules=shoe_specs, order=card_lists, physical=st.booleans(),
                         cut_at=st.one_of(st.none(), st.integers(10, 406))),
@@ -289,9 +391,22 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
 }
 
 
+#: the projection's outputs, each on its own stream (every other event type is on one of ``T.EVENT_TOPICS``)
+PROJECTION_STREAM: dict[type, str] = {
+    OddsUpdated: T.PROJECTION_ODDS,
+    LedgerPosted: T.PROJECTION_LEDGER,
+    AdvantageBetFlagged: T.PROJECTION_ALERTS,
+}
+
+
+def streams_of(tp: type) -> tuple[str, ...]:
+    return (PROJECTION_STREAM[tp],) if tp in PROJECTION_STREAM else T.EVENT_TOPICS
+
+
 @st.composite
-def event_envelopes(draw: st.DrawFn, payloads: st.SearchStrategy[Any]) -> Envelope:
-    stream = draw(st.sampled_from(T.EVENT_TOPICS))
+def event_envelopes(draw: st.DrawFn, payloads: st.SearchStrategy[Any],
+                    streams: tuple[str, ...] = T.EVENT_TOPICS) -> Envelope:
+    stream = draw(st.sampled_from(streams))
     table_id = draw(tables)
     seq = draw(st.integers(1, 10**7))
     return Envelope(
@@ -339,7 +454,7 @@ def test_no_strategy_for_a_type_outside_the_unions() -> None:
 @pytest.mark.parametrize("tp", EVENT_TYPES, ids=ids)
 def test_event_round_trip_realistic(tp: type[Event]) -> None:
     @EXAMPLES
-    @given(event_envelopes(REALISTIC[tp]))
+    @given(event_envelopes(REALISTIC[tp], streams_of(tp)))
     def check(env: Envelope) -> None:
         back = decode_event(encode(env))
         assert back == env
@@ -465,7 +580,8 @@ def test_struct_is_frozen_and_tolerates_unknown_fields(tp: type) -> None:
 
 def test_every_reachable_struct_is_covered() -> None:
     nested = ALL_STRUCTS - set(EVENT_TYPES) - set(COMMAND_TYPES)
-    assert nested == {Envelope, CommandEnvelope, DeadLetter, TableSpec, ShoeSpec, LimitSpec, BetLine}, (
+    assert nested == {Envelope, CommandEnvelope, DeadLetter, TableSpec, ShoeSpec, LimitSpec, BetLine, WagerOdds,
+                      LedgerLine}, (
         "a new nested Struct: check it is frozen, give it defaults for new fields, regenerate the schemas"
     )
 
@@ -649,6 +765,9 @@ VARIANTS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "event.shoe_closed.older-no-reveal.json": ("event.shoe_closed.json", {}, {"order": [], "salt": ""}),
     "event.round_opened.older-minimal-envelope.json": ("event.round_opened.json",
                                                        {"round_id": None, "shoe_id": None}, {}),
+    "event.odds_updated.older-no-round-id.json": ("event.odds_updated.json", {}, {"round_id": ""}),
+    "event.ledger_posted.older-no-scope.json": ("event.ledger_posted.json", {},
+                                                {"shoe_id": "", "round_id": "", "seat": 0, "player_id": ""}),
     "command.load_shoe.older-shoe-id-only.json": ("command.load_shoe.json", {}, {"cut_at": None}),
     "command.open_table.older-no-config.json": ("command.open_table.json", {}, {"config": TableSpec()}),
     "command.collect_commission.older-minimal.json": ("command.collect_commission.json", {}, {"player_id": ""}),
@@ -751,7 +870,7 @@ def test_older_and_newer_variants_decode_to_the_canonical_message(name: str) -> 
 def test_golden_event_ids_follow_stream_table_seq(name: str) -> None:
     env = decode_event(_golden_bytes(name))
     assert env.event_id == event_id(env.stream, env.table_id, env.seq)
-    assert env.stream in T.EVENT_TOPICS
+    assert env.stream in streams_of(type(env.payload))
     offset = env.occurred_at.utcoffset()
     assert offset is not None and offset.total_seconds() == 0, "occurred_at must be UTC"
 

@@ -1,0 +1,272 @@
+"""The projection on the in-memory bus: odds after every card equal the rules core's, the ledger balances,
+alerts fire exactly for positive-EV bets, the query API, and a replay from zero equals the live state."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+from fastapi.testclient import TestClient
+
+from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_card
+from baccarat.expectation import wager_expectations
+from baccarat.odds import Composition, exact_counts
+from baccarat.table import no_vig_dragon, punto_banco_full
+from contracts import topics as T
+from contracts.events import (
+    AdvantageBetFlagged,
+    BettingClosed,
+    CardDrawn,
+    LedgerPosted,
+    OddsUpdated,
+    RoundSettled,
+    ShoeBurned,
+    ShoeLoaded,
+)
+from services.floor.bettors import Seat
+from services.floor.dealer import Clock, TableDealer
+from services.floor.io import MemoryFloorIO
+from services.projection.api import create_api
+from services.projection.core import ProjectionCore
+from services.projection.digest import state_digest
+from tests.services.helpers import events, floor_bus, payloads
+
+TABLES = {"T1": punto_banco_full(), "T2": no_vig_dragon(panda=True)}
+SEATS = [Seat(i, f"player-{i}") for i in range(1, 6)]
+
+
+@pytest.fixture(scope="module")
+def played():
+    """Two tables through a full shoe each, with the projection running live."""
+    import asyncio
+
+    async def run():
+        bus, hosts = floor_bus(seed=23)
+        proj = bus.add(ProjectionCore())
+        io = MemoryFloorIO(bus)
+        for tid, cfg in TABLES.items():
+            await TableDealer(io, tid, cfg, SEATS, random.Random(tid), Clock()).run(shoes=1)
+        return bus, proj
+
+    return asyncio.run(run())
+
+
+def _true_compositions(bus):
+    """Independently: per table, the surveillance and public composition after each shoe event, in order."""
+    out = {}
+    for e in events(bus, T.SHOE_EVENTS):
+        p = e.payload
+        t = out.setdefault(e.table_id, [])
+        if isinstance(p, ShoeLoaded):
+            full = [n * p.rules.decks for n in VALUE_COUNTS_PER_DECK]
+            state = {"surv": list(full), "pub": list(full)}
+        elif isinstance(p, ShoeBurned):
+            for c in [p.exposed]:
+                state["surv"][parse_card(c).value] -= 1
+                state["pub"][parse_card(c).value] -= 1
+            for c in p.burned:
+                state["surv"][parse_card(c).value] -= 1
+        elif isinstance(p, CardDrawn):
+            state["surv"][parse_card(p.card).value] -= 1
+            state["pub"][parse_card(p.card).value] -= 1
+        else:
+            continue
+        t.append((tuple(state["surv"]), tuple(state["pub"])))
+    return out
+
+
+def test_odds_after_every_card_match_the_rules_core(played):
+    bus, _ = played
+    odds = payloads(bus, T.PROJECTION_ODDS, OddsUpdated)
+    truth = _true_compositions(bus)
+    # both views after every card, but no surveillance odds once fewer than 6 cards are truly left (the last
+    # round of a shoe can leave as few as 2: no round could be dealt from them)
+    expected = sum(1 + (sum(surv) >= 6) for tid in truth for surv, _ in truth[tid][2:])
+    assert sum(1 for o in odds if o.trigger == "card") == expected
+    by_table = {}
+    for e in events(bus, T.PROJECTION_ODDS):
+        by_table.setdefault(e.table_id, []).append(e.payload)
+    checked = 0
+    for tid, updates in by_table.items():
+        cfg = TABLES[tid]
+        for o in updates:
+            surv, pub = truth[tid][o.step]
+            assert tuple(o.composition) == (surv if o.view == "surveillance" else pub)
+            counts = exact_counts(Composition.of(o.composition), cfg.ruleset)
+            assert (o.total, o.counts["banker"], o.counts["player"], o.counts["tie"]) == (
+                counts.total, counts.banker, counts.player, counts.tie)
+            exp = wager_expectations(counts, cfg)
+            assert {w.wager: Fraction(w.ev_num, w.ev_den) for w in o.wagers} == {w.value: x.ev for w, x in exp.items()}
+            checked += 1
+    assert checked == len(odds)
+
+
+def test_odds_at_shoe_start_are_the_published_full_shoe_counts(played):
+    bus, _ = played
+    start = [o for o in payloads(bus, T.PROJECTION_ODDS, OddsUpdated) if o.trigger == "shoe_loaded"]
+    assert len(start) == 4  # two tables, two views
+    for o in start:
+        assert (o.counts["banker"], o.counts["player"], o.counts["tie"], o.total) == (
+            2_292_252_566_437_888, 2_230_518_282_592_256, 475_627_426_473_216, 4_998_398_275_503_360)
+
+
+def test_ledger_balances_and_matches_the_settlements(played):
+    bus, proj = played
+    posted = payloads(bus, T.PROJECTION_LEDGER, LedgerPosted)
+    assert posted and all(sum(line.amount_cents for line in p.lines) == 0 for p in posted)
+    assert len({p.entry_id for p in posted}) == len(posted)
+    for tid in TABLES:
+        settled = [e.payload.table_result for e in events(bus, T.SETTLEMENT_EVENTS)
+                   if e.table_id == tid and isinstance(e.payload, RoundSettled)]
+        ledger = proj.runner.tables[tid].state.ledger
+        assert ledger.table_result(tid) == sum(settled)
+        bal = ledger.balances(table_id=tid)
+        assert bal[f"table:{tid}:wagers"] == 0  # every stake taken was settled
+        assert sum(bal.values()) == 0
+
+
+async def test_duplicate_delivery_posts_nothing_new():
+    bus, _ = floor_bus(seed=2)
+    proj = bus.add(ProjectionCore())
+    io = MemoryFloorIO(bus)
+    dealer = TableDealer(io, "T1", punto_banco_full(), SEATS, random.Random(2), Clock())
+    await dealer.open_table()
+    from contracts.commands import LoadShoe
+    from services.runtime.core import command
+
+    await io.send(T.SHOE_COMMANDS, command("T1", "load", Clock()(), LoadShoe(shoe_id="S", cut_at=40)))
+    for n in range(1, 6):
+        await dealer.play_round("S", f"S-{n}")
+    before = {t: len(bus.topics[t]) for t in (T.PROJECTION_ODDS, T.PROJECTION_LEDGER, T.PROJECTION_ALERTS)}
+    digest = state_digest(proj.runner.tables)
+    for stream in proj.core.input_streams:  # every input delivered a second time
+        for rec in list(bus.topics[stream]):
+            await proj.handle(rec.topic, rec.partition, rec.offset, rec.key, rec.value)
+    assert {t: len(bus.topics[t]) for t in before} == before
+    assert state_digest(proj.runner.tables) == digest
+
+
+def _independent_ev(bus, tid, round_id, cfg):
+    """EV per wager from the true composition before the round's first card, recomputed from the log."""
+    comp = [n * 8 for n in VALUE_COUNTS_PER_DECK]
+    for e in events(bus, T.SHOE_EVENTS):
+        if e.table_id != tid:
+            continue
+        p = e.payload
+        if isinstance(p, ShoeBurned):
+            for c in [p.exposed, *p.burned]:
+                comp[parse_card(c).value] -= 1
+        elif isinstance(p, CardDrawn):
+            if p.round_id == round_id:
+                break
+            comp[parse_card(p.card).value] -= 1
+    counts = exact_counts(Composition.of(comp), cfg.ruleset)
+    return {w.value: x.ev for w, x in wager_expectations(counts, cfg).items()}
+
+
+def test_alerts_fire_exactly_for_positive_ev_bets(played):
+    bus, proj = played
+    flagged = {a.bet_id: a for a in payloads(bus, T.PROJECTION_ALERTS, AdvantageBetFlagged)}
+    assert flagged, "a full shoe of random side bets gives some positive-EV moments"
+    positive = negative = 0
+    for e in events(bus, T.WAGERING_EVENTS):
+        if not isinstance(e.payload, BettingClosed) or not e.payload.bets:
+            continue
+        tid, rid = e.table_id, e.payload.round_id
+        ev = _independent_ev(bus, tid, rid, TABLES[tid])
+        for bet in e.payload.bets:
+            if ev[bet.wager] > 0:
+                positive += 1
+                a = flagged[bet.bet_id]
+                assert Fraction(a.ev_num, a.ev_den) == ev[bet.wager] and a.stake_cents == bet.amount_cents
+            else:
+                negative += 1
+                assert bet.bet_id not in flagged
+    assert positive == len(flagged) and negative > positive
+    watch = {}
+    for a in flagged.values():
+        w = watch.setdefault(a.player_id, [0, 0, 0])
+        w[0] += 1
+        w[1] += a.stake_cents
+        w[2] += a.expected_gain_cents
+    summed = {}
+    for slot in proj.runner.tables.values():
+        for pid, w in slot.state.watch.items():
+            s = summed.setdefault(pid, [0, 0, 0])
+            s[0], s[1], s[2] = s[0] + w.bets, s[1] + w.stake_cents, s[2] + w.expected_gain_cents
+    assert summed == watch
+
+
+def test_a_positive_dragon_7_fires_and_a_negative_one_does_not():
+    """The rule itself, on a hand-made shoe: rich in 7s, 8s and 9s the dragon 7 turns positive."""
+    from datetime import datetime, timezone
+
+    from contracts.events import BetLine
+    from services.projection.core import ProjectionState, ShoeView
+
+    cfg = no_vig_dragon()
+    core = ProjectionCore()
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    rich = (1, 3, 0, 5, 0, 0, 0, 5, 0, 2)  # 16 cards left, heavy in aces, 3s and 7s: dragon 7 EV ≈ +2.0
+    plain = tuple(n * 8 for n in VALUE_COUNTS_PER_DECK)
+    ev_rich = wager_expectations(exact_counts(Composition.of(rich)), cfg)
+    ev_plain = wager_expectations(exact_counts(Composition.of(plain)), cfg)
+    from baccarat.wagers import Wager
+
+    assert ev_rich[Wager.DRAGON_7].ev > 0 > ev_plain[Wager.DRAGON_7].ev
+    bets = (BetLine(bet_id="d7", seat=1, player_id="ap", wager="dragon_7", amount_cents=10_000),
+            BetLine(bet_id="b", seat=2, player_id="x", wager="banker", amount_cents=10_000))
+    for comp, fires in ((rich, True), (plain, False)):
+        st = ProjectionState("T", config=cfg, shoe=ShoeView("S", plain), books={"R": bets},
+                             before_round={"R": (comp, "evt", at, 5)})
+        st = core._judge(st, "R")
+        got = [a.bet_id for a, _, _ in st.alerts_pending]
+        assert got == (["d7"] if fires else [])
+        if fires:
+            a = st.alerts_pending[0][0]
+            assert Fraction(a.ev_num, a.ev_den) == ev_rich[Wager.DRAGON_7].ev
+            assert a.expected_gain_cents == int(10_000 * ev_rich[Wager.DRAGON_7].ev)
+
+
+async def test_replay_from_zero_equals_live(played):
+    bus, proj = played
+    fresh = bus.add(ProjectionCore())
+    bus.remove(fresh)
+    before = {t: len(bus.topics[t]) for t in (T.PROJECTION_ODDS, T.PROJECTION_LEDGER, T.PROJECTION_ALERTS)}
+
+    async def read(topic):
+        return list(bus.topics.get(topic, []))
+
+    await fresh.rebuild(read)
+    assert state_digest(fresh.runner.tables) == state_digest(proj.runner.tables)
+    assert {t: len(bus.topics[t]) for t in before} == before  # and it published nothing again
+
+
+def test_query_api(played):
+    _, proj = played
+    client = TestClient(create_api(proj, surveillance_token="s3cret"))
+    assert client.get("/health").json()["status"] == "ok"
+    assert [t["table_id"] for t in client.get("/tables").json()] == ["T1", "T2"]
+    r = client.get("/tables/NOPE")
+    assert r.status_code == 404 and "unknown table 'NOPE'" in r.json()["detail"]
+    pub = client.get("/tables/T1/odds")
+    assert pub.status_code == 200 and pub.json()["view"] == "public"
+    assert client.get("/tables/T1/odds/surveillance").status_code == 401
+    assert client.get("/tables/T1/odds/surveillance", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    ok = client.get("/tables/T1/odds/surveillance", headers={"Authorization": "Bearer s3cret"})
+    assert ok.status_code == 200 and ok.json()["view"] == "surveillance"
+    roads = client.get("/tables/T1/roads").json()
+    assert len(roads["sequence"]) == len(proj.runner.tables["T1"].state.results[roads["shoe_id"]])
+    assert "big_eye_boy" in roads["roads"]
+    led = client.get("/tables/T1/ledger").json()
+    assert led["table_result_cents"] == proj.runner.tables["T1"].state.ledger.table_result("T1")
+    assert client.get("/alerts").status_code == 401
+    alerts = client.get("/alerts", headers={"Authorization": "Bearer s3cret"}).json()
+    assert alerts and {a["table_id"] for a in alerts} <= {"T1", "T2"}
+    pid = alerts[0]["player_id"]
+    summary = client.get(f"/players/{pid}/surveillance", headers={"Authorization": "Bearer s3cret"}).json()
+    assert summary["flagged_bets"] == sum(1 for a in alerts if a["player_id"] == pid)
+    entries = client.get("/tables/T2/ledger/entries?limit=5").json()
+    assert len(entries) == 5
+    assert "paths" in client.get("/openapi.json").json()
