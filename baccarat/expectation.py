@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping
+from math import gcd
+from typing import Any, Callable, Mapping
 
 from baccarat.table import TableConfig
 from baccarat.wagers import BONUS_CLASSES, Wager
@@ -40,56 +41,98 @@ class WagerExpectation:
         return Fraction(self.void, self.total)
 
 
-def _counts_dict(counts: Any) -> Mapping[str, Any]:
-    return counts.to_dict() if hasattr(counts, "to_dict") else counts
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """How one wager is counted: winning outcome classes with their net payout per unit as integers over a
+    common denominator ``den`` (pay odds less commission), and the void classes."""
+
+    wager: Wager
+    wins: tuple[tuple[Callable[[Any], int], int], ...]
+    voids: tuple[Callable[[Any], int], ...]
+    den: int
+
+
+def _net(table: TableConfig, w: Wager, ratio: Fraction) -> Fraction:
+    return ratio * (1 - table.commission_rate_for(w))
+
+
+def _line(w: Wager, table: TableConfig, wins: list[tuple[Callable[[Any], int], Fraction]],
+          voids: list[Callable[[Any], int]]) -> _Line:
+    den = 1
+    for _, r in wins:
+        den = den * r.denominator // gcd(den, r.denominator)
+    return _Line(w, tuple((g, int(r * den)) for g, r in wins), tuple(voids), den)
+
+
+def _plan(table: TableConfig) -> tuple[_Line, ...]:
+    """The counting plan of every wager ``table`` offers (built once per table configuration)."""
+    lines = []
+    for w in sorted(table.wagers, key=lambda x: list(Wager).index(x)):
+        if w is Wager.BANKER:
+            ratio = _net(table, w, table.pay.banker.ratio)
+            if table.no_vig:  # void on a dragon 7 hand (3.2(a)6.i)
+                wins = [(lambda c: c.banker - c.dragon_7, ratio)]
+                voids = [lambda c: c.dragon_7]
+            else:
+                wins, voids = [(lambda c: c.banker, ratio)], []
+            if table.tie_pushes_main_bets:
+                voids.append(lambda c: c.tie)
+            lines.append(_line(w, table, wins, voids))
+        elif w is Wager.PLAYER:
+            voids = [lambda c: c.tie] if table.tie_pushes_main_bets else []
+            lines.append(_line(w, table, [(lambda c: c.player, _net(table, w, table.pay.player.ratio))], voids))
+        elif w is Wager.TIE:
+            lines.append(_line(w, table, [(lambda c: c.tie, _net(table, w, table.pay.tie.ratio))], []))
+        elif w in (Wager.CARDS_4, Wager.CARDS_5, Wager.CARDS_6, Wager.DRAGON_7, Wager.PANDA_8):
+            name = w.value
+            lines.append(_line(w, table, [(lambda c, n=name: getattr(c, n), _net(table, w,
+                                                                                table.pay.odds_for(w).ratio))], []))
+        elif w in (Wager.BONUS_PLAYER, Wager.BONUS_BANKER):
+            side = "player_bonus" if w is Wager.BONUS_PLAYER else "banker_bonus"
+            wins = [
+                (lambda c, s=side, k=cls: getattr(getattr(c, s), k), _net(table, w, table.pay.bonus[cls].ratio))
+                for cls in BONUS_CLASSES if cls not in ("natural_tie", "lose")
+            ]
+            lines.append(_line(w, table, wins, [lambda c, s=side: getattr(c, s).natural_tie]))
+    return tuple(lines)
+
+
+_PLANS: dict[int, tuple[TableConfig, tuple[_Line, ...]]] = {}
+
+
+def _plan_for(table: TableConfig) -> tuple[_Line, ...]:
+    got = _PLANS.get(id(table))
+    if got is None or got[0] is not table:
+        if len(_PLANS) > 256:
+            _PLANS.clear()
+        got = _PLANS[id(table)] = (table, _plan(table))
+    return got[1]
 
 
 def wager_expectations(counts: Any, table: TableConfig) -> dict[Wager, WagerExpectation]:
     """Exact probability and EV per unit staked for every wager ``table`` offers.
 
-    ``counts`` is a :class:`baccarat.odds.OutcomeCounts` (or its ``to_dict()`` form plus ``total``).
+    ``counts`` is a :class:`baccarat.odds.OutcomeCounts` (or its ``to_dict()`` form).
     EV definitions (odds-and-roads.md §2): Banker 1 to 1 less commission (19 to 20 at 5 %), void on a tie;
     no-vig Banker void on a dragon 7 hand; Player 1 to 1 (less commission where the table charges it on all
     winners, 13:47-20.20(d)4); Tie at the table's odds; card-count, bonus, dragon 7 and panda 8 by the pay
-    table.
+    table. Integer arithmetic throughout: each wager's EV is one exact fraction
+    ``(Σ count × net payout − losing count) / total``.
     """
-    c = _counts_dict(counts)
-    total = counts.total if hasattr(counts, "total") else c["total"]
-    b, p, t = c["banker"], c["player"], c["tie"]
+    if isinstance(counts, Mapping):
+        from baccarat.odds import OutcomeCounts
+
+        counts = OutcomeCounts.from_dict(counts)
+    total = counts.total
     out: dict[Wager, WagerExpectation] = {}
-
-    def add(w: Wager, win_units: Fraction, win: int, void: int) -> None:
+    for line in _plan_for(table):
+        win = units = 0
+        for get, num in line.wins:
+            n = get(counts)
+            win += n
+            units += n * num
+        void = sum(get(counts) for get in line.voids)
         lose = total - win - void
-        out[w] = WagerExpectation(w, total, win, void, (win_units - lose) / total)
-
-    def net(w: Wager, ratio: Fraction) -> Fraction:
-        return ratio * (1 - table.commission_rate_for(w))
-
-    for w in sorted(table.wagers, key=lambda x: list(Wager).index(x)):
-        if w is Wager.BANKER:
-            d7 = c["dragon_7"] if table.no_vig else 0
-            win = b - d7
-            void = d7 + (t if table.tie_pushes_main_bets else 0)
-            add(w, win * net(w, table.pay.banker.ratio), win, void)
-        elif w is Wager.PLAYER:
-            void = t if table.tie_pushes_main_bets else 0
-            add(w, p * net(w, table.pay.player.ratio), p, void)
-        elif w is Wager.TIE:
-            add(w, t * net(w, table.pay.tie.ratio), t, 0)
-        elif w in (Wager.CARDS_4, Wager.CARDS_5, Wager.CARDS_6):
-            n = c[w.value]
-            add(w, n * net(w, table.pay.odds_for(w).ratio), n, 0)
-        elif w in (Wager.BONUS_PLAYER, Wager.BONUS_BANKER):
-            side = c["bonus"]["player" if w is Wager.BONUS_PLAYER else "banker"]
-            win = 0
-            units = Fraction(0)
-            for cls in BONUS_CLASSES:
-                if cls in ("natural_tie", "lose"):
-                    continue
-                win += side[cls]
-                units += side[cls] * net(w, table.pay.bonus[cls].ratio)
-            add(w, units, win, side["natural_tie"])
-        elif w in (Wager.DRAGON_7, Wager.PANDA_8):
-            n = c[w.value]
-            add(w, n * net(w, table.pay.odds_for(w).ratio), n, 0)
+        out[line.wager] = WagerExpectation(line.wager, total, win, void,
+                                           Fraction(units - lose * line.den, total * line.den))
     return out

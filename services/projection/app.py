@@ -1,7 +1,7 @@
 """The projection service: ``faststream run services.projection.app:app``.
 
-Consumes the four event streams in batches and publishes odds, ledger entries and alerts, each batch in one
-transaction. The query API runs beside it with ``croupier serve --api-port`` or alone with ``croupier api``.
+Consumes the four event streams in batches and publishes odds, ledger entries and alerts without
+transactions (each output is complete on its own; a rebuild publishes only what was not written). The query API runs beside it with ``croupier serve --api-port`` or alone with ``croupier api``.
 """
 
 from __future__ import annotations
@@ -9,12 +9,14 @@ from __future__ import annotations
 from services.projection.core import ProjectionCore
 from services.runtime.app import Service, build_app, build_service
 from services.runtime.host import NullPublisher
+from services.runtime.kafka import DirectPublisher
 from services.runtime.settings import Settings
 
 
 def create(settings: Settings | None = None) -> Service:
     """The projection service, to run inside another program."""
-    return build_service(ProjectionCore(), settings, batch=True)
+    settings = settings or Settings.from_env()
+    return build_service(ProjectionCore(), settings, batch=True, publisher=DirectPublisher(settings, "projection"))
 
 
 def create_replica(settings: Settings, group: str) -> Service:
@@ -23,4 +25,6 @@ def create_replica(settings: Settings, group: str) -> Service:
     return build_service(ProjectionCore(), settings, batch=True, publisher=NullPublisher(), group=group)
 
 
-app, broker, host = build_app(ProjectionCore(), batch=True)
+_settings = Settings.from_env()
+app, broker, host = build_app(ProjectionCore(), _settings, batch=True,
+                              publisher=DirectPublisher(_settings, "projection"))

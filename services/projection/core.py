@@ -27,7 +27,8 @@ from fractions import Fraction
 from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_card
 from baccarat.errors import BaccaratError
 from baccarat.expectation import wager_expectations
-from baccarat.odds import Composition, OutcomeCounts, exact_counts
+from baccarat.drawing import PUNTO_BANCO
+from baccarat.odds import Composition, OutcomeCounts, exact_counts, table_for
 from baccarat.table import TableConfig
 from baccarat.wagers import Wager
 from contracts import topics as T
@@ -178,9 +179,11 @@ class ProjectionCore:
     private_streams = (T.PROJECTION_LEDGER, T.PROJECTION_ALERTS)
     command_stream: str | None = None
     input_streams = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
+    quiet_events = True  # two odds updates per card: logged at debug
 
     def __init__(self, gaming_day_cutoff_hour: int = 6):
         self.cutoff = gaming_day_cutoff_hour
+        table_for(PUNTO_BANCO)  # build the odds engine's table now, not at the first card
 
     def initial(self, table_id: str) -> ProjectionState:
         return ProjectionState(table_id, ledger=Ledger(cutoff_hour=self.cutoff))

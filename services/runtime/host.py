@@ -71,6 +71,8 @@ class ServiceHost:
         self._batch: list[Decision] | None = None
         #: set when a batch could not be published: the state ran ahead of the log and must be rebuilt
         self.stale = False
+        #: log each published event at debug rather than info (the projection writes two odds per card)
+        self.quiet_events = getattr(core, "quiet_events", False)
 
     @property
     def subscribed_topics(self) -> list[str]:
@@ -80,17 +82,22 @@ class ServiceHost:
 
     async def _publish(self, decision: Decision) -> None:
         if decision and self._batch is not None:
+            enqueue = getattr(self.publisher, "enqueue", None)
+            if enqueue is not None:  # a publisher without transactions sends at once; the batch awaits delivery
+                await enqueue(decision)
             self.runner.commit(decision)
             self._batch.append(decision)
             return
         if decision:
             await self.publisher.publish(decision)
             self.runner.commit(decision)
-            for env in decision.events:
-                self.log.info(
-                    "event", type=env.payload.__struct_config__.tag, table_id=env.table_id,
-                    round_id=env.round_id, event_id=env.event_id, seq=env.seq,
-                )
+            self._log_events(decision)
+
+    def _log_events(self, decision: Decision) -> None:
+        log = self.log.debug if self.quiet_events else self.log.info
+        for env in decision.events:
+            log("event", type=env.payload.__struct_config__.tag, table_id=env.table_id, round_id=env.round_id,
+                event_id=env.event_id, seq=env.seq)
 
     async def _react(self, table_id: str, last: Any) -> None:
         for _ in range(MAX_REACTIONS):
@@ -155,11 +162,17 @@ class ServiceHost:
         if not decisions:
             return 0
         try:
-            await publish_all(self.publisher, decisions)
+            flush = getattr(self.publisher, "flush", None)
+            if flush is not None:
+                await flush()
+            else:
+                await publish_all(self.publisher, decisions)
         except Exception:
             self.stale = True
             self.log.exception("batch_publish_failed", decisions=len(decisions))
             return 0
+        for d in decisions:
+            self._log_events(d)
         return len(decisions)
 
     async def rebuild(self, read: Callable[[str], Awaitable[list[Any]]]) -> int:

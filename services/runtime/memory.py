@@ -54,11 +54,14 @@ class MemoryBus:
         self.topics: dict[str, list[Record]] = defaultdict(list)
         self.hosts: list[ServiceHost] = []
         self.queue: deque[Record] = deque()
+        #: every record in the order it was written, across topics
+        self.log: list[Record] = []
 
     def append(self, topic: str, key: bytes | None, value: bytes) -> Record:
         rec = Record(topic, 0, len(self.topics[topic]), key, value)
         self.topics[topic].append(rec)
         self.queue.append(rec)
+        self.log.append(rec)
         return rec
 
     def add(self, core: ServiceCore[Any]) -> ServiceHost:

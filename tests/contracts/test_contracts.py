@@ -275,11 +275,12 @@ def odds_updates(draw: st.DrawFn) -> OddsUpdated:
     )
 
 
-ledger_accounts = st.one_of(
-    player_ids.map(lambda p: f"patron:{p}"),
-    st.builds(lambda t, a: f"table:{t}:{a}", tables, st.sampled_from(["wagers", "game", "commission"])),
-    st.builds(lambda t, s: f"table:{t}:seat:{s}:commission_owed", tables, seats),
-)
+def ledger_accounts(table_id: str) -> st.SearchStrategy[str]:
+    return st.one_of(
+        player_ids.map(lambda p: f"patron:{p}"),
+        st.sampled_from(["wagers", "game", "commission"]).map(lambda a: f"table:{table_id}:{a}"),
+        seats.map(lambda s: f"table:{table_id}:seat:{s}:commission_owed"),
+    )
 
 
 @st.composite
@@ -289,13 +290,14 @@ def ledger_posts(draw: st.DrawFn) -> LedgerPosted:
     amounts.append(-sum(amounts))
     source = draw(event_ids)
     round_id = draw(st.one_of(st.just(""), round_ids))
+    accounts = ledger_accounts(draw(tables))
     return LedgerPosted(
         entry_id=f"{source}/{draw(st.integers(0, 13))}",
         kind=draw(st.sampled_from(["stake_taken", "bet_won", "bet_lost", "bet_voided", "bet_settled",
                                    "commission_deducted", "commission_accrued", "commission_collected"])),
         source_event_id=source,
         gaming_day=draw(st.dates(date(2020, 1, 1), date(2040, 1, 1))).isoformat(),
-        lines=[LedgerLine(account=draw(ledger_accounts), amount_cents=a) for a in amounts],
+        lines=[LedgerLine(account=draw(accounts), amount_cents=a) for a in amounts],
         shoe_id=draw(st.one_of(st.just(""), shoe_ids)) if round_id else "", round_id=round_id,
         seat=draw(seats), player_id=draw(player_ids),
     )
@@ -303,8 +305,10 @@ def ledger_posts(draw: st.DrawFn) -> LedgerPosted:
 
 @st.composite
 def advantage_bets(draw: st.DrawFn) -> AdvantageBetFlagged:
-    """A bet on a wager with a positive exact EV; the expected gain is stake x EV rounded down."""
-    ev = Fraction(draw(st.integers(1, 10**12)), draw(st.integers(1, 10**13)))
+    """A bet on a wager with a positive exact EV (up to 3 per unit); the expected gain is stake x EV rounded
+    down."""
+    den = draw(st.integers(1, 10**13))
+    ev = Fraction(draw(st.integers(1, 3 * den)), den)
     stake = draw(st.integers(1, 50_000_000))
     return AdvantageBetFlagged(
         round_id=draw(round_ids), shoe_id=draw(shoe_ids), bet_id=draw(bet_ids), seat=draw(seats),

@@ -1,0 +1,189 @@
+"""Benchmark: the projection service's delay from a card to its odds, and its rebuild speed.
+
+1. Deals ``--tables`` tables (default 50) for ``--rounds`` rounds each through the four services on the
+   in-memory bus, to get realistic event streams (shoe, dealing, wagering, settlement).
+2. Starts the projection service on the real broker (under a fresh topic prefix) and replays those streams
+   into Kafka, all tables concurrently, each at a dealing pace (``--card-interval-ms`` between cards), as
+   the services would write them.
+3. For every card, the delay from the ``CardDrawn`` record being written (its Kafka timestamp) to the
+   public ``OddsUpdated`` for it being written; p50 and p99.
+4. Rebuilds a fresh projection replica from offset zero and reports seconds per 100,000 events read.
+
+Last line: ``projection: tables=<n> odds_p50_ms=<a> odds_p99_ms=<b> rebuild_s_per_100k=<c>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from aiokafka import AIOKafkaProducer  # noqa: E402
+
+from baccarat.table import no_vig_dragon, punto_banco_full  # noqa: E402
+from contracts import topics as T  # noqa: E402
+from contracts.codecs import decode_event  # noqa: E402
+from contracts.commands import LoadShoe  # noqa: E402
+from contracts.events import CardDrawn, OddsUpdated  # noqa: E402
+from services.dealing.core import DealingCore  # noqa: E402
+from services.floor.bettors import Seat  # noqa: E402
+from services.floor.dealer import Clock, TableDealer  # noqa: E402
+from services.floor.io import MemoryFloorIO  # noqa: E402
+from services.projection.core import ProjectionCore  # noqa: E402
+from services.runtime.app import build_service  # noqa: E402
+from services.runtime.core import command  # noqa: E402
+from services.runtime.host import NullPublisher, ServiceHost  # noqa: E402
+from services.runtime.kafka import ensure_topics, read_log  # noqa: E402
+from services.runtime.memory import MemoryBus  # noqa: E402
+from services.runtime.settings import Settings  # noqa: E402
+from services.settlement.core import SettlementCore  # noqa: E402
+from services.shoe.core import Entropy, ShoeCore  # noqa: E402
+from services.wagering.core import WageringCore  # noqa: E402
+
+INPUTS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
+
+
+async def deal_in_memory(tables: int, rounds: int) -> MemoryBus:
+    rng = random.Random(7)
+    bus = MemoryBus()
+
+    def shuffle(cards: list) -> list:  # type: ignore[type-arg]
+        rng.shuffle(cards)
+        return cards
+
+    for core in (ShoeCore(Entropy(shuffle, lambda: rng.randbytes(16))), DealingCore(), WageringCore(),
+                 SettlementCore()):
+        bus.add(core)
+    io = MemoryFloorIO(bus)
+    seats = [Seat(i, f"player-{i}") for i in range(1, 6)]
+    for n in range(tables):
+        tid = f"B{n:02d}"
+        cfg = punto_banco_full() if n % 2 else no_vig_dragon(panda=True)
+        dealer = TableDealer(io, tid, cfg, seats, random.Random(n), Clock())
+        await dealer.open_table()
+        await io.send(T.SHOE_COMMANDS, command(tid, f"{tid}-load", Clock()(), LoadShoe(shoe_id=f"{tid}-S", cut_at=60)))
+        for r in range(1, rounds + 1):
+            await dealer.play_round(f"{tid}-S", f"{tid}-S-{r}")
+    return bus
+
+
+async def replay_table(producer: AIOKafkaProducer, settings: Settings, records: list, interval_s: float) -> None:
+    for rec in records:
+        if rec.topic == T.SHOE_EVENTS and isinstance(decode_event(rec.value).payload, CardDrawn):
+            await asyncio.sleep(interval_s)
+        await producer.send_and_wait(settings.topic(rec.topic), rec.value, key=rec.key)
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tables", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--card-interval-ms", type=float, default=150.0)
+    ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:19092"))
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    bus = await deal_in_memory(args.tables, args.rounds)
+    by_table: dict[str, list] = defaultdict(list)
+    for rec in bus.log:
+        if rec.topic in INPUTS:
+            by_table[rec.key.decode()].append(rec)
+    n_inputs = sum(len(v) for v in by_table.values())
+    print(f"dealt {args.tables} tables x {args.rounds} rounds in memory: {n_inputs} input events "
+          f"({time.perf_counter() - t0:.1f} s)")
+
+    settings = Settings(bootstrap_servers=args.bootstrap, topic_prefix=f"benchproj{uuid.uuid4().hex[:6]}.")
+    try:
+        await ensure_topics(settings, T.ALL_TOPICS)
+    except Exception as e:
+        print(f"error: cannot reach Kafka at {args.bootstrap}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    # the projection runs in its own process, as in production (the replaying producer here would otherwise
+    # share its event loop)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "croupier.cli", "serve", "--services", "projection", "--bootstrap", args.bootstrap,
+        "--prefix", settings.topic_prefix, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        cwd=str(Path(__file__).resolve().parents[1]))
+    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap, linger_ms=0)
+    await producer.start()
+    try:
+        await asyncio.sleep(6.0)  # process start, group join and (empty) rebuild
+        t1 = time.perf_counter()
+        await asyncio.gather(*(replay_table(producer, settings, recs, args.card_interval_ms / 1000)
+                               for recs in by_table.values()))
+        print(f"replayed into Kafka in {time.perf_counter() - t1:.1f} s")
+        cards = sum(1 for recs in by_table.values() for r in recs
+                    if r.topic == T.SHOE_EVENTS and isinstance(decode_event(r.value).payload, CardDrawn))
+        odds_topic = settings.topic(T.PROJECTION_ODDS)
+        for _ in range(600):
+            got = await read_log(settings, odds_topic)
+            n_card = sum(1 for r in got if decode_event(r.value).payload.trigger == "card")
+            if n_card >= 2 * cards - 4 * args.tables:
+                break
+            await asyncio.sleep(0.5)
+    finally:
+        await producer.stop()
+        proc.terminate()
+        await proc.wait()
+
+    # delays: the CardDrawn record's timestamp to the public OddsUpdated record's timestamp (both ms)
+    shoe_steps: dict[tuple[str, int], int] = {}
+    for rec in await read_log(settings, settings.topic(T.SHOE_EVENTS)):
+        env = decode_event(rec.value)
+        if isinstance(env.payload, CardDrawn):
+            key = env.table_id
+            shoe_steps[(key, env.seq)] = rec.timestamp
+    # the step of a card = its seq in shoe.events minus the loaded and (no cut) events before the burn
+    card_ts: dict[tuple[str, int], int] = {}
+    for (tid, seq), ts in shoe_steps.items():
+        card_ts[(tid, seq)] = ts
+    delays = []
+    for rec in await read_log(settings, odds_topic):
+        env = decode_event(rec.value)
+        o = env.payload
+        if isinstance(o, OddsUpdated) and o.trigger == "card" and o.view == "public":
+            # shoe.events per table: 1 shoe_loaded, 2 shoe_cut, 3 shoe_burned, then cards: step s is seq s + 2
+            ts = card_ts.get((env.table_id, o.step + 2))
+            if ts is not None:
+                delays.append(rec.timestamp - ts)
+    if not delays:
+        print("error: no odds updates observed", file=sys.stderr)
+        return 1
+    p50, p99 = statistics.median(delays), pct(delays, 0.99)
+    print(f"card -> odds delay over {len(delays)} cards: p50 {p50:.1f} ms, p90 {pct(delays, 0.9):.1f} ms, "
+          f"p99 {p99:.1f} ms, max {max(delays):.1f} ms")
+
+    replica = ServiceHost(ProjectionCore(), settings, NullPublisher())
+
+    async def read(topic: str) -> list:
+        return await read_log(settings, topic)
+
+    records = 0
+    for t in (*INPUTS, T.PROJECTION_ODDS, T.PROJECTION_LEDGER, T.PROJECTION_ALERTS):
+        records += len(await read(settings.topic(t)))
+    t2 = time.perf_counter()
+    await replica.rebuild(read)
+    rebuild_s = time.perf_counter() - t2
+    per_100k = rebuild_s / records * 100_000
+    print(f"rebuild from zero: {records} events in {rebuild_s:.2f} s (reading from Kafka included)")
+    print(f"projection: tables={args.tables} odds_p50_ms={p50:.1f} odds_p99_ms={p99:.1f} "
+          f"rebuild_s_per_100k={per_100k:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
