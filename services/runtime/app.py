@@ -78,7 +78,7 @@ class Service:
 
 
 def build_service(core: ServiceCore[Any], settings: Settings | None = None, *,
-                  extra_topics: tuple[str, ...] = (), batch: bool = False, publisher: Publisher | None = None,
+                  extra_topics: tuple[str, ...] = (), batch: bool = True, publisher: Publisher | None = None,
                   group: str | None = None) -> Service:
     """Everything :func:`build_app` makes, as a :class:`Service`."""
     app, broker, host = build_app(core, settings, extra_topics=extra_topics, batch=batch, publisher=publisher,
@@ -87,7 +87,7 @@ def build_service(core: ServiceCore[Any], settings: Settings | None = None, *,
 
 
 def build_app(core: ServiceCore[Any], settings: Settings | None = None, *,
-              extra_topics: tuple[str, ...] = (), publisher: Publisher | None = None, batch: bool = False,
+              extra_topics: tuple[str, ...] = (), publisher: Publisher | None = None, batch: bool = True,
               group: str | None = None) -> tuple[FastStream, KafkaBroker, ServiceHost]:
     """A FastStream app running ``core`` against the broker of ``settings`` (environment by default).
 

@@ -8,6 +8,7 @@ service's own events and its inputs from offset zero before anything new is hand
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Protocol
 
@@ -67,12 +68,18 @@ class ServiceHost:
         self.log = get_logger(core.name)
         self.dead_letters = 0
         self.skipped = 0
+        #: (topic, partition, offset) of records already dead-lettered or skipped: a replay after a
+        #: restart or reassignment must not dead-letter (or count) the same record twice
+        self._set_aside: set[tuple[str, int, int]] = set()
         #: decisions of the batch being handled (batch mode), published together by :meth:`handle_batch`
         self._batch: list[Decision] | None = None
         #: set when a batch could not be published: the state ran ahead of the log and must be rebuilt
         self.stale = False
         #: log each published event at debug rather than info (the projection writes two odds per card)
         self.quiet_events = getattr(core, "quiet_events", False)
+        #: handling and rebuilding take turns: a rebuild (on a partition assignment) and a handler must never
+        #: run at once, or they would interleave two transactions on one producer
+        self.lock = asyncio.Lock()
 
     @property
     def subscribed_topics(self) -> list[str]:
@@ -109,6 +116,9 @@ class ServiceHost:
 
     async def _dead_letter(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes,
                            error: str) -> None:
+        if (topic, partition, offset) in self._set_aside:
+            return
+        self._set_aside.add((topic, partition, offset))
         self.dead_letters += 1
         self.log.warning("dead_letter", topic=topic, partition=partition, offset=offset, error=error)
         await self.publisher.dead_letter(
@@ -121,13 +131,22 @@ class ServiceHost:
 
     async def handle(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes) -> None:
         """Handle one record of a subscribed topic (full name)."""
+        if self._batch is not None:  # inside handle_batch, which holds the lock
+            await self._handle(topic, partition, offset, key, body)
+            return
+        async with self.lock:
+            await self._handle(topic, partition, offset, key, body)
+
+    async def _handle(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes) -> None:
         base = self.settings.base(topic)
         is_command = base == self.core.command_stream
         try:
             msg = decode_command(body) if is_command else decode_event(body)
         except UnknownMessageType as e:
-            self.skipped += 1
-            self.log.warning("unknown_message_type_skipped", topic=topic, offset=offset, type=e.type_name)
+            if (topic, partition, offset) not in self._set_aside:
+                self._set_aside.add((topic, partition, offset))
+                self.skipped += 1
+                self.log.warning("unknown_message_type_skipped", topic=topic, offset=offset, type=e.type_name)
             return
         except Undecodable as e:
             await self._dead_letter(topic, partition, offset, key, body, f"undecodable: {e}")
@@ -152,10 +171,14 @@ class ServiceHost:
         Returns the number of decisions published. If publishing fails the state has run ahead of the log:
         :attr:`stale` is set and the caller must :meth:`rebuild` before handling more.
         """
+        async with self.lock:
+            return await self._handle_batch(records)
+
+    async def _handle_batch(self, records: list[tuple[str, int, int, bytes | None, bytes]]) -> int:
         self._batch = []
         try:
             for topic, partition, offset, key, body in records:
-                await self.handle(topic, partition, offset, key, body)
+                await self._handle(topic, partition, offset, key, body)
             decisions = self._batch
         finally:
             self._batch = None
@@ -180,9 +203,22 @@ class ServiceHost:
 
         ``read(full_topic)`` returns the records to replay. Returns the number of records folded.
         """
+        async with self.lock:
+            return await self._rebuild(read)
+
+    async def _rebuild(self, read: Callable[[str], Awaitable[list[Any]]]) -> int:
         self.runner.reset()
         self.stale = False
         n = 0
+        from contracts.codecs import decode_dead_letter
+        from contracts.topics import dlq
+
+        for rec in await read(self.settings.topic(dlq(self.core.name))):  # what was set aside before
+            try:
+                letter = decode_dead_letter(rec.value)
+            except Exception:
+                continue
+            self._set_aside.add((letter.topic, letter.partition, letter.offset))
         for stream in (*self.core.private_streams, self.core.own_stream):
             for rec in await read(self.settings.topic(stream)):
                 try:

@@ -55,7 +55,7 @@ class Floor:
     async def start_service(self, name: str) -> Service:
         core = self.cores[name]
         fresh = type(core)(core.entropy) if name == "shoe" else type(core)()  # type: ignore[attr-defined]
-        svc = build_service(fresh, self.settings, extra_topics=EXTRA.get(name, ()), batch=name == "projection")
+        svc = build_service(fresh, self.settings, extra_topics=EXTRA.get(name, ()))
         await svc.start()
         self.services[name] = svc
         return svc
@@ -119,16 +119,16 @@ async def test_every_service_restarts_mid_shoe_and_the_shoe_completes(floor: Flo
 
     # settlement dies between receiving a round's result and publishing its settlements
     settlement = floor.services["settlement"]
-    real = settlement.host.publisher.publish
+    real = settlement.host.publisher.publish_many
     died = asyncio.Event()
 
-    async def die_on_round_8(decision):
-        if any(getattr(e.payload, "round_id", "").endswith("round-8") for e in decision.events):
+    async def die_on_round_8(decisions):
+        if any(getattr(e.payload, "round_id", "").endswith("round-8") for d in decisions for e in d.events):
             died.set()
             raise ConnectionError("settlement process killed")
-        await real(decision)
+        await real(decisions)
 
-    settlement.host.publisher.publish = die_on_round_8  # type: ignore[method-assign]
+    settlement.host.publisher.publish_many = die_on_round_8  # type: ignore[method-assign]
     restarts = {4: "shoe", 12: "dealing", 16: "wagering"}
     n = 0
     while True:
