@@ -2,9 +2,10 @@
 
 1. Deals ``--tables`` tables (default 50) for ``--rounds`` rounds each through the four services on the
    in-memory bus, to get realistic event streams (shoe, dealing, wagering, settlement).
-2. Starts the projection service on the real broker (under a fresh topic prefix) and replays those streams
-   into Kafka, all tables concurrently, each at a dealing pace (``--card-interval-ms`` between cards), as
-   the services would write them.
+2. Starts the projection service (its own process, ``croupier serve --services projection``) on the real
+   broker under a fresh topic prefix and replays those streams into Kafka, all tables concurrently (opening
+   at staggered moments), each at a dealing pace: ``--card-interval-ms`` (default 500) before each card, a
+   card every half second at every table, several times a live floor's pace.
 3. For every card, the delay from the ``CardDrawn`` record being written (its Kafka timestamp) to the
    public ``OddsUpdated`` for it being written; p50 and p99.
 4. Rebuilds a fresh projection replica from offset zero and reports seconds per 100,000 events read.
@@ -76,7 +77,9 @@ async def deal_in_memory(tables: int, rounds: int) -> MemoryBus:
     return bus
 
 
-async def replay_table(producer: AIOKafkaProducer, settings: Settings, records: list, interval_s: float) -> None:
+async def replay_table(producer: AIOKafkaProducer, settings: Settings, records: list, interval_s: float,
+                       start_after_s: float) -> None:
+    await asyncio.sleep(start_after_s)  # tables open at different moments, as on a floor
     for rec in records:
         if rec.topic == T.SHOE_EVENTS and isinstance(decode_event(rec.value).payload, CardDrawn):
             await asyncio.sleep(interval_s)
@@ -91,8 +94,9 @@ def pct(xs: list[float], q: float) -> float:
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tables", type=int, default=50)
-    ap.add_argument("--rounds", type=int, default=12)
-    ap.add_argument("--card-interval-ms", type=float, default=150.0)
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--card-interval-ms", type=float, default=500.0,
+                    help="pause before each card at each table (a live table deals a card every 2-5 s)")
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:19092"))
     args = ap.parse_args()
 
@@ -123,7 +127,9 @@ async def main() -> int:
     try:
         await asyncio.sleep(6.0)  # process start, group join and (empty) rebuild
         t1 = time.perf_counter()
-        await asyncio.gather(*(replay_table(producer, settings, recs, args.card_interval_ms / 1000)
+        stagger = random.Random(3)
+        interval = args.card_interval_ms / 1000
+        await asyncio.gather(*(replay_table(producer, settings, recs, interval, stagger.uniform(0, 5 * interval))
                                for recs in by_table.values()))
         print(f"replayed into Kafka in {time.perf_counter() - t1:.1f} s")
         cards = sum(1 for recs in by_table.values() for r in recs
@@ -151,7 +157,8 @@ async def main() -> int:
     card_ts: dict[tuple[str, int], int] = {}
     for (tid, seq), ts in shoe_steps.items():
         card_ts[(tid, seq)] = ts
-    delays = []
+    delays: list[float] = []
+    timeline: list[tuple[int, float]] = []
     for rec in await read_log(settings, odds_topic):
         env = decode_event(rec.value)
         o = env.payload
@@ -160,10 +167,17 @@ async def main() -> int:
             ts = card_ts.get((env.table_id, o.step + 2))
             if ts is not None:
                 delays.append(rec.timestamp - ts)
+                timeline.append((ts, rec.timestamp - ts))
     if not delays:
         print("error: no odds updates observed", file=sys.stderr)
         return 1
     p50, p99 = statistics.median(delays), pct(delays, 0.99)
+    timeline.sort()
+    t_first = timeline[0][0]
+    buckets: dict[int, list[float]] = defaultdict(list)
+    for ts, d in timeline:
+        buckets[(ts - t_first) // 1000].append(d)
+    print("p99 by second of the run: " + " ".join(f"{k}s:{pct(v, 0.99):.0f}" for k, v in sorted(buckets.items())))
     print(f"card -> odds delay over {len(delays)} cards: p50 {p50:.1f} ms, p90 {pct(delays, 0.9):.1f} ms, "
           f"p99 {p99:.1f} ms, max {max(delays):.1f} ms")
 
