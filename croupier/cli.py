@@ -312,6 +312,46 @@ def api(
     _run_async(api_alone(settings, port, token=tok), settings)
 
 
+@app.command()
+def demo(
+    tables: Annotated[int, typer.Option(help="Tables on the floor (1-50).")] = 8,
+    shoes: Annotated[int, typer.Option(help="Complete 8-deck shoes each table deals (1-10).")] = 1,
+    speed: Annotated[float, typer.Option(help="At most this many rounds per second per table (0: as fast as "
+                                              "the services go).")] = 0.0,
+    bootstrap: Annotated[Optional[str], typer.Option(help="Kafka bootstrap servers (default: "
+                                                          "$KAFKA_BOOTSTRAP_SERVERS; none: start the "
+                                                          "project's local broker and stop it at the end).")
+                         ] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Seed of the simulated players (the shoes are always "
+                                                     "shuffled by the shoe service's CSPRNG).")] = None,
+) -> None:
+    """A whole floor: the five services, dealers dealing real shoes to the cutting card, players with
+    bankrolls betting every wager, an advantage player for surveillance to find; a live dashboard, then a
+    summary and a full audit of the log."""
+    import asyncio
+    import os
+
+    from croupier.demo import DemoError, run_demo
+
+    if not 1 <= tables <= 50:
+        raise fail(f"--tables must be 1..50, got {tables}")
+    if not 1 <= shoes <= 10:
+        raise fail(f"--shoes must be 1..10, got {shoes}")
+    if speed < 0:
+        raise fail(f"--speed must be 0 or more, got {speed}")
+    boot = bootstrap or os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None
+    try:
+        code = asyncio.run(run_demo(tables, shoes, speed, boot, out, seed))
+    except KeyboardInterrupt:
+        raise fail("interrupted", code=130) from None
+    except DemoError as e:
+        raise fail(str(e), code=1) from None
+    except Exception as e:  # a broker that cannot be reached, and the like: one line
+        raise fail(f"cannot run the demo against Kafka at {boot or 'the local broker'}: {type(e).__name__}: {e}",
+                   code=1) from None
+    raise typer.Exit(code)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -16,7 +16,7 @@ from typing import Callable
 
 from baccarat.table import TableConfig
 from contracts import topics as T
-from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe, OpenRound, OpenTable
+from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe, OpenRound, OpenTable, PlaceBet
 from contracts.envelope import Envelope
 from contracts.events import (
     BettingOpened,
@@ -149,7 +149,7 @@ class TableDealer:
                 self.run_state.rejections.append(env.payload.reason)
                 return False
             await asyncio.sleep(RETRY_DELAY_S)
-        for bet in bets_for_round(self.rng, self.config, round_id, self.seats):
+        for bet in bets_for_round(self.rng, self.config, round_id, self.seated()) + self.extra_bets(round_id):
             await self._send(T.WAGERING_COMMANDS, bet, round_id)
         await self._send(T.WAGERING_COMMANDS, CloseBetting(round_id=round_id), round_id)
         env = await self.io.wait(
@@ -168,6 +168,14 @@ class TableDealer:
         if self.on_round:
             self.on_round(r, env)
         return True
+
+    def seated(self) -> list[Seat]:
+        """The players betting this round (all seats by default)."""
+        return self.seats
+
+    def extra_bets(self, round_id: str) -> list[PlaceBet]:
+        """Further bets for the round (none by default; the demo's advantage player)."""
+        return []
 
     async def run(self, shoes: int = 1) -> TableRun:
         await self.open_table()

@@ -1,0 +1,316 @@
+"""``croupier demo``: a whole floor on one machine, with a live dashboard.
+
+Starts (or uses) a Kafka broker, runs the five services in this process and a simulated floor: one dealer
+per table dealing real 8-deck shoes to the cutting card, seated players with bankrolls betting a mix of
+every wager the table offers, and at each table an advantage player who bets side wagers only when their
+exact EV is positive (so surveillance has something to find). At the end: a summary, a full audit of the
+log, and where the log lives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import services
+from baccarat.money import format_cents
+from baccarat.roads import big_road, parse_results
+from baccarat.table import TableConfig, no_vig_dragon, punto_banco_full
+from contracts import topics as T
+from contracts.events import BetSettled, CardDrawn, RoundSettled, ShoeBurned, ShoeLoaded
+from croupier.audit import AuditReport, audit
+from croupier.log import read_events
+from services.floor.advantage import AdvantagePlayer
+from services.floor.bettors import Seat
+from services.floor.dealer import TableDealer
+from services.floor.io import KafkaFloorIO
+from services.runtime.app import Service
+from services.runtime.kafka import ensure_topics
+from services.runtime.settings import Settings
+
+REPO = Path(__file__).resolve().parents[1]
+KAFKA_SH = REPO / "infra" / "kafka" / "kafka.sh"
+ROUNDS_PER_SHOE = 80  # for the progress bar only: a shoe of 8 decks gives about 75-85 rounds
+
+
+class DemoError(RuntimeError):
+    """A demo that cannot run (no broker, no Java): one line for the user."""
+
+
+@dataclass
+class Bankroll:
+    """A seated player's chips, in cents; bets stop when they run out."""
+
+    seat: Seat
+    cents: int
+
+
+@dataclass
+class TableBoard:
+    """What the dashboard shows of one table."""
+
+    table_id: str
+    config: TableConfig
+    shoe: int = 0
+    round: int = 0
+    last: str = ""
+    results: str = ""
+    done: bool = False
+    ap_bets: int = 0
+    table_result: int = 0
+
+
+@dataclass
+class FloorRun:
+    tables: dict[str, TableBoard] = field(default_factory=dict)
+    rounds: int = 0
+    bets: int = 0
+    stakes: int = 0
+    payouts: int = 0
+    commission: int = 0
+    table_result: int = 0
+
+
+def start_local_kafka() -> str:
+    """Start the project's pinned broker (fetching its jars on first use); returns its bootstrap address."""
+    if not KAFKA_SH.exists():
+        raise DemoError("KAFKA_BOOTSTRAP_SERVERS is not set and infra/kafka/kafka.sh is not here to start one")
+    try:
+        out = subprocess.run(["bash", str(KAFKA_SH), "start"], capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise DemoError("the local Kafka broker did not start within 10 minutes") from None
+    for line in out.stdout.splitlines():
+        if line.startswith("KAFKA_BOOTSTRAP_SERVERS="):
+            return line.split("=", 1)[1].strip()
+    last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+    raise DemoError(f"the local Kafka broker did not start: {last}")
+
+
+def stop_local_kafka() -> None:
+    subprocess.run(["bash", str(KAFKA_SH), "stop"], capture_output=True, text=True, timeout=120)
+
+
+class DemoDealer(TableDealer):
+    """A table dealer whose seated players have bankrolls and whose table has an advantage player."""
+
+    def __init__(self, *a: object, bankrolls: list[Bankroll], ap: AdvantagePlayer, board: TableBoard,
+                 run: FloorRun, pause_s: float, **kw: object):
+        super().__init__(*a, **kw)  # type: ignore[arg-type]
+        self.bankrolls = {b.seat.seat: b for b in bankrolls}
+        self.ap = ap
+        self.board = board
+        self.floor = run
+        self.pause_s = pause_s
+
+    async def play_shoe(self, number: int) -> None:
+        self.board.shoe = number
+        self.board.results = ""
+        self.ap.new_shoe(self.config.shoe.decks)
+        await super().play_shoe(number)
+
+    async def play_round(self, shoe_id: str, round_id: str) -> bool:
+        # what the advantage player has seen so far: the burn's exposed card and every card drawn
+        for e in self.io.log.by_table[self.table_id][getattr(self, "_seen_upto", 0):]:
+            p = e.payload
+            if isinstance(p, ShoeLoaded):
+                self.ap.new_shoe(p.rules.decks)
+            elif isinstance(p, ShoeBurned):
+                self.ap.saw(p.exposed)
+            elif isinstance(p, CardDrawn):
+                self.ap.saw(p.card)
+        self._seen_upto = len(self.io.log.by_table[self.table_id])
+        if self.pause_s:
+            await asyncio.sleep(self.pause_s)
+        return await super().play_round(shoe_id, round_id)
+
+    def extra_bets(self, round_id: str) -> list:  # type: ignore[type-arg]
+        bet = self.ap.bet(self.config, round_id)
+        if bet is not None:
+            self.board.ap_bets += 1
+        return [bet] if bet else []
+
+    def seated(self) -> list[Seat]:
+        return [b.seat for b in self.bankrolls.values() if b.cents >= 2_500]
+
+
+def _settle_bankrolls(dealer: DemoDealer, round_env) -> None:  # type: ignore[no-untyped-def]
+    run, board = dealer.floor, dealer.board
+    s = round_env.payload
+    assert isinstance(s, RoundSettled)
+    rid = s.round_id
+    for e in reversed(dealer.io.log.by_table[dealer.table_id]):
+        p = e.payload
+        if isinstance(p, BetSettled) and p.round_id == rid:
+            b = dealer.bankrolls.get(p.seat)
+            if b is not None:
+                b.cents += p.payout - p.stake - (p.commission if p.commission_accrued else 0)
+        elif isinstance(p, RoundSettled) and p.round_id != rid:
+            break
+    run.rounds += 1
+    run.bets += s.bets
+    run.stakes += s.stakes
+    run.payouts += s.payouts
+    run.commission += s.commission
+    run.table_result += s.table_result
+    board.table_result += s.table_result
+    board.round += 1
+    for e in reversed(dealer.io.log.by_table[dealer.table_id]):
+        if type(e.payload).__name__ == "RoundResolved" and e.payload.round_id == rid:
+            letter = {"banker": "B", "player": "P", "tie": "T"}[e.payload.winner]
+            board.results += letter
+            p = e.payload
+            board.last = f"{letter} {p.player_points}-{p.banker_points}" + (" D7" if p.dragon_7 else "") + (
+                " P8" if p.panda_8 else "")
+            break
+
+
+def _big_road_text(results: str, width: int = 18) -> str:
+    if not results:
+        return ""
+    road = big_road(parse_results(results))
+    cols = road.columns[-width:]
+    return " ".join(f"{len(c)}{c[0].side}" for c in cols)
+
+
+def _dashboard(run: FloorRun, projection: Service | None, progress: Progress, started: float) -> Group:
+    t = Table(title="Croupier floor", expand=True, title_justify="left")
+    for col in ("table", "game", "shoe", "round", "last", "Big Road (run lengths)", "next: B / P / T",
+                "table win", "AP bets"):
+        t.add_column(col, overflow="fold")
+    for tid, b in sorted(run.tables.items()):
+        odds = win = ""
+        if projection is not None:
+            slot = projection.host.runner.tables.get(tid)
+            if slot is not None:
+                o = slot.state.last_odds.get("public")
+                if o is not None:
+                    c = o.counts
+                    odds = " / ".join(f"{c[k] / o.total:.2%}" for k in ("banker", "player", "tie"))
+                win = format_cents(slot.state.ledger.table_result(tid))
+        game = "no-vig D7" if b.config.no_vig else "standard"
+        t.add_row(tid, game, str(b.shoe), str(b.round), b.last, _big_road_text(b.results), odds, win,
+                  str(b.ap_bets))
+    alerts = 0
+    if projection is not None:
+        alerts = sum(len(s.state.alerts) for s in projection.host.runner.tables.values())
+    totals = (f"rounds {run.rounds}   bets {run.bets}   stakes {format_cents(run.stakes)}   "
+              f"house result {format_cents(run.table_result)}   commission {format_cents(run.commission)}   "
+              f"surveillance alerts {alerts}   {time.monotonic() - started:.0f} s")
+    return Group(t, Panel(totals, title="floor"), progress)
+
+
+async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None, console: Console,
+                   seed: int | None = None) -> int:
+    """Run the demo; returns the exit status (0 when the final audit is clean)."""
+    started_kafka = False
+    if not bootstrap:
+        console.print("starting the local Kafka broker (infra/kafka/kafka.sh start) ...")
+        bootstrap = await asyncio.to_thread(start_local_kafka)
+        started_kafka = True
+    prefix = f"demo-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:4]}."
+    settings = Settings(bootstrap_servers=bootstrap, topic_prefix=prefix)
+    running: list[Service] = []
+    io = KafkaFloorIO(settings)
+    rng = random.Random(seed)
+    run = FloorRun()
+    try:
+        await ensure_topics(settings, T.ALL_TOPICS)
+        for name in services.NAMES:
+            svc = services.create(name, settings)
+            await svc.start()
+            running.append(svc)
+        projection = running[services.NAMES.index("projection")]
+        await io.start()
+        dealers = []
+        for n in range(1, tables + 1):
+            tid = f"BAC-{n:02d}"
+            cfg = no_vig_dragon(panda=True) if n % 3 == 0 else punto_banco_full()
+            board = run.tables[tid] = TableBoard(tid, cfg)
+            seats = [Seat(i, f"{tid}-player-{i}") for i in range(1, 7)]
+            bankrolls = [Bankroll(s, rng.choice([100_000, 250_000, 500_000, 1_000_000])) for s in seats]
+            ap = AdvantagePlayer(seat=7, player_id=f"{tid}-counter")
+            dealers.append(DemoDealer(io, tid, cfg, seats, random.Random(rng.random()), _clock, timeout=120,
+                                      bankrolls=bankrolls, ap=ap, board=board, run=run,
+                                      pause_s=(1 / speed if speed > 0 else 0.0),
+                                      on_round=None))
+        for d in dealers:
+            d.on_round = lambda _r, env, d=d: _settle_bankrolls(d, env)
+        progress = Progress(TextColumn("dealing"), BarColumn(), TextColumn("{task.completed}/{task.total} rounds"),
+                            TimeElapsedColumn())
+        task = progress.add_task("rounds", total=tables * shoes * ROUNDS_PER_SHOE)
+        t0 = time.monotonic()
+
+        async def table(d: DemoDealer) -> None:
+            await d.run(shoes=shoes)
+            d.board.done = True
+
+        work = asyncio.gather(*(table(d) for d in dealers))
+        with Live(_dashboard(run, projection, progress, t0), console=console, refresh_per_second=4,
+                  transient=False) as live:
+            while not work.done():
+                progress.update(task, completed=run.rounds, total=max(run.rounds, tables * shoes * ROUNDS_PER_SHOE))
+                live.update(_dashboard(run, projection, progress, t0))
+                await asyncio.sleep(0.25)
+            progress.update(task, completed=run.rounds, total=run.rounds)
+            live.update(_dashboard(run, projection, progress, t0))
+        await work
+        elapsed = time.monotonic() - t0
+        await asyncio.sleep(1.0)  # let the projection fold the last settlements
+        alerts = [a for s in projection.host.runner.tables.values() for a in s.state.alerts]
+        report = audit([r.env for r in await read_events(settings)])
+        _summary(console, run, alerts, report, elapsed, settings, started_kafka)
+        return 0 if report.clean else 1
+    finally:
+        await io.stop()
+        for svc in reversed(running):
+            await svc.stop()
+        if started_kafka:
+            await asyncio.to_thread(stop_local_kafka)
+
+
+def _clock() -> datetime:
+    return datetime.now(timezone.utc)  # the floor is an edge: its commands carry the wall-clock time
+
+
+def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport, elapsed: float,  # type: ignore[type-arg]
+             settings: Settings, started_kafka: bool) -> None:
+    t = Table(title="Summary", title_justify="left")
+    t.add_column("table")
+    t.add_column("rounds", justify="right")
+    t.add_column("house result", justify="right")
+    t.add_column("advantage bets", justify="right")
+    for tid, b in sorted(run.tables.items()):
+        t.add_row(tid, str(b.round), format_cents(b.table_result), str(b.ap_bets))
+    console.print(t)
+    players = sorted({a.player_id for a in alerts})
+    console.print(f"Rounds {run.rounds} in {elapsed:.0f} s ({run.rounds / max(elapsed, 1e-9):.1f}/s), bets {run.bets}, "
+                  f"stakes {format_cents(run.stakes)}, payouts {format_cents(run.payouts)}, "
+                  f"house result {format_cents(run.table_result)}, commission {format_cents(run.commission)}")
+    console.print(f"Surveillance alerts: {len(alerts)} bet(s) on positive-EV wagers by {len(players)} player(s)"
+                  + (f": {', '.join(players[:6])}{' ...' if len(players) > 6 else ''}" if players else ""))
+    verdict = "clean" if report.clean else f"{len(report.discrepancies or [])} discrepancies"
+    console.print(f"Audit: {verdict} — {report.events} events, {report.shoes_verified} shoes verified, "
+                  f"{report.rounds_checked} rounds and {report.bets_checked} bets re-derived with the rules core")
+    for d in (report.discrepancies or [])[:20]:
+        console.print(f"  {d}", markup=False)
+    where = f"Kafka at {settings.bootstrap_servers}, topics {settings.topic_prefix}*"
+    if started_kafka:
+        where += f" (broker data in {REPO / 'var' / 'kafka'}; start it again with `bash infra/kafka/kafka.sh start`)"
+    console.print(f"The log: {where}", markup=False)
+    console.print(f"  croupier audit --prefix {settings.topic_prefix}   |   croupier replay --prefix "
+                  f"{settings.topic_prefix} --table BAC-01", markup=False)
+
+
+__all__ = ["run_demo", "DemoError"]
