@@ -68,7 +68,10 @@ class MemoryFloorIO:
         for topic in WATCHED:
             recs = self.bus.topics.get(topic, [])
             for rec in recs[self._seen[topic]:]:
-                await self.log.add(decode_event(rec.value))
+                try:
+                    await self.log.add(decode_event(rec.value))
+                except (UnknownMessageType, Undecodable):
+                    continue
             self._seen[topic] = len(recs)
 
     async def send(self, topic: str, cmd: CommandEnvelope) -> None:

@@ -270,3 +270,23 @@ def test_query_api(played):
     entries = client.get("/tables/T2/ledger/entries?limit=5").json()
     assert len(entries) == 5
     assert "paths" in client.get("/openapi.json").json()
+
+
+async def test_malformed_input_event_goes_to_the_projections_dead_letter_topic():
+    from contracts.codecs import decode_dead_letter
+
+    bus, _ = floor_bus(seed=4)
+    proj = bus.add(ProjectionCore())
+    bus.append(T.SHOE_EVENTS, b"T1", b'{"event_id": 42, "garbage": true}')
+    await bus.pump()
+    letters = [decode_dead_letter(r.value) for r in bus.topics[T.dlq("projection")]]
+    assert [x.original for x in letters] == [b'{"event_id": 42, "garbage": true}']
+    assert letters[0].topic == T.SHOE_EVENTS and "undecodable" in letters[0].error
+    # and it keeps serving: a table opens and its odds come out
+    io = MemoryFloorIO(bus)
+    await TableDealer(io, "T1", punto_banco_full(), SEATS, random.Random(4), Clock()).open_table()
+    from contracts.commands import LoadShoe
+    from services.runtime.core import command
+
+    await io.send(T.SHOE_COMMANDS, command("T1", "load", Clock()(), LoadShoe(shoe_id="S", cut_at=40)))
+    assert "public" in proj.runner.tables["T1"].state.last_odds
