@@ -6,29 +6,56 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   the deterministic id of its (stream, table, seq);
 * every closed shoe's reveal hashes to its commitment, and the cards drawn are the revealed order after
   the cut and the burn, in order;
-* every round: the cards drawn for it, dealt by the rules core, give exactly the recorded hands, point
-  counts, winner, naturals, cards required, dragon 7 / panda 8, and each ``CardDealt`` names the same rule;
+* every round: the cards drawn for it (from the round's own shoe), dealt by the rules core, give exactly the
+  recorded hands, point counts, winner, naturals, cards required, dragon 7 / panda 8; each ``CardDealt``
+  carries the card drawn for it and names the same rule and table cell; ``PointsAnnounced`` gives the
+  two-card point counts;
+* every closed bet book is the bets placed minus the bets withdrawn;
 * every bet of every closed book is settled exactly once, as the rules core settles it under the table
-  configuration in force when the round opened; every ``RoundSettled`` equals the sum of its bets.
+  configuration in force when the round opened; every ``RoundSettled`` equals the sum of its bets; every
+  ``CommissionAccrued`` is the commission its seat's bets accrued in the round, with a running total that
+  ``CommissionCollected`` empties;
+* records that could not be decoded at all (passed in by the reader as :class:`UndecodableRecord`) are
+  discrepancies of kind ``undecodable_record``; well-formed events of a type this version does not know
+  are only counted (``unknown_types``): the evolution rules say consumers skip them.
+
+The log of a live floor ends mid-round. A round at a table's tail (no later round of the table is resolved,
+voided or settled) that is not resolved yet, or resolved but not settled at all yet, is counted as pending
+(``rounds_pending``), not as a discrepancy. A round settled in part is always a discrepancy (a round's
+settlements are published in one transaction).
+
+Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodable_record``,
+``commitment_mismatch``, ``burn_mismatch``, ``burn_count``, ``card_not_in_order``, ``draw_positions``,
+``shoe_mismatch``, ``no_config``, ``round_underivable``, ``extra_cards``, ``outcome_mismatch``,
+``draw_reason_mismatch``, ``dealt_card_mismatch``, ``points_mismatch``, ``book_mismatch``,
+``unresolved_round``, ``settlement_count``, ``settlement_mismatch``, ``round_settled_count``,
+``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
 
 from baccarat import round as R
-from baccarat.cards import parse_card
+from baccarat.cards import hand_points, parse_card
+from baccarat.errors import BaccaratError
 from baccarat.table import TableConfig
 from baccarat.wagers import Wager, settle
 from contracts.envelope import Envelope, event_id
 from contracts.events import (
+    BetLine,
+    BetPlaced,
     BetSettled,
     BettingClosed,
+    BetWithdrawn,
     CardDealt,
     CardDrawn,
+    CommissionAccrued,
+    CommissionCollected,
+    PointsAnnounced,
     RoundOpened,
     RoundResolved,
     RoundSettled,
@@ -55,6 +82,18 @@ class Discrepancy:
         return f"{self.table_id} {self.kind} {self.where}: {self.detail}"
 
 
+@dataclass(frozen=True, slots=True)
+class UndecodableRecord:
+    """A record of an event topic that is not a valid event envelope (not even one of an unknown type).
+    ``table_id``: the record's key (UTF-8, replacement characters for bad bytes), ``"?"`` without one."""
+
+    table_id: str
+    topic: str
+    partition: int
+    offset: int
+    error: str
+
+
 @dataclass
 class AuditReport:
     """Counts of what was checked and the discrepancies found (clean when there are none)."""
@@ -65,14 +104,50 @@ class AuditReport:
     rounds_checked: int = 0
     bets_checked: int = 0
     discrepancies: list[Discrepancy] | None = None
+    #: rounds at a table's tail still in play (not resolved, or not settled yet): not discrepancies
+    rounds_pending: int = 0
+    #: records that did not decode at all (each is also an ``undecodable_record`` discrepancy)
+    undecodable_records: int = 0
+    #: well-formed events of types this version does not know, by type (skipped, not discrepancies)
+    unknown_types: dict[str, int] = field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
         return not self.discrepancies
 
+    def to_dict(self) -> dict[str, object]:
+        """Plain data (for ``--json``)."""
+        return {
+            "clean": self.clean,
+            "events": self.events,
+            "tables": self.tables,
+            "shoes_verified": self.shoes_verified,
+            "rounds_checked": self.rounds_checked,
+            "rounds_pending": self.rounds_pending,
+            "bets_checked": self.bets_checked,
+            "undecodable_records": self.undecodable_records,
+            "unknown_types": dict(sorted(self.unknown_types.items())),
+            "discrepancies": [
+                {"table_id": d.table_id, "kind": d.kind, "where": d.where, "detail": d.detail}
+                for d in self.discrepancies or []
+            ],
+        }
 
-def audit(envelopes: Iterable[Envelope], *, table_id: str | None = None, shoe_id: str | None = None) -> AuditReport:
-    """Audit the given events (any order across streams; per-stream order by ``seq``)."""
+
+def audit(
+    envelopes: Iterable[Envelope],
+    *,
+    table_id: str | None = None,
+    shoe_id: str | None = None,
+    undecodable: Iterable[UndecodableRecord] = (),
+    unknown_types: Mapping[str, int] | None = None,
+) -> AuditReport:
+    """Audit the given events (any order across streams; per-stream order by ``seq``).
+
+    ``table_id`` / ``shoe_id`` restrict the audit to one table / the rounds of one shoe (the ``seq``
+    checks still cover every event of the tables audited). ``undecodable``: records the reader could not
+    decode (each one is a discrepancy); ``unknown_types``: counts of skipped events of unknown types.
+    """
     by_table: dict[str, list[Envelope]] = defaultdict(list)
     n = 0
     for env in envelopes:
@@ -80,9 +155,17 @@ def audit(envelopes: Iterable[Envelope], *, table_id: str | None = None, shoe_id
             continue
         by_table[env.table_id].append(env)
         n += 1
-    report = AuditReport(events=n, tables=len(by_table), discrepancies=[])
+    report = AuditReport(events=n, tables=len(by_table), discrepancies=[],
+                         unknown_types=dict(unknown_types or {}))
     for tid, envs in sorted(by_table.items()):
         _audit_table(tid, envs, report, shoe_id)
+    assert report.discrepancies is not None
+    for u in undecodable:
+        if table_id is not None and u.table_id not in (table_id, "?"):
+            continue
+        report.undecodable_records += 1
+        report.discrepancies.append(Discrepancy(u.table_id, "undecodable_record",
+                                                f"{u.topic}[{u.partition}]@{u.offset}", u.error))
     return report
 
 
@@ -93,26 +176,32 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     def flag(kind: str, where: str, detail: str) -> None:
         bad.append(Discrepancy(tid, kind, where, detail))
 
+    # ---- bookkeeping: gapless seq, no duplicates, derived event ids --------------------------------------
     streams: dict[str, list[Envelope]] = defaultdict(list)
     for e in envs:
         streams[e.stream].append(e)
-    for stream, es in streams.items():
+    for stream, es in sorted(streams.items()):
         es.sort(key=lambda e: e.seq)
-        seen: set[int] = set()
+        first_of: dict[int, Envelope] = {}
         for e in es:
-            if e.seq in seen:
-                flag("duplicate_seq", f"{stream}#{e.seq}", "the same seq appears twice")
-            seen.add(e.seq)
+            if e.seq in first_of:
+                same = e == first_of[e.seq]
+                flag("duplicate_seq", f"{stream}#{e.seq}",
+                     f"the same seq appears twice ({'an identical copy' if same else 'different content'}: "
+                     f"{_tag(first_of[e.seq])}{'' if same else ' and ' + _tag(e)})")
+            else:
+                first_of[e.seq] = e
             if e.event_id != event_id(stream, tid, e.seq):
                 flag("bad_event_id", f"{stream}#{e.seq}", f"event_id {e.event_id} is not derived from its seq")
+        seen = set(first_of)
         expected = set(range(1, max(seen) + 1)) if seen else set()
         for missing in sorted(expected - seen):
             flag("seq_gap", f"{stream}#{missing}", "missing event")
 
-    shoe_ev = sorted(streams.get("shoe.events", []), key=lambda e: e.seq)
-    deal_ev = sorted(streams.get("dealing.events", []), key=lambda e: e.seq)
-    wager_ev = sorted(streams.get("wagering.events", []), key=lambda e: e.seq)
-    settle_ev = sorted(streams.get("settlement.events", []), key=lambda e: e.seq)
+    shoe_ev = streams.get("shoe.events", [])
+    deal_ev = streams.get("dealing.events", [])
+    wager_ev = streams.get("wagering.events", [])
+    settle_ev = streams.get("settlement.events", [])
 
     # ---- shoes: commitment, and cards drawn follow the revealed order after cut and burn ------------
     loaded: dict[str, ShoeLoaded] = {}
@@ -137,8 +226,11 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             ld = loaded.get(p.shoe_id)
             if ld is None or not ld.commitment:
                 continue
-            digest = hashlib.sha256(bytes.fromhex(p.salt) + ",".join(p.order).encode()).hexdigest()
-            if digest != ld.commitment:
+            try:
+                salt = bytes.fromhex(p.salt)
+            except ValueError:
+                salt = None
+            if salt is None or hashlib.sha256(salt + ",".join(p.order).encode()).hexdigest() != ld.commitment:
                 flag("commitment_mismatch", p.shoe_id, "the revealed order and salt do not hash to the commitment")
                 continue
             order = p.order
@@ -146,17 +238,21 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             order = order[at:] + order[:at]
             b = burns.get(p.shoe_id)
             if b is not None:
-                if order[0] != b.exposed or order[1:1 + b.burned_count] != b.burned:
+                if order[:1] != [b.exposed] or order[1:1 + b.burned_count] != b.burned:
                     flag("burn_mismatch", p.shoe_id, "the burn is not the first cards of the revealed order")
-                if b.burned_count != shoe_rules(ld.rules).burn.count_after(parse_card(b.exposed)):
-                    flag("burn_count", p.shoe_id, f"burned {b.burned_count} after {b.exposed}")
+                try:
+                    want_burn = shoe_rules(ld.rules).burn.count_after(parse_card(b.exposed))
+                except (BaccaratError, ValueError) as ex:
+                    want_burn = f"none ({ex})"  # type: ignore[assignment]
+                if b.burned_count != want_burn:
+                    flag("burn_count", p.shoe_id, f"burned {b.burned_count} after {b.exposed}, rules say {want_burn}")
             for d in drawn[p.shoe_id]:
-                if d.position >= len(order) or order[d.position] != d.card:
+                if d.position < 0 or d.position >= len(order) or order[d.position] != d.card:
                     flag("card_not_in_order", f"{p.shoe_id}@{d.position}",
                          f"drew {d.card} where the revealed order has "
-                         f"{order[d.position] if d.position < len(order) else 'nothing'}")
+                         f"{order[d.position] if 0 <= d.position < len(order) else 'nothing'}")
             positions = [d.position for d in drawn[p.shoe_id]]
-            first = 1 + (b.burned_count if b else 0) if b else 0
+            first = 1 + b.burned_count if b else 0
             if positions != list(range(first, first + len(positions))):
                 flag("draw_positions", p.shoe_id, "cards did not leave the shoe one after another")
             rep.shoes_verified += 1
@@ -165,35 +261,58 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     config: TableConfig | None = None
     round_config: dict[str, TableConfig] = {}
     round_shoe: dict[str, str] = {}
+    opened_order: list[str] = []
     dealt: dict[str, list[CardDealt]] = defaultdict(list)
+    announced: dict[str, list[PointsAnnounced]] = defaultdict(list)
     resolved: dict[str, RoundResolved] = {}
     voided: set[str] = set()
     for e in deal_ev:
         p = e.payload
         if isinstance(p, TableOpened):
-            config = table_config(p.config)
+            try:
+                config = table_config(p.config)
+            except (BaccaratError, ValueError) as ex:
+                flag("no_config", f"dealing.events#{e.seq}", f"the table configuration does not validate: {ex}")
+                config = None
         elif isinstance(p, RoundOpened):
             if config is not None:
                 round_config[p.round_id] = config
             round_shoe[p.round_id] = p.shoe_id
+            opened_order.append(p.round_id)
         elif isinstance(p, CardDealt):
             dealt[p.round_id].append(p)
+        elif isinstance(p, PointsAnnounced):
+            announced[p.round_id].append(p)
         elif isinstance(p, RoundResolved):
             resolved[p.round_id] = p
         elif isinstance(p, RoundVoided):
             voided.add(p.round_id)
+
+    def in_scope(rid: str) -> bool:
+        return not only_shoe or round_shoe.get(rid) == only_shoe
+
     outcomes: dict[str, R.Outcome] = {}
     for rid, res in resolved.items():
-        if only_shoe and round_shoe.get(rid) != only_shoe:
+        if not in_scope(rid):
             continue
         cfg = round_config.get(rid)
         if cfg is None:
             flag("no_config", rid, "round resolved without a table configuration")
             continue
-        cards = [parse_card(d.card) for d in sorted(drawn_by_round.get(rid, []), key=lambda d: d.card_number)]
+        shoe = round_shoe.get(rid)
+        if res.shoe_id != shoe:
+            flag("shoe_mismatch", rid, f"resolved on shoe {res.shoe_id}, opened on {shoe}")
+        draws = sorted(drawn_by_round.get(rid, []), key=lambda d: d.card_number)
+        others = sorted({d.shoe_id for d in draws if d.shoe_id != shoe})
+        if others:
+            flag("shoe_mismatch", rid, f"cards drawn from shoe(s) {', '.join(others)}, opened on {shoe}")
+        if [d.card_number for d in draws] != list(range(1, len(draws) + 1)):
+            flag("round_underivable", rid, f"card numbers drawn {[d.card_number for d in draws]}")
+            continue
         try:
+            cards = [parse_card(d.card) for d in draws]
             o, rest = R.resolve(cards, cfg.ruleset)
-        except Exception as ex:  # too few cards drawn for the round
+        except (BaccaratError, ValueError) as ex:  # too few cards drawn for the round, or not cards
             flag("round_underivable", rid, str(ex))
             continue
         outcomes[rid] = o
@@ -213,33 +332,85 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
                       "player_natural", "banker_natural", "cards_required", "dragon_7", "panda_8")
             diffs = [f"{f}: recorded {g!r}, rules give {w!r}" for f, w, g in zip(fields, want, got) if w != g]
             flag("outcome_mismatch", rid, "; ".join(diffs))
-        rules = [(r.hand.value, r.rule, r.row, r.column) for r in o.reasons]
-        recorded = [(d.hand, d.rule, d.row, d.column) for d in dealt.get(rid, [])]
+        cells = dealt.get(rid, [])
+        rules = [(r.hand.value, r.position, r.rule, r.row, r.column) for r in o.reasons]
+        recorded = [(d.hand, d.position, d.rule, d.row, d.column) for d in cells]
         if rules != recorded:
             flag("draw_reason_mismatch", rid, f"recorded {recorded}, rules give {rules}")
+        used = [d.card for d in draws[:len(o.reasons)]]
+        if [d.card for d in cells] != used:
+            flag("dealt_card_mismatch", rid, f"dealt {[d.card for d in cells]}, the shoe gave {used}")
+        pa = announced.get(rid, [])
+        want_pa = (hand_points(o.player[:2]), hand_points(o.banker[:2]), o.player_natural or o.banker_natural)
+        got_pa = [(a.player_points, a.banker_points, a.natural) for a in pa]
+        if got_pa != [want_pa]:
+            flag("points_mismatch", rid, f"announced {got_pa}, the first four cards give {want_pa}")
+
+    # ---- bet books: placed minus withdrawn ---------------------------------------------------------------
+    books: dict[str, BettingClosed] = {}
+    placed: dict[str, dict[str, BetLine]] = defaultdict(dict)
+    for e in wager_ev:
+        p = e.payload
+        if isinstance(p, BetPlaced):
+            placed[p.round_id][p.bet_id] = BetLine(bet_id=p.bet_id, seat=p.seat, player_id=p.player_id,
+                                                   wager=p.wager, amount_cents=p.amount_cents)
+        elif isinstance(p, BetWithdrawn):
+            placed[p.round_id].pop(p.bet_id, None)
+        elif isinstance(p, BettingClosed):
+            books[p.round_id] = p
+            if in_scope(p.round_id) and list(p.bets) != list(placed[p.round_id].values()):
+                want_ids = list(placed[p.round_id])
+                flag("book_mismatch", p.round_id, f"closed book {[b.bet_id for b in p.bets]} differs from the "
+                                                  f"bets placed and not withdrawn {want_ids}")
 
     # ---- settlements -----------------------------------------------------------------------------------
-    books: dict[str, BettingClosed] = {}
-    for e in wager_ev:
-        if isinstance(e.payload, BettingClosed):
-            books[e.payload.round_id] = e.payload
     settled: dict[str, list[BetSettled]] = defaultdict(list)
     summaries: dict[str, list[RoundSettled]] = defaultdict(list)
+    accrued_events: dict[str, list[CommissionAccrued]] = defaultdict(list)
+    settled_rounds: set[str] = set()
+    owed: dict[int, int] = defaultdict(int)
     for e in settle_ev:
         p = e.payload
         if isinstance(p, BetSettled):
             settled[p.bet_id].append(p)
+            settled_rounds.add(p.round_id)
         elif isinstance(p, RoundSettled):
             summaries[p.round_id].append(p)
+            settled_rounds.add(p.round_id)
+        elif isinstance(p, CommissionAccrued):
+            accrued_events[p.round_id].append(p)
+            if p.owed_cents != owed[p.seat] + p.amount_cents and (not only_shoe or in_scope(p.round_id)):
+                flag("commission_mismatch", f"settlement.events#{e.seq}",
+                     f"seat {p.seat} owed {owed[p.seat]} + {p.amount_cents} accrued, recorded {p.owed_cents}")
+            owed[p.seat] = p.owed_cents
+        elif isinstance(p, CommissionCollected):
+            if p.amount_cents != owed[p.seat] and not only_shoe:
+                flag("commission_mismatch", f"settlement.events#{e.seq}",
+                     f"seat {p.seat} owed {owed[p.seat]}, collected {p.amount_cents}")
+            owed[p.seat] -= p.amount_cents
+
+    # rounds in play at the table's tail: after the last round that was resolved, voided or settled
+    position = {rid: i for i, rid in enumerate(opened_order)}
+    last_done = max((position[r] for r in set(resolved) | voided if r in position), default=-1)
+    last_settled = max((position[r] for r in settled_rounds if r in position), default=-1)
+
     for rid, book in books.items():
-        if only_shoe and round_shoe.get(rid) != only_shoe:
+        if not in_scope(rid):
             continue
         if rid not in outcomes and rid not in voided:
             if rid in resolved:
                 continue  # already reported above
+            if rid in position and position[rid] > last_done:
+                rep.rounds_pending += 1
+                continue
             flag("unresolved_round", rid, "bets closed but the round has no result")
             continue
-        total_stake = total_payout = 0
+        if (rid not in settled_rounds and rid in position and position[rid] > last_settled
+                and not any(settled.get(b.bet_id) for b in book.bets)):
+            rep.rounds_pending += 1  # resolved, settlement not published yet
+            continue
+        total_stake = total_payout = total_commission = total_accrued = 0
+        accrued_by_seat: dict[int, int] = defaultdict(int)
         for bet in book.bets:
             rep.bets_checked += 1
             ss = settled.get(bet.bet_id, [])
@@ -249,24 +420,48 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
                     continue
             s = ss[0]
             if rid in voided:
-                want = ("void", bet.amount_cents, 0)
-                got = (s.result, s.payout, s.commission)
+                want = ("void", bet.amount_cents, 0, 0, False, "round_voided", "")
             else:
-                cfg = round_config[rid]
-                x = settle(Wager(bet.wager), bet.amount_cents, outcomes[rid], cfg)
-                want = (x.result.value, x.payout, x.commission, x.win, x.commission_accrued)
-                got = (s.result, s.payout, s.commission, s.win, s.commission_accrued)
-            if want != got or s.stake != bet.amount_cents or s.wager != bet.wager or s.seat != bet.seat:
-                flag("settlement_mismatch", bet.bet_id, f"recorded {got}, rules give {want}")
+                try:
+                    x = settle(Wager(bet.wager), bet.amount_cents, outcomes[rid], round_config[rid])
+                except (BaccaratError, ValueError) as ex:
+                    flag("settlement_mismatch", bet.bet_id, f"the rules cannot settle this bet: {ex}")
+                    continue
+                want = (x.result.value, x.payout, x.commission, x.win, x.commission_accrued, x.category,
+                        str(x.odds) if x.odds else "")
+            got = (s.result, s.payout, s.commission, s.win, s.commission_accrued, s.category, s.odds)
+            same_bet = (s.round_id, s.stake, s.wager, s.seat, s.player_id) == (
+                rid, bet.amount_cents, bet.wager, bet.seat, bet.player_id)
+            if want != got or not same_bet:
+                detail = f"recorded {got}, rules give {want}"
+                if not same_bet:
+                    detail += (f"; recorded bet {(s.round_id, s.stake, s.wager, s.seat, s.player_id)}, "
+                               f"book has {(rid, bet.amount_cents, bet.wager, bet.seat, bet.player_id)}")
+                flag("settlement_mismatch", bet.bet_id, detail)
             total_stake += s.stake
             total_payout += s.payout
+            total_commission += s.commission
+            if s.commission_accrued:
+                total_accrued += s.commission
+                accrued_by_seat[s.seat] += s.commission
         sums = summaries.get(rid, [])
         if len(sums) != 1:
             flag("round_settled_count", rid, f"{len(sums)} RoundSettled events")
-        elif (sums[0].stakes, sums[0].payouts, sums[0].bets) != (total_stake, total_payout, len(book.bets)):
-            flag("round_totals", rid, f"recorded {sums[0].stakes}/{sums[0].payouts}/{sums[0].bets}, "
-                                      f"bets add up to {total_stake}/{total_payout}/{len(book.bets)}")
+        else:
+            got_t = (sums[0].bets, sums[0].stakes, sums[0].payouts, sums[0].commission, sums[0].table_result)
+            want_t = (len(book.bets), total_stake, total_payout, total_commission,
+                      total_stake - total_payout + total_accrued)
+            if got_t != want_t:
+                flag("round_totals", rid, f"recorded bets/stakes/payouts/commission/result {got_t}, "
+                                          f"the bets add up to {want_t}")
+        got_acc = sorted((a.seat, a.amount_cents) for a in accrued_events.get(rid, []))
+        if got_acc != sorted(accrued_by_seat.items()):
+            flag("commission_mismatch", rid, f"accrued {got_acc}, the bets accrued {sorted(accrued_by_seat.items())}")
     known = {b.bet_id for bk in books.values() for b in bk.bets}
-    for bet_id in settled:
-        if bet_id not in known:
+    for bet_id, ss in settled.items():
+        if bet_id not in known and in_scope(ss[0].round_id):
             flag("unknown_bet_settled", bet_id, "a settlement for a bet no closed book holds")
+
+
+def _tag(env: Envelope) -> str:
+    return type(env.payload).__struct_config__.tag  # type: ignore[no-any-return]

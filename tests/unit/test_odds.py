@@ -37,6 +37,7 @@ from baccarat.drawing import (
     Ruleset,
 )
 from baccarat.errors import BaccaratError, IllegalDecision, InsufficientCards, InvalidComposition
+from baccarat.odds_reference import naive_counts
 from baccarat.odds import BonusCounts, Composition, OutcomeCounts, exact_counts, permut6
 from baccarat.round import Outcome, resolve
 
@@ -184,72 +185,10 @@ def _walk_counts(counts: list[int] | tuple[int, ...], ruleset: Ruleset) -> dict[
 
 
 def _naive_counts(counts: list[int] | tuple[int, ...], ruleset: Ruleset) -> dict[str, Any]:
-    """Nested loops over values using the ruleset's Table 1 / Table 2 cells (exact Python ints)."""
-    n = list(counts)
-    total = sum(n)
-    player_draws = [a is Action.DRAW for a in ruleset.player]
-    banker_draws = [[a is Action.DRAW for a in row] for row in ruleset.banker]
-    natural = ruleset.natural
-    acc: Counter[tuple[int, int, int, int]] = (
-        Counter()
-    )  # (player pts, banker pts, player cards, banker cards)
-    for p1 in range(10):
-        w1 = n[p1]
-        if not w1:
-            continue
-        n[p1] -= 1
-        for b1 in range(10):
-            w2 = w1 * n[b1]
-            if not w2:
-                continue
-            n[b1] -= 1
-            for p2 in range(10):
-                w3 = w2 * n[p2]
-                if not w3:
-                    continue
-                n[p2] -= 1
-                for b2 in range(10):
-                    w4 = w3 * n[b2]
-                    if not w4:
-                        continue
-                    n[b2] -= 1
-                    p, b = (p1 + p2) % 10, (b1 + b2) % 10
-                    if p in natural or b in natural:
-                        acc[p, b, 2, 2] += w4 * (total - 4) * (total - 5)
-                    elif player_draws[p]:
-                        for p3 in range(10):
-                            w5 = w4 * n[p3]
-                            if not w5:
-                                continue
-                            n[p3] -= 1
-                            if banker_draws[b][p3]:
-                                for b3 in range(10):
-                                    acc[(p + p3) % 10, (b + b3) % 10, 3, 3] += w5 * n[b3]
-                            else:
-                                acc[(p + p3) % 10, b, 3, 2] += w5 * (total - 5)
-                            n[p3] += 1
-                    elif banker_draws[b][STOOD]:
-                        for b3 in range(10):
-                            acc[p, (b + b3) % 10, 2, 3] += w4 * n[b3] * (total - 5)
-                    else:
-                        acc[p, b, 2, 2] += w4 * (total - 4) * (total - 5)
-                    n[b2] += 1
-                n[p2] += 1
-            n[b1] += 1
-        n[p1] += 1
-    d = _empty()
-    for (p, b, pc, bc), w in acc.items():
-        _add(
-            d,
-            w,
-            p=p,
-            b=b,
-            p_natural=pc == 2 and bc == 2 and p in natural,
-            b_natural=pc == 2 and bc == 2 and b in natural,
-            cards=pc + bc,
-            dragon=bc == 3 and b == 7 and b > p,
-            panda=pc == 3 and p == 8 and p > b,
-        )
+    """Nested loops over values reading the ruleset's Table 1 / Table 2 cells (exact Python ints): the shared
+    reference enumerator, :func:`baccarat.odds_reference.naive_counts`, in ``to_dict()`` shape."""
+    d = naive_counts(tuple(counts), ruleset)
+    d.pop("total")
     return d
 
 
