@@ -352,6 +352,205 @@ def demo(
     raise typer.Exit(code)
 
 
+# ---- replay and export: a table's event log read back from Kafka (croupier/replay.py, croupier/export.py) ----
+def _log_records_or_fail(table: str, settings):  # type: ignore[no-untyped-def]
+    """The table's log records; one line and exit 1 if Kafka cannot be reached, exit 2 if the table is unknown."""
+    import asyncio
+
+    from croupier.replay import Unreachable, known_tables, read_table, unknown_table_message
+
+    try:
+        records = asyncio.run(read_table(settings, table))
+        if not records:
+            tables = asyncio.run(known_tables(settings))
+            raise fail(unknown_table_message(table, tables, settings.topic_prefix))
+    except Unreachable as e:
+        raise fail(str(e), code=1) from None
+    return records
+
+
+@app.command()
+def replay(
+    table: Annotated[str, typer.Option("--table", help="The table id.")],
+    round_id: Annotated[Optional[str], typer.Option("--round", help="One round's timeline (a round id).")] = None,
+    shoe_id: Annotated[Optional[str], typer.Option("--shoe", help="Every round of a shoe, with its load, cut, "
+                                                                  "burn and close (a shoe id).")] = None,
+    at: Annotated[Optional[str], typer.Option("--at", help="The table's state at this time (ISO 8601; UTC "
+                                                           "when it has no offset).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
+    prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
+) -> None:
+    """Rebuild a table's story from the event log.
+
+    One round's timeline (--round), a whole shoe (--shoe), the table at a moment (--at), or one line per
+    round of the whole table."""
+    from croupier.replay import ReplayError, parse_time, render
+    from croupier.replay import replay as build_replay
+
+    given = [n for n, v in (("--round", round_id), ("--shoe", shoe_id), ("--at", at)) if v is not None]
+    if len(given) > 1:
+        raise fail(f"give one of --round, --shoe or --at, not {' and '.join(given)}")
+    try:
+        when = parse_time(at) if at is not None else None
+    except ReplayError as e:
+        raise fail(str(e)) from None
+    settings = _settings(bootstrap, prefix)
+    records = _log_records_or_fail(table, settings)
+    try:
+        view = build_replay([r.env for r in records], table, round_id=round_id, shoe_id=shoe_id, at=when)
+    except ReplayError as e:
+        raise fail(str(e)) from None
+    if as_json:
+        _json(view)
+    else:
+        render(view, out)
+
+
+@app.command()
+def export(
+    table: Annotated[str, typer.Option("--table", help="The table id.")],
+    fmt: Annotated[str, typer.Option("--format", help="jsonl or parquet.")],
+    out_path: Annotated[Optional[str], typer.Option("--out", help="Output file (default <table>.<format>; "
+                                                                  "- for stdout).")] = None,
+    bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
+    prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
+) -> None:
+    """Write a table's events for analytics, as JSON lines or Parquet.
+
+    The shoe, dealing, wagering and settlement streams, and the projection's ledger and alerts when present.
+    JSON lines: the wire envelope plus topic, partition, offset and Kafka timestamp; Parquet: flat columns."""
+    from collections import Counter
+
+    from croupier.export import FORMATS, PyarrowMissing, default_path, write_jsonl, write_parquet
+
+    if fmt not in FORMATS:
+        raise fail(f"unknown format {fmt!r}: jsonl or parquet")
+    writer = write_jsonl if fmt == "jsonl" else write_parquet
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise fail("--format parquet needs pyarrow, which is not installed (pip install 'pyarrow>=14')") from None
+    settings = _settings(bootstrap, prefix)
+    records = _log_records_or_fail(table, settings)
+    path = out_path or default_path(table, fmt)
+    try:
+        if path == "-":
+            n = writer(records, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        else:
+            with open(path, "wb") as f:
+                n = writer(records, f)
+    except PyarrowMissing as e:
+        raise fail(str(e)) from None
+    except OSError as e:
+        raise fail(f"cannot write {path}: {e.strerror or e}") from None
+    per_stream = Counter(r.env.stream for r in records)
+    summary = (f"exported {n} events of table {table} to {'stdout' if path == '-' else path} ({fmt}): "
+               + ", ".join(f"{s} {c}" for s, c in per_stream.items()))
+    Console(stderr=path == "-", highlight=False, soft_wrap=True).print(summary, markup=False)
+
+
+# ---- audit: re-derive every round and settlement of the log with the rules core (croupier/audit.py) ----------
+async def _audit_read(settings, table: str | None):  # type: ignore[no-untyped-def]
+    """Events (settlement first, shoe last: whatever a later-read stream holds, the earlier ones' events were
+    caused by, so a live floor's log reads as a consistent cut), records that do not decode, unknown types."""
+    from collections import Counter
+
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    from contracts import topics as T
+    from contracts.codecs import Undecodable, UnknownMessageType, decode_event
+    from croupier.audit import UndecodableRecord
+    from croupier.log import partition_of, read_events
+    from services.runtime.kafka import read_log
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+    finally:
+        await admin.close()
+    # only topics that exist: reading a missing one would have the broker auto-create it under a wrong prefix
+    streams = tuple(s for s in (T.SETTLEMENT_EVENTS, T.WAGERING_EVENTS, T.DEALING_EVENTS, T.SHOE_EVENTS)
+                    if settings.topic(s) in existing)
+    if not streams:
+        return [], [], Counter()
+    records = await read_events(settings, table, streams)
+    parts = [partition_of(table)] if table else None
+    undecodable: list[UndecodableRecord] = []
+    unknown: Counter[str] = Counter()
+    for stream in streams:
+        for rec in await read_log(settings, settings.topic(stream), parts):
+            key = rec.key.decode("utf-8", "replace") if rec.key is not None else "?"
+            try:
+                decode_event(rec.value)
+            except UnknownMessageType as e:
+                if table is None or key == table:
+                    unknown[e.type_name] += 1
+            except Undecodable as e:
+                undecodable.append(UndecodableRecord(key, rec.topic, rec.partition, rec.offset, str(e)))
+    return [r.env for r in records], undecodable, unknown
+
+
+@app.command()
+def audit(
+    table: Annotated[Optional[str], typer.Option("--table", help="Audit one table (default: every table).")] = None,
+    shoe: Annotated[Optional[str], typer.Option("--shoe", help="Audit the rounds of one shoe (a shoe id).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
+    prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
+) -> None:
+    """Audit the event log: re-deal every round from the cards drawn, re-settle every bet with the rules core,
+    check each shoe's reveal against its commitment and every stream's gapless seq; list every discrepancy.
+    Exit 0 when clean, 1 when a discrepancy is found."""
+    import asyncio
+    import gc
+    import logging
+
+    from croupier.audit import audit as run_audit
+
+    settings = _settings(bootstrap, prefix)
+    # aiokafka and asyncio log connection failures on their own: the one line below says it
+    quiet = {name: logging.getLogger(name).level for name in ("aiokafka", "asyncio")}
+    for name in quiet:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    try:
+        envs, undecodable, unknown = asyncio.run(_audit_read(settings, table))
+    except Exception as e:  # a broker that cannot be reached, and the like: one line
+        raise fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}", code=1) from None
+    finally:
+        gc.collect()  # an unclosed client's complaint is made now, while the loggers are quiet
+        for name, level in quiet.items():
+            logging.getLogger(name).setLevel(level)
+    where = f" under topic prefix {settings.topic_prefix!r}" if settings.topic_prefix else ""
+    if table is not None and not envs:
+        raise fail(f"no events for table {table!r} in the log at {settings.bootstrap_servers}{where}")
+    if not envs and not undecodable:
+        raise fail(f"no events in the log at {settings.bootstrap_servers}{where}")
+    if shoe is not None and not any(e.shoe_id == shoe or getattr(e.payload, "shoe_id", None) == shoe for e in envs):
+        raise fail(f"no events for shoe {shoe!r}" + (f" at table {table!r}" if table else ""))
+    report = run_audit(envs, table_id=table, shoe_id=shoe, undecodable=undecodable, unknown_types=unknown)
+    if as_json:
+        _json({"table": table, "shoe": shoe, **report.to_dict()})
+    else:
+        scope = (f"table {table}" if table else f"{report.tables} table(s)") + (f", shoe {shoe}" if shoe else "")
+        typer.echo(f"audited {report.events} events of {scope}: {report.shoes_verified} shoe(s) verified, "
+                   f"{report.rounds_checked} round(s) and {report.bets_checked} bet(s) checked, "
+                   f"{report.rounds_pending} round(s) in play")
+        skipped = sum(report.unknown_types.values())
+        typer.echo(f"undecodable records: {report.undecodable_records}; events of unknown types skipped: {skipped}"
+                   + (f" ({', '.join(f'{k} {v}' for k, v in sorted(report.unknown_types.items()))})"
+                      if skipped else ""))
+        found = report.discrepancies or []
+        typer.echo(f"{len(found)} discrepanc{'y' if len(found) == 1 else 'ies'}" + (":" if found else ": clean"))
+        for d in found:
+            typer.echo(f"{d.table_id} {d.kind} {d.where}: {d.detail}")
+    if not report.clean:
+        raise typer.Exit(1)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

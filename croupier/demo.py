@@ -34,7 +34,7 @@ from croupier.audit import AuditReport, audit
 from croupier.log import read_events
 from services.floor.advantage import AdvantagePlayer
 from services.floor.bettors import Seat
-from services.floor.dealer import TableDealer
+from services.floor.dealer import TableDealer, TableRun
 from services.floor.io import KafkaFloorIO
 from services.runtime.app import Service
 from services.runtime.kafka import ensure_topics
@@ -74,13 +74,18 @@ class TableBoard:
 
 @dataclass
 class FloorRun:
+    """The floor: every table's board and its dealer's running totals (:class:`TableRun`)."""
+
     tables: dict[str, TableBoard] = field(default_factory=dict)
-    rounds: int = 0
-    bets: int = 0
-    stakes: int = 0
-    payouts: int = 0
-    commission: int = 0
-    table_result: int = 0
+    runs: list[TableRun] = field(default_factory=list)
+
+    def total(self, name: str) -> int:
+        """Sum of a :class:`TableRun` counter (``rounds``, ``bets``, ``stakes``, ``payouts``, …) over tables."""
+        return sum(getattr(r, name) for r in self.runs)
+
+    @property
+    def rounds(self) -> int:
+        return self.total("rounds")
 
 
 def start_local_kafka() -> str:
@@ -158,12 +163,6 @@ def _settle_bankrolls(dealer: DemoDealer, round_env) -> None:  # type: ignore[no
                 b.cents += p.payout - p.stake - (p.commission if p.commission_accrued else 0)
         elif isinstance(p, RoundSettled) and p.round_id != rid:
             break
-    run.rounds += 1
-    run.bets += s.bets
-    run.stakes += s.stakes
-    run.payouts += s.payouts
-    run.commission += s.commission
-    run.table_result += s.table_result
     board.table_result += s.table_result
     board.round += 1
     for e in reversed(dealer.io.log.by_table[dealer.table_id]):
@@ -205,8 +204,9 @@ def _dashboard(run: FloorRun, projection: Service | None, progress: Progress, st
     alerts = 0
     if projection is not None:
         alerts = sum(len(s.state.alerts) for s in projection.host.runner.tables.values())
-    totals = (f"rounds {run.rounds}   bets {run.bets}   stakes {format_cents(run.stakes)}   "
-              f"house result {format_cents(run.table_result)}   commission {format_cents(run.commission)}   "
+    totals = (f"rounds {run.rounds}   bets {run.total('bets')}   stakes {format_cents(run.total('stakes'))}   "
+              f"house result {format_cents(run.total('table_result'))}   "
+              f"commission {format_cents(run.total('commission'))}   "
               f"surveillance alerts {alerts}   {time.monotonic() - started:.0f} s")
     return Group(t, Panel(totals, title="floor"), progress)
 
@@ -247,6 +247,7 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
                                       on_round=None))
         for d in dealers:
             d.on_round = lambda _r, env, d=d: _settle_bankrolls(d, env)
+            run.runs.append(d.run_state)
         progress = Progress(TextColumn("dealing"), BarColumn(), TextColumn("{task.completed}/{task.total} rounds"),
                             TimeElapsedColumn())
         task = progress.add_task("rounds", total=tables * shoes * ROUNDS_PER_SHOE)
@@ -295,9 +296,11 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
         t.add_row(tid, str(b.round), format_cents(b.table_result), str(b.ap_bets))
     console.print(t)
     players = sorted({a.player_id for a in alerts})
-    console.print(f"Rounds {run.rounds} in {elapsed:.0f} s ({run.rounds / max(elapsed, 1e-9):.1f}/s), bets {run.bets}, "
-                  f"stakes {format_cents(run.stakes)}, payouts {format_cents(run.payouts)}, "
-                  f"house result {format_cents(run.table_result)}, commission {format_cents(run.commission)}")
+    console.print(f"Rounds {run.rounds} in {elapsed:.0f} s ({run.rounds / max(elapsed, 1e-9):.1f}/s), "
+                  f"bets {run.total('bets')}, stakes {format_cents(run.total('stakes'))}, "
+                  f"payouts {format_cents(run.total('payouts'))}, "
+                  f"house result {format_cents(run.total('table_result'))}, "
+                  f"commission {format_cents(run.total('commission'))}")
     console.print(f"Surveillance alerts: {len(alerts)} bet(s) on positive-EV wagers by {len(players)} player(s)"
                   + (f": {', '.join(players[:6])}{' ...' if len(players) > 6 else ''}" if players else ""))
     verdict = "clean" if report.clean else f"{len(report.discrepancies or [])} discrepancies"

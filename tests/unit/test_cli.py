@@ -83,3 +83,17 @@ def test_resolve_human_output():
     assert r.exit_code == 0
     assert "Player's Hand: 4 3 -> 7" in r.stdout and "Banker's Hand: K 6 -> 6" in r.stdout
     assert "Winner: player; cards required: 4" in r.stdout
+
+
+def test_demo_with_an_unreachable_broker_is_one_line():
+    r = run("demo", "--tables", "1", "--bootstrap", "127.0.0.1:1")
+    assert r.exit_code == 1, r.output
+    assert r.stderr.strip().startswith("error: cannot run the demo against Kafka at 127.0.0.1:1")
+    assert "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("args", [("demo", "--tables", "0"), ("demo", "--shoes", "11"), ("demo", "--speed", "-1"),
+                                  ("serve", "--services", "shoe,nope")])
+def test_demo_and_serve_bad_options(args):
+    r = run(*args)
+    assert r.exit_code == 2 and r.stderr.startswith("error:")

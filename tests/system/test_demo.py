@@ -1,0 +1,19 @@
+"""`croupier demo` on the real broker: a small floor through a full shoe, ending with a clean audit."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from croupier.demo import run_demo
+
+
+async def test_demo_two_tables_full_shoe_ends_with_a_clean_audit(kafka_bootstrap: str):
+    buf = io.StringIO()
+    console = Console(file=buf, width=160, force_terminal=False)
+    code = await run_demo(tables=2, shoes=1, speed=0, bootstrap=kafka_bootstrap, console=console, seed=5)
+    out = buf.getvalue()
+    assert code == 0, out[-3000:]
+    assert "Audit: clean" in out and "2 shoes verified" in out
+    assert "Surveillance alerts:" in out and "croupier audit --prefix demo-" in out
