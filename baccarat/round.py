@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Iterable, Iterator, Sequence
 
 from baccarat.cards import Card, Hand, hand_points
-from baccarat.drawing import STOOD, Action, Ruleset
+from baccarat.drawing import Action, Ruleset
 from baccarat.errors import IllegalDecision, InsufficientCards
 
 #: Hands receiving the four initial cards, in order (13:69F-4.8(d); 13:69F-3.7 [P]).

@@ -40,7 +40,6 @@ from services.floor.bettors import Seat  # noqa: E402
 from services.floor.dealer import Clock, TableDealer  # noqa: E402
 from services.floor.io import MemoryFloorIO  # noqa: E402
 from services.projection.core import ProjectionCore  # noqa: E402
-from services.runtime.app import build_service  # noqa: E402
 from services.runtime.core import command  # noqa: E402
 from services.runtime.host import NullPublisher, ServiceHost  # noqa: E402
 from services.runtime.kafka import ensure_topics, read_log  # noqa: E402

@@ -85,7 +85,8 @@ class CardReadRefused(Event, tag="card_read_refused"):
 
 class ShoeClosed(Event, tag="shoe_closed"):
     """The shoe closed; the reveal: ``order`` (as loaded, before the cut) and ``salt`` (hex) hash to the
-    commitment of ``ShoeLoaded``: ``sha256(salt_bytes + ",".join(order).encode())``."""
+    commitment of ``ShoeLoaded``: ``sha256(salt_bytes + ",".join(order).encode())``. ``cards_dealt``: cards
+    that left the shoe, the burn included (the shoe's position when it closed)."""
 
     shoe_id: str
     reason: str

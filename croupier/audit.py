@@ -5,7 +5,8 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
 * every stream of every table has a gapless ``seq`` from 1 with no duplicate, and each ``event_id`` is
   the deterministic id of its (stream, table, seq);
 * every closed shoe's reveal hashes to its commitment, and the cards drawn are the revealed order after
-  the cut and the burn, in order;
+  the cut and the burn, in order, with the right count of cards left and the cutting card where the rules
+  put it;
 * every round: the cards drawn for it (from the round's own shoe), dealt by the rules core, give exactly the
   recorded hands, point counts, winner, naturals, cards required, dragon 7 / panda 8; each ``CardDealt``
   carries the card drawn for it and names the same rule and table cell; ``PointsAnnounced`` gives the
@@ -17,7 +18,8 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   ``CommissionCollected`` empties;
 * records that could not be decoded at all (passed in by the reader as :class:`UndecodableRecord`) are
   discrepancies of kind ``undecodable_record``; well-formed events of a type this version does not know
-  are only counted (``unknown_types``): the evolution rules say consumers skip them.
+  (passed in as :class:`UnknownEvent`) are only counted (``unknown_types``), as the evolution rules say
+  consumers skip them, but they hold their ``seq``: a newer producer's event is not a gap.
 
 The log of a live floor ends mid-round. A round at a table's tail (no later round of the table is resolved,
 voided or settled) that is not resolved yet, or resolved but not settled at all yet, is counted as pending
@@ -26,18 +28,18 @@ settlements are published in one transaction).
 
 Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodable_record``,
 ``commitment_mismatch``, ``burn_mismatch``, ``burn_count``, ``card_not_in_order``, ``draw_positions``,
-``shoe_mismatch``, ``no_config``, ``round_underivable``, ``extra_cards``, ``outcome_mismatch``,
-``draw_reason_mismatch``, ``dealt_card_mismatch``, ``points_mismatch``, ``book_mismatch``,
-``unresolved_round``, ``settlement_count``, ``settlement_mismatch``, ``round_settled_count``,
-``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``.
+``shoe_bookkeeping``, ``shoe_mismatch``, ``no_config``, ``round_underivable``, ``extra_cards``,
+``outcome_mismatch``, ``draw_reason_mismatch``, ``dealt_card_mismatch``, ``points_mismatch``,
+``book_mismatch``, ``unresolved_round``, ``settlement_count``, ``settlement_mismatch``,
+``round_settled_count``, ``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from baccarat import round as R
 from baccarat.cards import hand_points, parse_card
@@ -94,6 +96,18 @@ class UndecodableRecord:
     error: str
 
 
+@dataclass(frozen=True, slots=True)
+class UnknownEvent:
+    """A well-formed event envelope whose payload type this version does not know: skipped, but its place in
+    its stream (``seq``) is taken."""
+
+    table_id: str
+    stream: str
+    seq: int
+    event_id: str
+    type_name: str
+
+
 @dataclass
 class AuditReport:
     """Counts of what was checked and the discrepancies found (clean when there are none)."""
@@ -140,13 +154,14 @@ def audit(
     table_id: str | None = None,
     shoe_id: str | None = None,
     undecodable: Iterable[UndecodableRecord] = (),
-    unknown_types: Mapping[str, int] | None = None,
+    unknown: Iterable[UnknownEvent] = (),
 ) -> AuditReport:
     """Audit the given events (any order across streams; per-stream order by ``seq``).
 
     ``table_id`` / ``shoe_id`` restrict the audit to one table / the rounds of one shoe (the ``seq``
     checks still cover every event of the tables audited). ``undecodable``: records the reader could not
-    decode (each one is a discrepancy); ``unknown_types``: counts of skipped events of unknown types.
+    decode (each one is a discrepancy); ``unknown``: events of types this version does not know (counted
+    by type, not discrepancies; each holds its seq).
     """
     by_table: dict[str, list[Envelope]] = defaultdict(list)
     n = 0
@@ -155,10 +170,16 @@ def audit(
             continue
         by_table[env.table_id].append(env)
         n += 1
-    report = AuditReport(events=n, tables=len(by_table), discrepancies=[],
-                         unknown_types=dict(unknown_types or {}))
-    for tid, envs in sorted(by_table.items()):
-        _audit_table(tid, envs, report, shoe_id)
+    skipped: dict[str, list[UnknownEvent]] = defaultdict(list)
+    counts: dict[str, int] = defaultdict(int)
+    for k in unknown:
+        if table_id is not None and k.table_id != table_id:
+            continue
+        skipped[k.table_id].append(k)
+        counts[k.type_name] += 1
+    report = AuditReport(events=n, tables=len(by_table), discrepancies=[], unknown_types=dict(sorted(counts.items())))
+    for tid in sorted(set(by_table) | set(skipped)):
+        _audit_table(tid, by_table.get(tid, []), report, shoe_id, skipped.get(tid, []))
     assert report.discrepancies is not None
     for u in undecodable:
         if table_id is not None and u.table_id not in (table_id, "?"):
@@ -169,7 +190,8 @@ def audit(
     return report
 
 
-def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: str | None) -> None:
+def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: str | None,
+                 unknown: list[UnknownEvent]) -> None:
     bad = rep.discrepancies
     assert bad is not None
 
@@ -178,25 +200,30 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
 
     # ---- bookkeeping: gapless seq, no duplicates, derived event ids --------------------------------------
     streams: dict[str, list[Envelope]] = defaultdict(list)
+    slots: dict[str, list[Envelope | UnknownEvent]] = defaultdict(list)
     for e in envs:
         streams[e.stream].append(e)
-    for stream, es in sorted(streams.items()):
-        es.sort(key=lambda e: e.seq)
-        first_of: dict[int, Envelope] = {}
-        for e in es:
-            if e.seq in first_of:
-                same = e == first_of[e.seq]
-                flag("duplicate_seq", f"{stream}#{e.seq}",
-                     f"the same seq appears twice ({'an identical copy' if same else 'different content'}: "
-                     f"{_tag(first_of[e.seq])}{'' if same else ' and ' + _tag(e)})")
+        slots[e.stream].append(e)
+    for k in unknown:
+        slots[k.stream].append(k)
+    for stream, held in sorted(slots.items()):
+        held.sort(key=lambda h: h.seq)
+        first_of: dict[int, Envelope | UnknownEvent] = {}
+        for slot in held:
+            if slot.seq in first_of:
+                flag("duplicate_seq", f"{stream}#{slot.seq}",
+                     f"the same seq appears twice ({_compare(first_of[slot.seq], slot)})")
             else:
-                first_of[e.seq] = e
-            if e.event_id != event_id(stream, tid, e.seq):
-                flag("bad_event_id", f"{stream}#{e.seq}", f"event_id {e.event_id} is not derived from its seq")
+                first_of[slot.seq] = slot
+            if slot.event_id != event_id(stream, tid, slot.seq):
+                flag("bad_event_id", f"{stream}#{slot.seq}",
+                     f"event_id {slot.event_id} is not derived from its seq")
         seen = set(first_of)
         expected = set(range(1, max(seen) + 1)) if seen else set()
         for missing in sorted(expected - seen):
             flag("seq_gap", f"{stream}#{missing}", "missing event")
+    for es in streams.values():
+        es.sort(key=lambda e: e.seq)
 
     shoe_ev = streams.get("shoe.events", [])
     deal_ev = streams.get("dealing.events", [])
@@ -255,6 +282,16 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             first = 1 + b.burned_count if b else 0
             if positions != list(range(first, first + len(positions))):
                 flag("draw_positions", p.shoe_id, "cards did not leave the shoe one after another")
+            end_card = len(order) - ld.rules.end_card_offset
+            notes = [f"loaded {ld.cards} cards, revealed {len(order)}"] if ld.cards != len(order) else []
+            if p.cards_dealt != first + len(positions):
+                notes.append(f"closed with {p.cards_dealt} cards dealt, the log has {first + len(positions)} "
+                             "(burn included)")
+            for d in drawn[p.shoe_id]:
+                if d.cards_left != len(order) - d.position - 1 or d.cutting_card_out != (d.position == end_card):
+                    notes.append(f"card {d.position}: {d.cards_left} left, cutting card out {d.cutting_card_out}")
+            if notes:
+                flag("shoe_bookkeeping", p.shoe_id, "; ".join(notes[:5]) + (" ..." if len(notes) > 5 else ""))
             rep.shoes_verified += 1
 
     # ---- rounds: re-deal each from its drawn cards ----------------------------------------------------
@@ -420,20 +457,20 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
                     continue
             s = ss[0]
             if rid in voided:
-                want = ("void", bet.amount_cents, 0, 0, False, "round_voided", "")
+                want_s: tuple[object, ...] = ("void", bet.amount_cents, 0, 0, False, "round_voided", "")
             else:
                 try:
                     x = settle(Wager(bet.wager), bet.amount_cents, outcomes[rid], round_config[rid])
                 except (BaccaratError, ValueError) as ex:
                     flag("settlement_mismatch", bet.bet_id, f"the rules cannot settle this bet: {ex}")
                     continue
-                want = (x.result.value, x.payout, x.commission, x.win, x.commission_accrued, x.category,
-                        str(x.odds) if x.odds else "")
-            got = (s.result, s.payout, s.commission, s.win, s.commission_accrued, s.category, s.odds)
+                want_s = (x.result.value, x.payout, x.commission, x.win, x.commission_accrued, x.category,
+                          str(x.odds) if x.odds else "")
+            got_s = (s.result, s.payout, s.commission, s.win, s.commission_accrued, s.category, s.odds)
             same_bet = (s.round_id, s.stake, s.wager, s.seat, s.player_id) == (
                 rid, bet.amount_cents, bet.wager, bet.seat, bet.player_id)
-            if want != got or not same_bet:
-                detail = f"recorded {got}, rules give {want}"
+            if want_s != got_s or not same_bet:
+                detail = f"recorded {got_s}, rules give {want_s}"
                 if not same_bet:
                     detail += (f"; recorded bet {(s.round_id, s.stake, s.wager, s.seat, s.player_id)}, "
                                f"book has {(rid, bet.amount_cents, bet.wager, bet.seat, bet.player_id)}")
@@ -463,5 +500,26 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             flag("unknown_bet_settled", bet_id, "a settlement for a bet no closed book holds")
 
 
-def _tag(env: Envelope) -> str:
-    return type(env.payload).__struct_config__.tag  # type: ignore[no-any-return]
+def _tag(env: Envelope | UnknownEvent) -> str:
+    if isinstance(env, UnknownEvent):
+        return f"{env.type_name} (a type this version does not know)"
+    return str(type(env.payload).__struct_config__.tag)
+
+
+def _compare(first: Envelope | UnknownEvent, second: Envelope | UnknownEvent) -> str:
+    """How two envelopes with the same seq differ, for an investigator."""
+    if first == second:
+        return f"an identical copy of {_tag(first)}"
+    if isinstance(first, UnknownEvent) or isinstance(second, UnknownEvent) or (
+            type(first.payload) is not type(second.payload)):
+        return f"different events: {_tag(first)} and {_tag(second)}"
+
+    def short(v: object) -> str:
+        text = repr(v)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    diffs = [f"{f} {short(getattr(first, f))} then {short(getattr(second, f))}" for f in first.__struct_fields__
+             if f != "payload" and getattr(first, f) != getattr(second, f)]
+    diffs += [f"payload.{f} {short(getattr(first.payload, f))} then {short(getattr(second.payload, f))}"
+              for f in first.payload.__struct_fields__ if getattr(first.payload, f) != getattr(second.payload, f)]
+    return f"two different {_tag(first)}: {'; '.join(diffs)}"

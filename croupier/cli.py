@@ -453,47 +453,6 @@ def export(
 
 
 # ---- audit: re-derive every round and settlement of the log with the rules core (croupier/audit.py) ----------
-async def _audit_read(settings, table: str | None):  # type: ignore[no-untyped-def]
-    """Events (settlement first, shoe last: whatever a later-read stream holds, the earlier ones' events were
-    caused by, so a live floor's log reads as a consistent cut), records that do not decode, unknown types."""
-    from collections import Counter
-
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    from contracts import topics as T
-    from contracts.codecs import Undecodable, UnknownMessageType, decode_event
-    from croupier.audit import UndecodableRecord
-    from croupier.log import partition_of, read_events
-    from services.runtime.kafka import read_log
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
-    await admin.start()
-    try:
-        existing = set(await admin.list_topics())
-    finally:
-        await admin.close()
-    # only topics that exist: reading a missing one would have the broker auto-create it under a wrong prefix
-    streams = tuple(s for s in (T.SETTLEMENT_EVENTS, T.WAGERING_EVENTS, T.DEALING_EVENTS, T.SHOE_EVENTS)
-                    if settings.topic(s) in existing)
-    if not streams:
-        return [], [], Counter()
-    records = await read_events(settings, table, streams)
-    parts = [partition_of(table)] if table else None
-    undecodable: list[UndecodableRecord] = []
-    unknown: Counter[str] = Counter()
-    for stream in streams:
-        for rec in await read_log(settings, settings.topic(stream), parts):
-            key = rec.key.decode("utf-8", "replace") if rec.key is not None else "?"
-            try:
-                decode_event(rec.value)
-            except UnknownMessageType as e:
-                if table is None or key == table:
-                    unknown[e.type_name] += 1
-            except Undecodable as e:
-                undecodable.append(UndecodableRecord(key, rec.topic, rec.partition, rec.offset, str(e)))
-    return [r.env for r in records], undecodable, unknown
-
-
 @app.command()
 def audit(
     table: Annotated[Optional[str], typer.Option("--table", help="Audit one table (default: every table).")] = None,
@@ -510,6 +469,7 @@ def audit(
     import logging
 
     from croupier.audit import audit as run_audit
+    from croupier.log import read_for_audit
 
     settings = _settings(bootstrap, prefix)
     # aiokafka and asyncio log connection failures on their own: the one line below says it
@@ -517,9 +477,10 @@ def audit(
     for name in quiet:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     try:
-        envs, undecodable, unknown = asyncio.run(_audit_read(settings, table))
+        envs, undecodable, unknown = asyncio.run(read_for_audit(settings, table))
     except Exception as e:  # a broker that cannot be reached, and the like: one line
-        raise fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}", code=1) from None
+        detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
+        raise fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {detail}", code=1) from None
     finally:
         gc.collect()  # an unclosed client's complaint is made now, while the loggers are quiet
         for name, level in quiet.items():
@@ -531,7 +492,7 @@ def audit(
         raise fail(f"no events in the log at {settings.bootstrap_servers}{where}")
     if shoe is not None and not any(e.shoe_id == shoe or getattr(e.payload, "shoe_id", None) == shoe for e in envs):
         raise fail(f"no events for shoe {shoe!r}" + (f" at table {table!r}" if table else ""))
-    report = run_audit(envs, table_id=table, shoe_id=shoe, undecodable=undecodable, unknown_types=unknown)
+    report = run_audit(envs, table_id=table, shoe_id=shoe, undecodable=undecodable, unknown=unknown)
     if as_json:
         _json({"table": table, "shoe": shoe, **report.to_dict()})
     else:

@@ -31,7 +31,7 @@ from baccarat.table import TableConfig, no_vig_dragon, punto_banco_full
 from contracts import topics as T
 from contracts.events import BetSettled, CardDrawn, RoundSettled, ShoeBurned, ShoeLoaded
 from croupier.audit import AuditReport, audit
-from croupier.log import read_events
+from croupier.log import read_for_audit
 from services.floor.advantage import AdvantagePlayer
 from services.floor.bettors import Seat
 from services.floor.dealer import TableDealer, TableRun
@@ -151,7 +151,7 @@ class DemoDealer(TableDealer):
 
 
 def _settle_bankrolls(dealer: DemoDealer, round_env) -> None:  # type: ignore[no-untyped-def]
-    run, board = dealer.floor, dealer.board
+    board = dealer.board
     s = round_env.payload
     assert isinstance(s, RoundSettled)
     rid = s.round_id
@@ -270,7 +270,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         elapsed = time.monotonic() - t0
         await asyncio.sleep(1.0)  # let the projection fold the last settlements
         alerts = [a for s in projection.host.runner.tables.values() for a in s.state.alerts]
-        report = audit([r.env for r in await read_events(settings)])
+        envs, undecodable, unknown = await read_for_audit(settings)
+        report = audit(envs, undecodable=undecodable, unknown=unknown)
         _summary(console, run, alerts, report, elapsed, settings, started_kafka)
         return 0 if report.clean else 1
     finally:

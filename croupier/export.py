@@ -13,7 +13,8 @@ timestamp), so it is testable without a broker:
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 from contracts.codecs import encode
 
@@ -54,7 +55,7 @@ def write_jsonl(records: Iterable[Any], out: IO[bytes]) -> int:
 def _pyarrow() -> Any:
     try:
         import pyarrow as pa
-        import pyarrow.parquet  # noqa: F401
+        import pyarrow.parquet
     except ImportError:
         raise PyarrowMissing("--format parquet needs pyarrow, which is not installed "
                              "(pip install 'pyarrow>=14'); --format jsonl works without it") from None

@@ -57,3 +57,45 @@ async def read_events(settings: Settings, table_id: str | None = None,
 async def tables_in_log(settings: Settings) -> list[str]:
     """Every table id that has a dealing event (a table that was opened)."""
     return sorted({r.env.table_id for r in await read_events(settings, streams=(T.DEALING_EVENTS,))})
+
+
+async def read_for_audit(settings: Settings, table: str | None = None):  # type: ignore[no-untyped-def]
+    """What the audit reads: events (settlement first, shoe last: whatever a later-read stream holds, the earlier ones' events were
+    caused by, so a live floor's log reads as a consistent cut), records that do not decode, events of types
+    this version does not know."""
+    import msgspec
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    from contracts import topics as T
+    from contracts.codecs import Undecodable, UnknownMessageType, decode_event
+    from croupier.audit import UndecodableRecord, UnknownEvent
+    from services.runtime.kafka import read_log
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+    finally:
+        await admin.close()
+    # only topics that exist: reading a missing one would have the broker auto-create it under a wrong prefix
+    streams = tuple(s for s in (T.SETTLEMENT_EVENTS, T.WAGERING_EVENTS, T.DEALING_EVENTS, T.SHOE_EVENTS)
+                    if settings.topic(s) in existing)
+    if not streams:
+        return [], [], []
+    records = await read_events(settings, table, streams)
+    parts = [partition_of(table)] if table else None
+    undecodable: list[UndecodableRecord] = []
+    unknown: list[UnknownEvent] = []
+    for stream in streams:
+        for rec in await read_log(settings, settings.topic(stream), parts):
+            key = rec.key.decode("utf-8", "replace") if rec.key is not None else "?"
+            try:
+                decode_event(rec.value)
+            except UnknownMessageType as e:
+                probe = msgspec.json.decode(rec.value)  # a sound envelope: decode_event checked it
+                if table is None or probe["table_id"] == table:
+                    unknown.append(UnknownEvent(probe["table_id"], probe["stream"], probe["seq"],
+                                                probe["event_id"], e.type_name))
+            except Undecodable as e:
+                undecodable.append(UndecodableRecord(key, rec.topic, rec.partition, rec.offset, str(e)))
+    return [r.env for r in records], undecodable, unknown

@@ -429,8 +429,9 @@ class TableStory:
             raise ReplayError(f"{iso(at)} is outside the log of table {self.table_id}: its events span "
                               f"{iso(self.first)} to {iso(self.last)}")
         cfg = [e for e in self.configs if _utc(e.occurred_at) <= at]
-        config = ({"since": iso(_utc(cfg[-1].occurred_at)), "spec": msgspec.to_builtins(cfg[-1].payload.config)}
-                  if cfg else None)
+        last_cfg = cfg[-1].payload if cfg else None
+        config = ({"since": iso(_utc(cfg[-1].occurred_at)), "spec": msgspec.to_builtins(last_cfg.config)}
+                  if isinstance(last_cfg, TableOpened) else None)
         shoe = None
         for s in self.shoes.values():  # in load order: the last one loaded by then is in play
             if any(_utc(e.occurred_at) <= at for e in s.envs if isinstance(e.payload, ShoeLoaded)):
@@ -556,12 +557,12 @@ async def _guarded(coro: Awaitable[_R], settings: Any, timeout_s: float) -> _R:
     with _quiet_aiokafka():
         try:
             return await asyncio.wait_for(coro, timeout_s)
-        except (KafkaError, OSError, asyncio.TimeoutError) as e:
-            detail = "timed out" if isinstance(e, asyncio.TimeoutError) else (str(e) or type(e).__name__)
+        except (KafkaError, OSError, TimeoutError) as e:
+            detail = "timed out" if isinstance(e, TimeoutError) else (str(e) or type(e).__name__)
             raise Unreachable(f"cannot reach Kafka at {settings.bootstrap_servers} ({detail})") from None
 
 
-async def read_table(settings: Any, table_id: str, *, timeout_s: float = 120.0) -> list[Any]:
+async def read_table(settings: Any, table_id: str, *, timeout_s: float = 300.0) -> list[Any]:
     """Every event of ``table_id`` on the four event streams and, when their topics exist, the projection's
     ledger and alerts, as :class:`croupier.log.LogRecord`. Reads only topics that exist (a broker that
     auto-creates topics would otherwise create them under a mistyped prefix). Raises :class:`Unreachable`."""
@@ -592,9 +593,8 @@ async def known_tables(settings: Any, *, timeout_s: float = 120.0) -> list[str]:
 def unknown_table_message(table_id: str, tables: list[str], prefix: str) -> str:
     where = f" under topic prefix {prefix!r}" if prefix else ""
     if not tables:
-        return f"no events for table {table_id!r}: the log{where} holds no table"
-    return f"no events for table {table_id!r}: " + _ids_hint("table", tables, table_id) + (
-        f" (topic prefix {prefix!r})" if prefix else "")
+        return f"no events for table {table_id!r}{where}: the log holds no table"
+    return f"no events for table {table_id!r}{where}: the log has " + _ids_hint("table", tables, table_id)
 
 
 # ---- human output -----------------------------------------------------------------------------------------
@@ -686,31 +686,40 @@ def _p(console: Any, text: str, style: str | None = None) -> None:
     console.print(text, markup=False, highlight=False, style=style)
 
 
+def _clock(at: str, day: str) -> str:
+    """The time of day (ms) when ``at`` falls on ``day`` (``YYYY-MM-DD``), else the full date and time."""
+    full = _t(at)
+    return full[11:] if full.startswith(day) else full
+
+
 def _render_round(v: dict[str, Any], console: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    _p(console, f"Round {v['round_id']} - table {v['table_id'] if 'table_id' in v else ''} shoe {v['shoe_id']}, "
-                f"round {v['number']} of the shoe, opened {_t(v['opened_at'])}: {v['status']}", "bold")
+    day = _t(v["opened_at"])[:10]
+    _p(console, f"Round {v['round_id']} at table {v.get('table_id', '?')}: round {v['number']} of shoe "
+                f"{v['shoe_id']}, opened {_t(v['opened_at'])}, {v['status']}", "bold")
     t = Table("time", "event", "detail")
     for e in v["timeline"]:
         label, detail = describe(e)
-        t.add_row(Text(_t(e["at"])), Text(label), Text(detail))
+        t.add_row(Text(_clock(e["at"], day)), Text(label), Text(detail))
     console.print(t)
     if v.get("ledger") is None:
         _p(console, "Ledger: no projection.ledger events in the log (the projection has not run)")
     elif v["ledger"]:
-        lt = Table("entry", "kind", "lines (debit +, credit -)", title="Ledger", title_justify="left")
+        lt = Table("kind", "seat", "lines (debit +, credit -)", title="Ledger (projection.ledger)",
+                   title_justify="left")
         for x in v["ledger"]:
             lines = ", ".join(f"{ln['account']} {money(ln['amount_cents'])}" for ln in x["lines"])
-            lt.add_row(Text(x["entry_id"]), Text(x["kind"]), Text(lines))
+            seat = f"{x['seat']} {x['player_id']}" if x.get("seat") else ""
+            lt.add_row(Text(x["kind"]), Text(seat), Text(lines))
         console.print(lt)
     else:
         _p(console, "Ledger: no entries for this round")
-    if v.get("alerts"):
-        for a in v["alerts"]:
-            _p(console, f"Alert: seat {a['seat']} {a['player_id']} bet {money(a['stake_cents'])} on {a['wager']} "
-                        f"at EV {a['ev']:+.6f} (expected gain {money(a['expected_gain_cents'])})")
+    for a in v.get("alerts") or []:
+        _p(console, f"Surveillance alert: seat {a['seat']} {a['player_id']} bet {money(a['stake_cents'])} on "
+                    f"{a['wager']} at EV {a['ev']:+.6f} per unit (expected gain {money(a['expected_gain_cents'])}, "
+                    f"{a['cards_left']} cards left)")
 
 
 def _shoe_lines(s: dict[str, Any]) -> list[str]:
@@ -733,7 +742,7 @@ def _shoe_lines(s: dict[str, Any]) -> list[str]:
         c = s["closed"]
         check = {True: "matches the commitment", False: "DOES NOT match the commitment",
                  None: "nothing to check"}[c["commitment_verified"]]
-        out.append(f"closed {_t(c['at'])}: {c['reason']}, {c['cards_dealt']} cards dealt; reveal of "
+        out.append(f"closed {_t(c['at'])}: {c['reason']}, {c['cards_dealt']} cards out (burn included); reveal of "
                    f"{len(c['order'])} cards {check}")
     return out
 
@@ -799,22 +808,26 @@ def _render_summary(v: dict[str, Any], console: Any) -> None:
     for s in v["shoes"]:
         check = {True: ", reveal verified", False: ", REVEAL DOES NOT MATCH", None: ""}[s["commitment_verified"]]
         _p(console, f"shoe {s['shoe_id']}: {s['status']}, {s['rounds']} round(s), {s['dealt']} cards dealt{check}")
-    t = Table(*(h for h in ("round", "opened", "status", "bets", "rej", "result", "Player", "Banker",
-                                  "flags", "stakes", "payouts", "comm.", "house")))
+    t = Table("round", "result", "Player", "Banker", "bets", "stakes", "house")
     for r in v["rounds"]:
         flags = [f for f, on in (("natural", r["natural"]), ("dragon 7", r["dragon_7"]),
                                  ("panda 8", r["panda_8"])) if on]
         if r["void"] is not None:
-            flags.append(f"void: {r['void']}")
+            result = f"void: {r['void']}"
+        elif r["winner"]:
+            result = r["winner"] + (f" ({', '.join(flags)})" if flags else "")
+        else:
+            result = r["status"]
+        if r["rejected"]:
+            result += f"; {r['rejected']} rejected"
 
         def m(x: int | None) -> str:
             return money(x) if x is not None else "-"
 
-        pl = f"{_cards(r['player_cards'])} ({r['player_points']})" if r["player_cards"] else "-"
-        bk = f"{_cards(r['banker_cards'])} ({r['banker_points']})" if r["banker_cards"] else "-"
-        t.add_row(*(Text(x) for x in (r["round_id"], _t(r["opened_at"]), r["status"], str(r["bets"]),
-                                      str(r["rejected"]), r["winner"] or "-", pl, bk, ", ".join(flags),
-                                      m(r["stakes"]), m(r["payouts"]), m(r["commission"]), m(r["table_result"]))))
+        pl = f"{_cards(r['player_cards'])} = {r['player_points']}" if r["player_cards"] else "-"
+        bk = f"{_cards(r['banker_cards'])} = {r['banker_points']}" if r["banker_cards"] else "-"
+        t.add_row(*(Text(x) for x in (r["round_id"], result, pl, bk, str(r["bets"]), m(r["stakes"]),
+                                      m(r["table_result"]))))
     console.print(t)
     tot = v["totals"]
     _p(console, f"{tot['rounds']} round(s), {tot['settled']} settled: stakes {money(tot['stakes'])}, payouts "

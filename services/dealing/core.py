@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from baccarat import round as R
-from baccarat.cards import Hand, hand_points, parse_card
+from baccarat.cards import hand_points, parse_card
 from baccarat.errors import BaccaratError
 from baccarat.shoe import EndOfShoePolicy, refusal
 from baccarat.table import TableConfig

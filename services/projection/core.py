@@ -30,9 +30,7 @@ from baccarat.expectation import wager_expectations
 from baccarat.drawing import PUNTO_BANCO
 from baccarat.odds import Composition, OutcomeCounts, exact_counts, table_for
 from baccarat.table import TableConfig
-from baccarat.wagers import Wager
 from contracts import topics as T
-from contracts.commands import Command
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
     AdvantageBetFlagged,

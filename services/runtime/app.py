@@ -19,7 +19,7 @@ from faststream.kafka.annotations import KafkaMessage
 from contracts import topics as T
 from services.runtime.core import ServiceCore
 from services.runtime.host import Publisher, ServiceHost
-from services.runtime.kafka import DirectPublisher, TransactionalPublisher, ensure_topics, read_log
+from services.runtime.kafka import TransactionalPublisher, ensure_topics, read_log
 from services.runtime.logging import configure
 from services.runtime.settings import Settings
 

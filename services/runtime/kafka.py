@@ -54,8 +54,14 @@ async def read_log(settings: Settings, topic: str, partitions: Sequence[int] | N
         isolation_level="read_committed",
         auto_offset_reset="earliest",
     )
-    await consumer.start()
     try:
+        await consumer.start()
+    except BaseException:
+        await consumer.stop()
+        raise
+    try:
+        if topic not in await consumer.topics():
+            return []  # never create a topic by reading it (the broker may auto-create on metadata requests)
         if partitions is None:
             parts = await consumer._client.fetch_all_metadata()  # noqa: SLF001 - metadata refresh
             found = parts.partitions_for_topic(topic) or set()

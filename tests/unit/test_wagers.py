@@ -1,6 +1,5 @@
 """Settlement of every wager on every outcome class (13:69F-3.2), commission, rounding, conservation."""
 
-from fractions import Fraction
 
 import pytest
 from hypothesis import given
