@@ -18,7 +18,7 @@ class Command(msgspec.Struct, frozen=True, tag_field="type"):
 
 
 # ---- shoe.commands ---------------------------------------------------------------------------------
-class LoadShoe(Command, tag="load_shoe"):
+class LoadShoe(Command, frozen=True, tag="load_shoe"):
     """Load a new shoe. ``order``: card texts first-out first (``"Kd"``, ``"7s"``), a supplied physical or
     pre-shuffled order; empty: the shoe service shuffles with a CSPRNG. ``physical``: the order is unknown
     (a shoe dealt by hand); card reads are then checked against the remaining composition. ``cut_at``: the
@@ -31,7 +31,7 @@ class LoadShoe(Command, tag="load_shoe"):
     cut_at: int | None = None
 
 
-class DrawCard(Command, tag="draw_card"):
+class DrawCard(Command, frozen=True, tag="draw_card"):
     """Hand the next card of the shoe to ``round_id`` (sent by the dealing service)."""
 
     shoe_id: str
@@ -39,7 +39,7 @@ class DrawCard(Command, tag="draw_card"):
     card_number: int
 
 
-class ReadCard(Command, tag="read_card"):
+class ReadCard(Command, frozen=True, tag="read_card"):
     """A card read from a physical shoe for ``round_id`` (validated against the remaining composition)."""
 
     shoe_id: str
@@ -48,7 +48,7 @@ class ReadCard(Command, tag="read_card"):
     card: str
 
 
-class CloseShoe(Command, tag="close_shoe"):
+class CloseShoe(Command, frozen=True, tag="close_shoe"):
     """Close the shoe and reveal its order and salt (the commitment can then be verified)."""
 
     shoe_id: str
@@ -56,20 +56,20 @@ class CloseShoe(Command, tag="close_shoe"):
 
 
 # ---- dealing.commands ------------------------------------------------------------------------------
-class OpenTable(Command, tag="open_table"):
+class OpenTable(Command, frozen=True, tag="open_table"):
     """Open (or reconfigure, between rounds) a table with its game configuration."""
 
     config: TableSpec = msgspec.field(default_factory=TableSpec)
 
 
-class OpenRound(Command, tag="open_round"):
+class OpenRound(Command, frozen=True, tag="open_round"):
     """Open a round of play on the table's current shoe; betting opens with it."""
 
     round_id: str
     shoe_id: str
 
 
-class VoidRound(Command, tag="void_round"):
+class VoidRound(Command, frozen=True, tag="void_round"):
     """Declare the round void (an irregularity the dealer cannot cure); every bet is returned."""
 
     round_id: str
@@ -77,7 +77,7 @@ class VoidRound(Command, tag="void_round"):
 
 
 # ---- wagering.commands -----------------------------------------------------------------------------
-class PlaceBet(Command, tag="place_bet"):
+class PlaceBet(Command, frozen=True, tag="place_bet"):
     """Place a bet of ``amount_cents`` on ``wager`` for ``seat``/``player_id``; the bet id is the command id."""
 
     round_id: str
@@ -87,21 +87,21 @@ class PlaceBet(Command, tag="place_bet"):
     amount_cents: int
 
 
-class WithdrawBet(Command, tag="withdraw_bet"):
+class WithdrawBet(Command, frozen=True, tag="withdraw_bet"):
     """Withdraw a bet before "No more bets" (13:69F-3.2(d))."""
 
     round_id: str
     bet_id: str
 
 
-class CloseBetting(Command, tag="close_betting"):
+class CloseBetting(Command, frozen=True, tag="close_betting"):
     """The dealer calls "No more bets" (13:69F-3.7(b)): the bet book of the round is closed."""
 
     round_id: str
 
 
 # ---- settlement.commands ---------------------------------------------------------------------------
-class CollectCommission(Command, tag="collect_commission"):
+class CollectCommission(Command, frozen=True, tag="collect_commission"):
     """Collect the commission a seat owes (accrual tables: end of shoe, or when the patron leaves)."""
 
     seat: int

@@ -19,7 +19,7 @@ class Event(msgspec.Struct, frozen=True, tag_field="type"):
     """Base of every event."""
 
 
-class CommandRejected(Event, tag="command_rejected"):
+class CommandRejected(Event, frozen=True, tag="command_rejected"):
     """A command refused by a service. ``reason`` is a stable code (``unknown_table``, ``shoe_complete``,
     ``invalid_config`` …); ``detail`` says what exactly was wrong; ``command`` is the command's tag."""
 
@@ -30,7 +30,7 @@ class CommandRejected(Event, tag="command_rejected"):
 
 
 # ---- shoe.events -----------------------------------------------------------------------------------
-class ShoeLoaded(Event, tag="shoe_loaded"):
+class ShoeLoaded(Event, frozen=True, tag="shoe_loaded"):
     """A shoe was loaded. ``commitment`` = SHA-256 hex of the card order and salt (see ``ShoeClosed``),
     recorded before the first card so anyone can verify the order was fixed; empty for a physical shoe.
     ``source``: ``csprng`` | ``supplied`` | ``physical``."""
@@ -42,14 +42,14 @@ class ShoeLoaded(Event, tag="shoe_loaded"):
     commitment: str = ""
 
 
-class ShoeCut(Event, tag="shoe_cut"):
+class ShoeCut(Event, frozen=True, tag="shoe_cut"):
     """The patron's cut: ``cut_at`` cards moved from the front to the back."""
 
     shoe_id: str
     cut_at: int
 
 
-class ShoeBurned(Event, tag="shoe_burned"):
+class ShoeBurned(Event, frozen=True, tag="shoe_burned"):
     """The burn: ``exposed`` was shown face up, then ``burned`` went to the discard rack face down.
     ``burned`` is surveillance information; the public view knows only ``exposed`` and ``burned_count``."""
 
@@ -59,7 +59,7 @@ class ShoeBurned(Event, tag="shoe_burned"):
     burned: list[str] = msgspec.field(default_factory=list)
 
 
-class CardDrawn(Event, tag="card_drawn"):
+class CardDrawn(Event, frozen=True, tag="card_drawn"):
     """A card left the shoe for ``round_id`` as its ``card_number``-th card (1-based). ``position``: index
     in the shoe after the cut, 0-based. ``cutting_card_out``: the end-of-shoe cutting card came out just
     before this card. ``cards_left``: cards still in the shoe after it."""
@@ -73,7 +73,7 @@ class CardDrawn(Event, tag="card_drawn"):
     cutting_card_out: bool = False
 
 
-class CardReadRefused(Event, tag="card_read_refused"):
+class CardReadRefused(Event, frozen=True, tag="card_read_refused"):
     """An impossible card read from a physical shoe (no copy left): recorded as an irregularity."""
 
     shoe_id: str
@@ -83,7 +83,7 @@ class CardReadRefused(Event, tag="card_read_refused"):
     reason: str
 
 
-class ShoeClosed(Event, tag="shoe_closed"):
+class ShoeClosed(Event, frozen=True, tag="shoe_closed"):
     """The shoe closed; the reveal: ``order`` (as loaded, before the cut) and ``salt`` (hex) hash to the
     commitment of ``ShoeLoaded``: ``sha256(salt_bytes + ",".join(order).encode())``. ``cards_dealt``: cards
     that left the shoe, the burn included (the shoe's position when it closed)."""
@@ -95,7 +95,7 @@ class ShoeClosed(Event, tag="shoe_closed"):
     salt: str = ""
 
 
-class ShoeOrderSealed(Event, tag="shoe_order_sealed"):
+class ShoeOrderSealed(Event, frozen=True, tag="shoe_order_sealed"):
     """``shoe.vault`` only (read by the shoe service alone): the order as loaded and the salt, kept so the
     shoe service can rebuild; published to everyone only by ``ShoeClosed``."""
 
@@ -105,13 +105,13 @@ class ShoeOrderSealed(Event, tag="shoe_order_sealed"):
 
 
 # ---- dealing.events --------------------------------------------------------------------------------
-class TableOpened(Event, tag="table_opened"):
+class TableOpened(Event, frozen=True, tag="table_opened"):
     """The table's configuration (validated by the rules core) is in force from here on."""
 
     config: TableSpec
 
 
-class RoundOpened(Event, tag="round_opened"):
+class RoundOpened(Event, frozen=True, tag="round_opened"):
     """A round opened on ``shoe_id``; ``number`` counts rounds of the shoe from 1."""
 
     round_id: str
@@ -119,7 +119,7 @@ class RoundOpened(Event, tag="round_opened"):
     number: int
 
 
-class CardDealt(Event, tag="card_dealt"):
+class CardDealt(Event, frozen=True, tag="card_dealt"):
     """A card went to a hand. ``hand``: ``player`` | ``banker``; ``position`` within the hand (1–3);
     ``rule``: ``initial`` | ``table_1`` | ``table_2``; ``row``/``column``: the table cell that required
     it; ``source``: the regulation; ``why``: the same in words."""
@@ -135,7 +135,7 @@ class CardDealt(Event, tag="card_dealt"):
     column: str | None = None
 
 
-class PointsAnnounced(Event, tag="points_announced"):
+class PointsAnnounced(Event, frozen=True, tag="points_announced"):
     """After the first four cards: both point counts and whether either is a natural (13:69F-3.8(a))."""
 
     round_id: str
@@ -144,7 +144,7 @@ class PointsAnnounced(Event, tag="points_announced"):
     natural: bool
 
 
-class Irregularity(Event, tag="irregularity"):
+class Irregularity(Event, frozen=True, tag="irregularity"):
     """Something dealt outside the rules and how it was handled (13:69F-3.12)."""
 
     round_id: str
@@ -153,7 +153,7 @@ class Irregularity(Event, tag="irregularity"):
     card: str = ""
 
 
-class RoundResolved(Event, tag="round_resolved"):
+class RoundResolved(Event, frozen=True, tag="round_resolved"):
     """The result (13:69F-3.10(a)): both hands, point counts, the winner (``player`` | ``banker`` |
     ``tie``), naturals, cards the rules required, dragon 7 and panda 8."""
 
@@ -171,14 +171,14 @@ class RoundResolved(Event, tag="round_resolved"):
     panda_8: bool
 
 
-class RoundVoided(Event, tag="round_voided"):
+class RoundVoided(Event, frozen=True, tag="round_voided"):
     """The round is void: every bet on it is returned."""
 
     round_id: str
     reason: str
 
 
-class ShoeFinished(Event, tag="shoe_finished"):
+class ShoeFinished(Event, frozen=True, tag="shoe_finished"):
     """The end-of-shoe policy allows no further round on ``shoe_id`` (the cutting card is out)."""
 
     shoe_id: str
@@ -186,13 +186,13 @@ class ShoeFinished(Event, tag="shoe_finished"):
 
 
 # ---- wagering.events -------------------------------------------------------------------------------
-class BettingOpened(Event, tag="betting_opened"):
+class BettingOpened(Event, frozen=True, tag="betting_opened"):
     """Bets are taken for ``round_id``."""
 
     round_id: str
 
 
-class BetPlaced(Event, tag="bet_placed"):
+class BetPlaced(Event, frozen=True, tag="bet_placed"):
     """A bet accepted; ``bet_id`` is the id of the ``PlaceBet`` command."""
 
     round_id: str
@@ -203,7 +203,7 @@ class BetPlaced(Event, tag="bet_placed"):
     amount_cents: int
 
 
-class BetRejected(Event, tag="bet_rejected"):
+class BetRejected(Event, frozen=True, tag="bet_rejected"):
     """A bet refused. ``reason``: ``betting_closed``, ``betting_not_open``, ``wager_not_offered``,
     ``unknown_wager``, ``under_table_min``, ``over_table_max``, ``invalid_amount``, ``invalid_seat``,
     ``bonus_needs_base_bet``, ``unknown_bet``, ``unknown_round``."""
@@ -218,7 +218,7 @@ class BetRejected(Event, tag="bet_rejected"):
     amount_cents: int = 0
 
 
-class BetWithdrawn(Event, tag="bet_withdrawn"):
+class BetWithdrawn(Event, frozen=True, tag="bet_withdrawn"):
     """A bet taken back before "No more bets"; its stake is returned."""
 
     round_id: str
@@ -235,7 +235,7 @@ class BetLine(msgspec.Struct, frozen=True):
     amount_cents: int
 
 
-class BettingClosed(Event, tag="betting_closed"):
+class BettingClosed(Event, frozen=True, tag="betting_closed"):
     """ "No more bets": the round's bet book, final (13:69F-3.2(d))."""
 
     round_id: str
@@ -243,7 +243,7 @@ class BettingClosed(Event, tag="betting_closed"):
 
 
 # ---- settlement.events -----------------------------------------------------------------------------
-class BetSettled(Event, tag="bet_settled"):
+class BetSettled(Event, frozen=True, tag="bet_settled"):
     """One bet settled. ``result``: ``win`` | ``lose`` | ``void``; ``payout``: cents handed back
     (stake + win − deducted commission on a win, stake on a void, 0 on a loss); ``commission``: cents,
     accrued to the seat when ``commission_accrued``; ``category`` says why."""
@@ -263,7 +263,7 @@ class BetSettled(Event, tag="bet_settled"):
     odds: str = ""
 
 
-class CommissionAccrued(Event, tag="commission_accrued"):
+class CommissionAccrued(Event, frozen=True, tag="commission_accrued"):
     """Commission owed by a seat grew by ``amount_cents``; ``owed_cents`` is the new total."""
 
     seat: int
@@ -273,7 +273,7 @@ class CommissionAccrued(Event, tag="commission_accrued"):
     round_id: str = ""
 
 
-class CommissionCollected(Event, tag="commission_collected"):
+class CommissionCollected(Event, frozen=True, tag="commission_collected"):
     """The commission a seat owed was collected."""
 
     seat: int
@@ -281,7 +281,7 @@ class CommissionCollected(Event, tag="commission_collected"):
     amount_cents: int
 
 
-class RoundSettled(Event, tag="round_settled"):
+class RoundSettled(Event, frozen=True, tag="round_settled"):
     """Every bet of the round is settled. Totals in cents; ``table_result`` = stakes − payouts +
     commission accrued (the house's result for the round)."""
 
@@ -306,7 +306,7 @@ class WagerOdds(msgspec.Struct, frozen=True):
     ev_den: int
 
 
-class OddsUpdated(Event, tag="odds_updated"):
+class OddsUpdated(Event, frozen=True, tag="odds_updated"):
     """Exact odds of the next round after a change of the shoe (``trigger``: ``shoe_loaded`` | ``burn`` |
     ``card`` | ``round_opened``); ``step`` counts the shoe's changes (0 loaded, +1 per burn and card).
     ``view``: ``public`` (only cards seen at the table: burned cards face down
@@ -333,7 +333,7 @@ class LedgerLine(msgspec.Struct, frozen=True):
     amount_cents: int
 
 
-class LedgerPosted(Event, tag="ledger_posted"):
+class LedgerPosted(Event, frozen=True, tag="ledger_posted"):
     """A balanced journal entry of the cage ledger (the lines sum to zero). ``entry_id`` is derived from the
     source event, so a re-delivered event posts nothing new."""
 
@@ -348,7 +348,7 @@ class LedgerPosted(Event, tag="ledger_posted"):
     player_id: str = ""
 
 
-class AdvantageBetFlagged(Event, tag="advantage_bet_flagged"):
+class AdvantageBetFlagged(Event, frozen=True, tag="advantage_bet_flagged"):
     """Surveillance: a bet landed on a wager whose expected value in the surveillance view (the true
     remaining composition before the round's first card) was positive. ``ev``: per unit staked
     (``ev_num / ev_den`` exactly); ``expected_gain_cents``: stake × ev, rounded down."""
