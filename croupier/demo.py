@@ -29,7 +29,7 @@ from baccarat.money import format_cents
 from baccarat.roads import big_road, parse_results
 from baccarat.table import TableConfig, no_vig_dragon, punto_banco_full
 from contracts import topics as T
-from contracts.events import BetSettled, CardDrawn, RoundSettled, ShoeBurned, ShoeLoaded
+from contracts.events import BetSettled, CardDrawn, RoundResolved, RoundSettled, ShoeBurned, ShoeLoaded
 from croupier.audit import AuditReport, audit
 from croupier.log import read_for_audit
 from services.floor.advantage import AdvantagePlayer
@@ -166,10 +166,10 @@ def _settle_bankrolls(dealer: DemoDealer, round_env) -> None:  # type: ignore[no
     board.table_result += s.table_result
     board.round += 1
     for e in reversed(dealer.io.log.by_table[dealer.table_id]):
-        if type(e.payload).__name__ == "RoundResolved" and e.payload.round_id == rid:
-            letter = {"banker": "B", "player": "P", "tie": "T"}[e.payload.winner]
+        p = e.payload
+        if isinstance(p, RoundResolved) and p.round_id == rid:
+            letter = {"banker": "B", "player": "P", "tie": "T"}[p.winner]
             board.results += letter
-            p = e.payload
             board.last = f"{letter} {p.player_points}-{p.banker_points}" + (" D7" if p.dragon_7 else "") + (
                 " P8" if p.panda_8 else "")
             break
