@@ -7,6 +7,7 @@ and exits with status 2; nothing prints a traceback for bad input.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from typing import Annotated, Callable, Optional, TypeVar
 
@@ -30,7 +31,15 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False, soft_wrap=True)
+def _console() -> Console:
+    """stdout; when it is not a terminal (a file, a pipe) wide enough that nothing an investigator needs is cut."""
+    c = Console(highlight=False, soft_wrap=True)
+    if not c.is_terminal:
+        c = Console(highlight=False, soft_wrap=True, width=max(200, c.width))
+    return c
+
+
+out = _console()
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -77,7 +86,16 @@ def _composition(decks: int, seen: str | None, composition: str | None) -> Compo
         return comp
     comp = Composition.full(decks)
     if seen:
-        comp = comp.without([c.value for c in parse_cards(seen)])
+        if any(not part.strip() for part in seen.split(",")):
+            raise InvalidComposition(f"--seen has an empty entry: {seen!r}")
+        cards = parse_cards(seen)
+        by_rank: dict[object, int] = {}
+        for c in cards:
+            by_rank[c.rank] = by_rank.get(c.rank, 0) + 1
+            if by_rank[c.rank] > 4 * decks:
+                raise InvalidComposition(f"--seen: {by_rank[c.rank]} cards of rank {c.rank.symbol}, "
+                                         f"but {decks} deck(s) hold {4 * decks}")
+        comp = comp.without([c.value for c in cards])
     return comp
 
 
@@ -105,7 +123,7 @@ def odds(
 ) -> None:
     """Exact counts of every outcome of the next round, and each wager's probability and expected value.
 
-    Counts are ordered 6-card sequences out of Permut(N, 6) (odds-and-roads.md §1): a full 8-deck shoe gives
+    Counts are ordered 6-card sequences out of Permut(N, 6), the published tables' convention: a full 8-deck shoe gives
     Banker 2,292,252,566,437,888, Player 2,230,518,282,592,256, Tie 475,627,426,473,216.
     """
     comp = _composition(decks, seen, composition)
@@ -226,7 +244,7 @@ def roads(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Every scoreboard of a sequence of results: bead plate, Big Road, Big Eye Boy, Small Road, Cockroach Pig
-    (odds-and-roads.md §5), with logical columns and marks."""
+    (derived roads from the Big Road's logical columns, never its bent display), with logical columns and marks."""
     from croupier.roads import roads_command
 
     typer.echo(roads_command(sequence, as_json))
@@ -241,14 +259,21 @@ def _settings(bootstrap: str | None, prefix: str | None):  # type: ignore[no-unt
     if bootstrap:
         settings = dataclasses.replace(settings, bootstrap_servers=bootstrap)
     if prefix is not None:
-        settings = dataclasses.replace(settings, topic_prefix=prefix)
+        # topic prefixes end with a dot (demo-20261130-110143-72a3.): accept one typed without it
+        settings = dataclasses.replace(settings, topic_prefix=prefix if not prefix or prefix.endswith(".")
+                                       else prefix + ".")
     return settings
+
+
+def _check_port(port: int | None) -> None:
+    if port is not None and not 1 <= port <= 65535:
+        raise fail(f"port must be 1..65535, got {port}")
 
 
 def _run_async(coro, settings) -> None:  # type: ignore[no-untyped-def]
     import asyncio
 
-    from croupier.serve import PortTaken
+    from croupier.serve import NoSuchPrefix, PortTaken
 
     try:
         asyncio.run(coro)
@@ -256,9 +281,11 @@ def _run_async(coro, settings) -> None:  # type: ignore[no-untyped-def]
         pass
     except PortTaken as e:
         raise fail(str(e), code=1) from None
+    except NoSuchPrefix as e:
+        raise fail(str(e)) from None
     except Exception as e:  # a broker that cannot be reached: one line, no traceback
-        raise fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}",
-                   code=1) from None
+        detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
+        raise fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {detail}", code=1) from None
 
 
 BOOTSTRAP_HELP = "Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:19092)."
@@ -289,6 +316,7 @@ def serve(
         raise fail(f"unknown service(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(svc_pkg.NAMES)}")
     if api_port is not None and "projection" not in names:
         raise fail("--api-port needs the projection service (add it to --services, or use `croupier api`)")
+    _check_port(api_port)
     settings = _settings(bootstrap, prefix)
     tok = token if token is not None else os.environ.get("CROUPIER_SURVEILLANCE_TOKEN", "")
     _run_async(run_serve(names, settings, api_port=api_port, token=tok), settings)
@@ -307,6 +335,7 @@ def api(
 
     from croupier.serve import api_alone
 
+    _check_port(port)
     settings = _settings(bootstrap, prefix)
     tok = token if token is not None else os.environ.get("CROUPIER_SURVEILLANCE_TOKEN", "")
     _run_async(api_alone(settings, port, token=tok), settings)
@@ -324,6 +353,11 @@ def demo(
                          ] = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed of the simulated players (the shoes are always "
                                                      "shuffled by the shoe service's CSPRNG).")] = None,
+    prefix: Annotated[Optional[str], typer.Option(help="Topic prefix (default: a new demo-<time>-<id>.).")] = None,
+    services_: Annotated[bool, typer.Option("--services/--no-services",
+                                            help="Run the five services here (default), or only the floor, "
+                                                 "against services already running (croupier serve --prefix).")
+                         ] = True,
 ) -> None:
     """A whole floor: the five services, dealers dealing real shoes to the cutting card, players with
     bankrolls betting every wager, an advantage player for surveillance to find; a live dashboard, then a
@@ -341,7 +375,10 @@ def demo(
         raise fail(f"--speed must be 0 or more, got {speed}")
     boot = bootstrap or os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None
     try:
-        code = asyncio.run(run_demo(tables, shoes, speed, boot, out, seed))
+        pre = _settings(None, prefix).topic_prefix if prefix is not None else None
+        if not services_ and not pre:
+            raise fail("--no-services needs the --prefix the running services use")
+        code = asyncio.run(run_demo(tables, shoes, speed, boot, out, seed, prefix=pre, with_services=services_))
     except KeyboardInterrupt:
         raise fail("interrupted", code=130) from None
     except DemoError as e:
@@ -437,8 +474,12 @@ def export(
     path = out_path or default_path(table, fmt)
     try:
         if path == "-":
-            n = writer(records, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
+            try:
+                n = writer(records, sys.stdout.buffer)
+                sys.stdout.buffer.flush()
+            except BrokenPipeError:  # `| head`: the reader has what it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                raise typer.Exit(0) from None
         else:
             with open(path, "wb") as f:
                 n = writer(records, f)

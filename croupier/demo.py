@@ -38,6 +38,7 @@ from services.floor.dealer import TableDealer, TableRun
 from services.floor.io import KafkaFloorIO
 from services.runtime.app import Service
 from services.runtime.kafka import ensure_topics
+from services.runtime.logging import STDERR, configure
 from services.runtime.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,17 +89,22 @@ class FloorRun:
         return self.total("rounds")
 
 
-def start_local_kafka() -> str:
-    """Start the project's pinned broker (fetching its jars on first use); returns its bootstrap address."""
+def start_local_kafka() -> tuple[str, bool]:
+    """Start the project's pinned broker (fetching its jars on first use) unless it already runs; returns its
+    bootstrap address and whether this call started it (only then does the demo stop it at the end)."""
     if not KAFKA_SH.exists():
         raise DemoError("KAFKA_BOOTSTRAP_SERVERS is not set and infra/kafka/kafka.sh is not here to start one")
+    status = subprocess.run(["bash", str(KAFKA_SH), "status"], capture_output=True, text=True, timeout=60)
+    for line in status.stdout.splitlines() if status.returncode == 0 else []:
+        if line.startswith("KAFKA_BOOTSTRAP_SERVERS="):
+            return line.split("=", 1)[1].strip(), False
     try:
         out = subprocess.run(["bash", str(KAFKA_SH), "start"], capture_output=True, text=True, timeout=600)
     except subprocess.TimeoutExpired:
         raise DemoError("the local Kafka broker did not start within 10 minutes") from None
     for line in out.stdout.splitlines():
         if line.startswith("KAFKA_BOOTSTRAP_SERVERS="):
-            return line.split("=", 1)[1].strip()
+            return line.split("=", 1)[1].strip(), True
     last = (out.stderr.strip().splitlines() or ["no output"])[-1]
     raise DemoError(f"the local Kafka broker did not start: {last}")
 
@@ -170,7 +176,7 @@ def _settle_bankrolls(dealer: DemoDealer, round_env) -> None:  # type: ignore[no
         if isinstance(p, RoundResolved) and p.round_id == rid:
             letter = {"banker": "B", "player": "P", "tie": "T"}[p.winner]
             board.results += letter
-            board.last = f"{letter} {p.player_points}-{p.banker_points}" + (" D7" if p.dragon_7 else "") + (
+            board.last = f"{letter}  P{p.player_points} B{p.banker_points}" + (" D7" if p.dragon_7 else "") + (
                 " P8" if p.panda_8 else "")
             break
 
@@ -212,26 +218,33 @@ def _dashboard(run: FloorRun, projection: Service | None, progress: Progress, st
 
 
 async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None, console: Console,
-                   seed: int | None = None) -> int:
-    """Run the demo; returns the exit status (0 when the final audit is clean)."""
+                   seed: int | None = None, prefix: str | None = None, with_services: bool = True) -> int:
+    """Run the demo; returns the exit status (0 when the final audit is clean).
+
+    ``prefix``: the topic prefix (default: a new ``demo-<time>-<id>.``); ``with_services`` False drives the
+    tables only, against services already running under that prefix (``croupier serve``).
+    """
     started_kafka = False
     if not bootstrap:
-        console.print("starting the local Kafka broker (infra/kafka/kafka.sh start) ...")
-        bootstrap = await asyncio.to_thread(start_local_kafka)
-        started_kafka = True
-    prefix = f"demo-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:4]}."
+        console.print("using the project's local Kafka broker (infra/kafka/kafka.sh) ...")
+        bootstrap, started_kafka = await asyncio.to_thread(start_local_kafka)
+    prefix = prefix or f"demo-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:4]}."
     settings = Settings(bootstrap_servers=bootstrap, topic_prefix=prefix)
+    log_path = REPO / "var" / f"{prefix}log.jsonl"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_file = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
+    configure(file=log_file)  # the services' JSON logs go to a file, not over the dashboard
     running: list[Service] = []
     io = KafkaFloorIO(settings)
     rng = random.Random(seed)
     run = FloorRun()
     try:
         await ensure_topics(settings, T.ALL_TOPICS)
-        for name in services.NAMES:
+        for name in services.NAMES if with_services else ():
             svc = services.create(name, settings)
             await svc.start()
             running.append(svc)
-        projection = running[services.NAMES.index("projection")]
+        projection = running[services.NAMES.index("projection")] if with_services else None
         await io.start()
         dealers = []
         for n in range(1, tables + 1):
@@ -269,10 +282,10 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         await work
         elapsed = time.monotonic() - t0
         await asyncio.sleep(1.0)  # let the projection fold the last settlements
-        alerts = [a for s in projection.host.runner.tables.values() for a in s.state.alerts]
+        alerts = [a for s in projection.host.runner.tables.values() for a in s.state.alerts] if projection else []
         envs, undecodable, unknown = await read_for_audit(settings)
         report = audit(envs, undecodable=undecodable, unknown=unknown)
-        _summary(console, run, alerts, report, elapsed, settings, started_kafka)
+        _summary(console, run, alerts, report, elapsed, settings, started_kafka, log_path)
         return 0 if report.clean else 1
     finally:
         await io.stop()
@@ -280,6 +293,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
             await svc.stop()
         if started_kafka:
             await asyncio.to_thread(stop_local_kafka)
+        configure(file=STDERR)  # logs go back to stderr before the file closes
+        log_file.close()
 
 
 def _clock() -> datetime:
@@ -287,7 +302,7 @@ def _clock() -> datetime:
 
 
 def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport, elapsed: float,  # type: ignore[type-arg]
-             settings: Settings, started_kafka: bool) -> None:
+             settings: Settings, started_kafka: bool, log_path: Path) -> None:
     t = Table(title="Summary", title_justify="left")
     t.add_column("table")
     t.add_column("rounds", justify="right")
@@ -305,7 +320,8 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
     console.print(f"Surveillance alerts: {len(alerts)} bet(s) on positive-EV wagers by {len(players)} player(s)"
                   + (f": {', '.join(players[:6])}{' ...' if len(players) > 6 else ''}" if players else ""))
     verdict = "clean" if report.clean else f"{len(report.discrepancies or [])} discrepancies"
-    console.print(f"Audit: {verdict} — {report.events} events, {report.shoes_verified} shoes verified, "
+    shoes = f"{report.shoes_verified} shoe{'' if report.shoes_verified == 1 else 's'}"
+    console.print(f"Audit: {verdict} — {report.events} events, {shoes} verified, "
                   f"{report.rounds_checked} rounds and {report.bets_checked} bets re-derived with the rules core")
     for d in (report.discrepancies or [])[:20]:
         console.print(f"  {d}", markup=False)
@@ -313,8 +329,9 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
     if started_kafka:
         where += f" (broker data in {REPO / 'var' / 'kafka'}; start it again with `bash infra/kafka/kafka.sh start`)"
     console.print(f"The log: {where}", markup=False)
-    console.print(f"  croupier audit --prefix {settings.topic_prefix}   |   croupier replay --prefix "
-                  f"{settings.topic_prefix} --table BAC-01", markup=False)
+    console.print(f"Service logs (JSON lines): {log_path}", markup=False)
+    console.print(f"  .venv/bin/croupier audit --prefix {settings.topic_prefix}", markup=False)
+    console.print(f"  .venv/bin/croupier replay --prefix {settings.topic_prefix} --table BAC-01", markup=False)
 
 
 __all__ = ["run_demo", "DemoError"]
