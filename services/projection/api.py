@@ -9,6 +9,7 @@ message.
 from __future__ import annotations
 
 import hmac
+from datetime import date
 from typing import Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query
@@ -92,10 +93,21 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
         seq = "".join(s.results.get(sid, ()))
         return {"table_id": table_id, "shoe_id": sid, "sequence": seq, "roads": roads(parse_results(seq)).to_dict()}
 
+    def scope(s: ProjectionState, table_id: str, shoe_id: str | None, gaming_day: str | None) -> None:
+        """404 for a shoe the table never had, 422 for a gaming day that is not a date."""
+        if gaming_day is not None:
+            try:
+                date.fromisoformat(gaming_day)
+            except ValueError:
+                raise HTTPException(422, f"gaming_day must be a date YYYY-MM-DD, got {gaming_day!r}") from None
+        if shoe_id is not None and shoe_id not in s.results and not (s.shoe and s.shoe.shoe_id == shoe_id):
+            raise HTTPException(404, f"unknown shoe {shoe_id!r} at table {table_id!r}")
+
     @api.get("/tables/{table_id}/ledger", summary="Ledger balances (cents) by account")
     def ledger_balances(table_id: str, shoe_id: str | None = None, gaming_day: str | None = None,
                         player_id: str | None = None) -> dict[str, Any]:
         s = state(table_id)
+        scope(s, table_id, shoe_id, gaming_day)
         return {
             "table_id": table_id,
             "balances": s.ledger.balances(table_id=table_id, shoe_id=shoe_id, gaming_day=gaming_day,
@@ -107,6 +119,7 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
     def ledger_entries(table_id: str, shoe_id: str | None = None, gaming_day: str | None = None,
                        player_id: str | None = None, limit: int = Query(200, ge=1, le=10_000)) -> list[Any]:
         s = state(table_id)
+        scope(s, table_id, shoe_id, gaming_day)
         es = s.ledger.entries(table_id=table_id, shoe_id=shoe_id, gaming_day=gaming_day, player_id=player_id)
         return [_plain(e) for e in list(es)[-limit:]]
 

@@ -267,6 +267,8 @@ def test_query_api(played):
     pid = alerts[0]["player_id"]
     summary = client.get(f"/players/{pid}/surveillance", headers={"Authorization": "Bearer s3cret"}).json()
     assert summary["flagged_bets"] == sum(1 for a in alerts if a["player_id"] == pid)
+    assert client.get("/tables/T1/ledger?gaming_day=yesterday").status_code == 422
+    assert client.get("/tables/T1/ledger?shoe_id=nope").status_code == 404
     entries = client.get("/tables/T2/ledger/entries?limit=5").json()
     assert len(entries) == 5
     assert "paths" in client.get("/openapi.json").json()
