@@ -199,3 +199,39 @@ async def test_garbage_goes_to_the_dead_letter_topic_and_unknown_types_are_skipp
     # still serving
     await io.send(T.WAGERING_COMMANDS, _bet("after"))
     assert [p.bet_id for p in payloads(bus, T.WAGERING_EVENTS, BetPlaced)] == ["after"]
+
+
+async def test_casino_night_and_an_accruing_table_through_full_shoes():
+    """Casino night (13:47-20.20: 5 % on every winning bet, the literal bank rule) and a punto banco table that
+    accrues commission per seat: whole shoes, audited, and every accrued cent collected at the end."""
+    from baccarat.money import CommissionMode
+    from baccarat.table import casino_night
+    from contracts.commands import CollectCommission
+    from contracts.events import CommissionAccrued, CommissionCollected
+
+    bus, hosts = floor_bus(seed=31)
+    io = MemoryFloorIO(bus)
+    tables = {"CN": casino_night(literal_banker_rule=True),
+              "AC": punto_banco_full(commission_mode=CommissionMode.ACCRUE)}
+    for tid, cfg in tables.items():
+        run = await TableDealer(io, tid, cfg, SEATS, random.Random(tid), Clock()).run(shoes=1)
+        assert run.rejections == ["shoe_complete"] and run.rounds > 60
+    rep = audit(events(bus))
+    assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
+    settled = [e.payload for e in events(bus, T.SETTLEMENT_EVENTS) if isinstance(e.payload, BetSettled)]
+    cn_wins = [s for s in settled if s.result == "win" and s.bet_id.startswith("CN")]
+    assert cn_wins and all(s.commission > 0 for s in cn_wins)  # every winning bet pays commission
+    assert not any(s.commission_accrued for s in cn_wins)
+    ac = [s for s in settled if s.bet_id.startswith("AC") and s.wager == "banker" and s.result == "win"]
+    assert ac and all(s.commission_accrued and s.payout == 2 * s.stake for s in ac)
+    owed: dict[int, int] = {}
+    for e in events(bus, T.SETTLEMENT_EVENTS):
+        if e.table_id == "AC" and isinstance(e.payload, CommissionAccrued):
+            owed[e.payload.seat] = e.payload.owed_cents
+    assert sum(owed.values()) == sum(s.commission for s in ac)
+    for seat in owed:
+        await io.send(T.SETTLEMENT_COMMANDS, command("AC", f"collect-{seat}", Clock()(), CollectCommission(seat=seat)))
+    collected = {e.payload.seat: e.payload.amount_cents for e in events(bus, T.SETTLEMENT_EVENTS)
+                 if isinstance(e.payload, CommissionCollected)}
+    assert collected == owed
+    assert audit(events(bus)).clean
