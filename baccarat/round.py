@@ -171,7 +171,8 @@ def _banker_step(deal: Deal) -> NeedCard | NeedDecision | None:
         decision = deal.banker_option
         action = Action.DRAW if decision else Action.STAND
     if action is Action.DRAW:
-        reason = DrawReason(Hand.BANKER, 3, "table_2", deal.ruleset.banker_source, total, column, decision)
+        source = deal.ruleset.banker_source + (" via 13:69F-3.12(a)" if deal.player_stood_by_irregularity else "")
+        reason = DrawReason(Hand.BANKER, 3, "table_2", source, total, column, decision)
         return NeedCard(Hand.BANKER, reason)
     return None
 
@@ -253,8 +254,7 @@ def misdeal_player_third(deal: Deal, card: Card) -> tuple[Deal, MisdealDispositi
     stood = replace(deal, player_stood_by_irregularity=True)
     banker = _banker_step(stood)
     if isinstance(banker, NeedCard):
-        reason = replace(banker.reason, source=banker.reason.source + " via 13:69F-3.12(a)")
-        new = replace(stood, banker=stood.banker + (card,), reasons=stood.reasons + (reason,))
+        new = replace(stood, banker=stood.banker + (card,), reasons=stood.reasons + (banker.reason,))
         return new, MisdealDisposition(card, True)
     if isinstance(banker, NeedDecision):
         raise IllegalDecision("Banker option pending: 13:69F-3.12(a) has no rule for an optional draw")
@@ -280,6 +280,31 @@ def _outcome(deal: Deal) -> Outcome:
         reasons=deal.reasons,
         discarded=deal.discarded,
     )
+
+
+def resolve_recorded(cards: Sequence[Card], ruleset: Ruleset, misdealt: int | None = None
+                     ) -> tuple[Outcome, tuple[Card, ...]]:
+    """Re-deal a recorded round: like :func:`resolve`, except that card number ``misdealt`` (1-based) was put
+    on the Player's Hand when Table 1 allowed no third card, and is handled by 13:69F-3.12(a): it becomes the
+    Banker's third card, or is discarded (also when the rules had already ended the round). Returns the
+    outcome and the cards beyond what the rules took.
+
+    Raises :class:`InsufficientCards` when the cards run out, :class:`IllegalDecision` when ``misdealt`` is
+    not a card the rules could have taken as an unauthorised Player third card.
+    """
+    deal = start(ruleset)
+    rest: list[Card] = []
+    for i, card in enumerate(cards, 1):
+        if i == misdealt:
+            deal, _ = misdeal_player_third(deal, card)
+        elif isinstance(next_step(deal), Outcome):
+            rest.append(card)
+        else:
+            deal = add_card(deal, card)
+    out = next_step(deal)
+    if not isinstance(out, Outcome):
+        raise InsufficientCards(f"the round needs more than the {len(cards)} card(s) recorded")
+    return out, tuple(rest)
 
 
 def resolve(

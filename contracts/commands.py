@@ -40,12 +40,15 @@ class DrawCard(Command, frozen=True, tag="draw_card"):
 
 
 class ReadCard(Command, frozen=True, tag="read_card"):
-    """A card read from a physical shoe for ``round_id`` (validated against the remaining composition)."""
+    """A card read from a physical shoe for ``round_id`` (validated against the remaining composition).
+    ``hand``: where the dealer placed it (``player`` | ``banker``), when known; a Player third card the rules
+    did not allow is then handled by 13:69F-3.12(a)."""
 
     shoe_id: str
     round_id: str
     card_number: int
     card: str
+    hand: str = ""
 
 
 class CloseShoe(Command, frozen=True, tag="close_shoe"):

@@ -71,6 +71,8 @@ class CardDrawn(Event, frozen=True, tag="card_drawn"):
     position: int
     cards_left: int
     cutting_card_out: bool = False
+    #: where the dealer placed the card, when a physical shoe's reader says (``player`` | ``banker``)
+    dealt_to: str = ""
 
 
 class CardReadRefused(Event, frozen=True, tag="card_read_refused"):
@@ -145,12 +147,16 @@ class PointsAnnounced(Event, frozen=True, tag="points_announced"):
 
 
 class Irregularity(Event, frozen=True, tag="irregularity"):
-    """Something dealt outside the rules and how it was handled (13:69F-3.12)."""
+    """Something dealt outside the rules and how it was handled (13:69F-3.12). ``kind``
+    ``unauthorised_player_third_card``: ``disposition`` ``banker_third`` (Table 2 obliged the Banker to draw,
+    decided as if the Player had stood: the card is the Banker's third, dealt next) or ``discarded``."""
 
     round_id: str
     kind: str
     detail: str
     card: str = ""
+    card_number: int = 0
+    disposition: str = ""
 
 
 class RoundResolved(Event, frozen=True, tag="round_resolved"):

@@ -48,6 +48,7 @@ from baccarat.table import TableConfig
 from baccarat.wagers import Wager, settle
 from contracts.envelope import Envelope, event_id
 from contracts.events import (
+    Irregularity,
     BetLine,
     BetPlaced,
     BetSettled,
@@ -303,6 +304,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     announced: dict[str, list[PointsAnnounced]] = defaultdict(list)
     resolved: dict[str, RoundResolved] = {}
     voided: set[str] = set()
+    misdealt: dict[str, int] = {}  # round -> card number put on the Player's Hand against Table 1 (3.12(a))
     for e in deal_ev:
         p = e.payload
         if isinstance(p, TableOpened):
@@ -322,6 +324,8 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             announced[p.round_id].append(p)
         elif isinstance(p, RoundResolved):
             resolved[p.round_id] = p
+        elif isinstance(p, Irregularity) and p.kind == "unauthorised_player_third_card" and p.card_number:
+            misdealt[p.round_id] = p.card_number
         elif isinstance(p, RoundVoided):
             voided.add(p.round_id)
 
@@ -348,7 +352,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             continue
         try:
             cards = [parse_card(d.card) for d in draws]
-            o, rest = R.resolve(cards, cfg.ruleset)
+            o, rest = R.resolve_recorded(cards, cfg.ruleset, misdealt.get(rid))
         except (BaccaratError, ValueError) as ex:  # too few cards drawn for the round, or not cards
             flag("round_underivable", rid, str(ex))
             continue

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from baccarat import round as R
-from baccarat.cards import hand_points, parse_card
+from baccarat.cards import Hand, hand_points, parse_card
 from baccarat.errors import BaccaratError
 from baccarat.shoe import EndOfShoePolicy, refusal
 from baccarat.table import TableConfig
@@ -29,6 +29,7 @@ from contracts.events import (
     CardDealt,
     CardDrawn,
     CommandRejected,
+    Irregularity,
     PointsAnnounced,
     RoundOpened,
     RoundResolved,
@@ -43,6 +44,8 @@ from services.runtime.core import Emit, Send, command
 from services.runtime.translate import shoe_rules, table_config
 
 INITIAL_CARDS = 4
+#: Irregularity kind of a Player third card the rules did not allow (13:69F-3.12(a))
+MISDEAL = "unauthorised_player_third_card"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +63,13 @@ class ShoeProgress:
 
 @dataclass(frozen=True, slots=True)
 class Drawn:
-    """A card the shoe handed out for a round, with the event that carried it."""
+    """A card the shoe handed out for a round, with the event that carried it and, for a physical shoe, the
+    hand the dealer placed it on."""
 
     card: str
     event_id: str
     at: datetime
+    dealt_to: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +147,15 @@ class DealingCore:
         if isinstance(e, CardDealt) and rs is not None:
             deal = R.add_card(rs.deal, parse_card(e.card))
             return replace(state, round=replace(rs, deal=deal, dealt=rs.dealt + 1, status="dealing"))
+        if isinstance(e, Irregularity) and rs is not None and e.kind == MISDEAL and rs.round_id == e.round_id:
+            # 13:69F-3.12(a): the Player's Hand counts as having stood; a discarded card is consumed here, a card
+            # that becomes the Banker's third is dealt by the CardDealt that follows
+            deal = replace(rs.deal, player_stood_by_irregularity=True)
+            dealt = rs.dealt
+            if e.disposition == "discarded":
+                deal = replace(deal, discarded=deal.discarded + (parse_card(e.card),))
+                dealt += 1
+            return replace(state, round=replace(rs, deal=deal, dealt=dealt))
         if isinstance(e, PointsAnnounced) and rs is not None:
             return replace(state, round=replace(rs, announced=True))
         if isinstance(e, RoundResolved) and rs is not None:
@@ -171,7 +185,7 @@ class DealingCore:
             rs = state.round
             if rs is not None and rs.round_id == e.round_id and e.card_number not in rs.received:
                 got = dict(rs.received)
-                got[e.card_number] = Drawn(e.card, env.event_id, env.occurred_at)
+                got[e.card_number] = Drawn(e.card, env.event_id, env.occurred_at, e.dealt_to)
                 state = replace(state, round=replace(rs, received=got))
             return state
         if isinstance(e, CommandRejected) and state.round is not None and e.command == "draw_card":
@@ -195,7 +209,15 @@ class DealingCore:
     # -- react -----------------------------------------------------------------------------------
     def react(self, state: DealingState, last: Envelope | None) -> list[Emit | Send]:
         rs = state.round
-        if rs is None or rs.status in ("resolved", "voided") or rs.closed_by is None:
+        if rs is None or rs.status == "voided" or rs.closed_by is None:
+            return []
+        if rs.status == "resolved":
+            # a card placed on the Player's Hand after the rules ended the round (a natural, or both standing):
+            # 13:69F-3.12(a) discards it; the result stands
+            d = rs.received.get(rs.dealt + 1)
+            if d is not None and d.dealt_to == "player" and len(rs.deal.player) == 2 and len(rs.deal.banker) == 2 \
+                    and not rs.deal.player_stood_by_irregularity:
+                return self._misdeal(rs, rs.dealt + 1, d)
             return []
         if rs.failed:
             cause = rs.received[rs.dealt].event_id if rs.dealt else rs.closed_by[0]
@@ -211,6 +233,9 @@ class DealingCore:
                          round_id=rs.round_id, causation_id=rs.closed_by[0], occurred_at=rs.closed_by[1])]
         if nxt in rs.received:
             d = rs.received[nxt]
+            if d.dealt_to == "player" and step.hand is Hand.BANKER and len(rs.deal.player) == 2 \
+                    and not rs.deal.player_stood_by_irregularity:
+                return self._misdeal(rs, nxt, d)
             reason = step.reason
             out: list[Emit | Send] = [Emit(
                 CardDealt(round_id=rs.round_id, card=d.card, hand=reason.hand.value, position=reason.position,
@@ -236,6 +261,17 @@ class DealingCore:
                                           correlation_id=rs.round_id))
             for n in range(first, want + 1)
         ]
+
+    def _misdeal(self, rs: RoundState, n: int, d: Drawn) -> list[Emit | Send]:
+        """A Player third card the rules did not allow (13:69F-3.12(a)): it becomes the Banker's third card if
+        Table 2 obliges the Banker to draw, decided as if the Player had stood; otherwise it is discarded."""
+        _, disp = R.misdeal_player_third(rs.deal, parse_card(d.card))
+        where = "became the Banker's third card" if disp.became_banker_third else "was discarded"
+        detail = (f"card {n} ({d.card}) was dealt to the Player's Hand though Table 1 did not allow a third card; "
+                  f"it {where} (13:69F-3.12(a))")
+        return [Emit(Irregularity(round_id=rs.round_id, kind=MISDEAL, detail=detail, card=d.card, card_number=n,
+                                  disposition="banker_third" if disp.became_banker_third else "discarded"),
+                     round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=d.event_id, occurred_at=d.at)]
 
     def _resolved(self, state: DealingState, rs: RoundState, o: R.Outcome) -> list[Emit | Send]:
         last = rs.received[rs.dealt]

@@ -194,6 +194,8 @@ class ShoeCore:
             except BaccaratError as e:
                 return [Emit(CardReadRefused(shoe_id=c.shoe_id, round_id=c.round_id, card_number=c.card_number,
                                              card=c.card, reason=str(e)), round_id=c.round_id, shoe_id=c.shoe_id)]
+        dealt_to = c.hand if isinstance(c, ReadCard) else ""
         return [Emit(CardDrawn(shoe_id=c.shoe_id, round_id=c.round_id, card_number=c.card_number, card=str(card),
-                               position=shoe.position - 1, cards_left=shoe.cards_left, cutting_card_out=reached),
+                               position=shoe.position - 1, cards_left=shoe.cards_left, cutting_card_out=reached,
+                               dealt_to=dealt_to),
                      round_id=c.round_id, shoe_id=c.shoe_id)]
