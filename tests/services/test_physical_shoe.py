@@ -15,7 +15,9 @@ from tests.services.helpers import floor_bus, payloads
 AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-async def test_physical_shoe_reads_are_checked_and_dealt_by_the_rules():
+async def _open_physical_round(wagers: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    """A table with a physical shoe, round R1 open, ``wagers`` bet by seat 1 ($25 each), "No more bets" called.
+    Returns the bus and the command factory (ids c1, c2, ...)."""
     bus, _ = floor_bus()
     n = iter(range(1, 1000))
 
@@ -27,9 +29,16 @@ async def test_physical_shoe_reads_are_checked_and_dealt_by_the_rules():
     await bus.pump()
     bus.send(T.DEALING_COMMANDS, cmd(OpenRound(round_id="R1", shoe_id="PS")))
     await bus.pump()
-    bus.send(T.WAGERING_COMMANDS, cmd(PlaceBet(round_id="R1", seat=1, player_id="p", wager="player", amount_cents=2500)))
+    for wager in wagers:
+        bus.send(T.WAGERING_COMMANDS, cmd(PlaceBet(round_id="R1", seat=1, player_id="p", wager=wager,
+                                                   amount_cents=2500)))
     bus.send(T.WAGERING_COMMANDS, cmd(CloseBetting(round_id="R1")))
     await bus.pump()
+    return bus, cmd
+
+
+async def test_physical_shoe_reads_are_checked_and_dealt_by_the_rules():
+    bus, cmd = await _open_physical_round(("player",))
     loaded = payloads(bus, T.SHOE_EVENTS, ShoeLoaded)
     assert loaded[0].source == "physical" and loaded[0].commitment == ""
     assert payloads(bus, T.DEALING_EVENTS, CardDealt) == []  # waiting for the reader
@@ -57,22 +66,7 @@ async def test_physical_shoe_reads_are_checked_and_dealt_by_the_rules():
 
 
 async def _physical_round(cards_and_hands):  # type: ignore[no-untyped-def]
-    bus, _ = floor_bus()
-    n = iter(range(1, 1000))
-
-    def cmd(payload):  # type: ignore[no-untyped-def]
-        return command("P1", f"c{next(n)}", AT, payload)
-
-    bus.send(T.DEALING_COMMANDS, cmd(OpenTable(config=table_spec(punto_banco_full()))))
-    bus.send(T.SHOE_COMMANDS, cmd(LoadShoe(shoe_id="PS", physical=True)))
-    await bus.pump()
-    bus.send(T.DEALING_COMMANDS, cmd(OpenRound(round_id="R1", shoe_id="PS")))
-    await bus.pump()
-    for wager in ("banker", "cards_5", "cards_4"):
-        bus.send(T.WAGERING_COMMANDS, cmd(PlaceBet(round_id="R1", seat=1, player_id="p", wager=wager,
-                                                   amount_cents=2500)))
-    bus.send(T.WAGERING_COMMANDS, cmd(CloseBetting(round_id="R1")))
-    await bus.pump()
+    bus, cmd = await _open_physical_round(("banker", "cards_5", "cards_4"))
     for i, (card, hand) in enumerate(cards_and_hands, 1):
         bus.send(T.SHOE_COMMANDS, cmd(ReadCard(shoe_id="PS", round_id="R1", card_number=i, card=card, hand=hand)))
     await bus.pump()
