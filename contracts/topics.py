@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Final
 
-PARTITIONS: Final = 4
+#: the default partition count of every topic (``CROUPIER_PARTITIONS`` overrides it per floor): sized for
+#: a floor of hundreds of tables and up to this many instances of each service
+PARTITIONS: Final = 12
 
 SHOE_COMMANDS: Final = "shoe.commands"
 SHOE_EVENTS: Final = "shoe.events"
@@ -42,6 +44,11 @@ ALL_TOPICS: Final = COMMAND_TOPICS + EVENT_TOPICS + PROJECTION_TOPICS + DLQ_TOPI
 
 #: Topic configs: every topic keeps its history (event sourcing replays from offset zero).
 TOPIC_CONFIG: Final = {"retention.ms": "-1", "retention.bytes": "-1"}
+#: Command topics also take the broker's clock as each record's timestamp: a sender cannot choose it.
+COMMAND_TOPIC_CONFIG: Final = {"message.timestamp.type": "LogAppendTime"}
+#: A service's snapshot topic (``<service>.snapshots``) is a compacted cache, keyed by table id.
+SNAPSHOT_TOPIC_CONFIG: Final = {"cleanup.policy": "compact", "segment.ms": "600000",
+                                "min.cleanable.dirty.ratio": "0.1"}
 
 
 def key(table_id: str) -> bytes:

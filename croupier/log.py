@@ -41,10 +41,9 @@ async def read_events(settings: Settings, table_id: str | None = None,
                       streams: tuple[str, ...] = EVENT_STREAMS) -> list[LogRecord]:
     """Every decodable event of ``streams`` (all tables, or one), in per-stream order. Records that do not
     decode (or of unknown types) are left out: the audit counts them separately via :func:`read_raw`."""
-    parts = [partition_of(table_id)] if table_id else None
     out: list[LogRecord] = []
     for stream in streams:
-        for rec in await read_log(settings, settings.topic(stream), parts):
+        for rec in await read_log(settings, settings.topic(stream), table_id=table_id):
             try:
                 env = decode_event(rec.value)
             except (UnknownMessageType, Undecodable):
@@ -83,11 +82,10 @@ async def read_for_audit(settings: Settings, table: str | None = None):  # type:
     if not streams:
         return [], [], []
     records = await read_events(settings, table, streams)
-    parts = [partition_of(table)] if table else None
     undecodable: list[UndecodableRecord] = []
     unknown: list[UnknownEvent] = []
     for stream in streams:
-        for rec in await read_log(settings, settings.topic(stream), parts):
+        for rec in await read_log(settings, settings.topic(stream), table_id=table):
             key = rec.key.decode("utf-8", "replace") if rec.key is not None else "?"
             try:
                 decode_event(rec.value)

@@ -106,7 +106,7 @@ class KafkaFloorIO:
                                          enable_auto_commit=False, isolation_level="read_committed",
                                          auto_offset_reset="earliest")
         await self.consumer.start()
-        tps = [TopicPartition(self.settings.topic(t), p) for t in WATCHED for p in range(T.PARTITIONS)]
+        tps = [TopicPartition(self.settings.topic(t), p) for t in WATCHED for p in range(self.settings.partitions)]
         self.consumer.assign(tps)
         if from_beginning:
             await self.consumer.seek_to_beginning(*tps)

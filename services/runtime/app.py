@@ -1,141 +1,175 @@
-"""Build a FastStream app for a service core: one broker, one subscriber, rebuild on every assignment.
+"""Build a FastStream app for a service core: one broker, one batch subscriber, one task per partition.
 
-The subscriber consumes the service's command topic and its input topics in one consumer group. On every
-partition assignment the listener rebuilds the service's state from offset zero of its own events and its
-inputs (only the assigned partitions: a table lives on the same partition number in every topic) and then
-seeks every assigned partition back to the beginning: duplicates are dropped by ``seq`` and by command id,
-and anything never handled is handled now.
+FastStream runs the app (``faststream run services.<name>.app:app``, start-up and shutdown hooks, its
+broker and subscriber); the subscriber consumes the service's command topic and its input topics in one
+consumer group with the co-partitioning :class:`~services.runtime.assignor.TableTaskAssignor`, never
+auto-commits, and hands each batch to :class:`~services.runtime.tasks.Tasks`, which writes what each
+partition's records caused in that partition's own transaction, with the input offsets. FastStream has no
+transactions of its own (upstream issue #2512), so that part is aiokafka's transactional producer.
+
+Under ``TestKafkaBroker`` (handler tests: no offsets, no rebalances) pass a ``publisher``: the handler then
+publishes through it directly, record by record, with the same :class:`ServiceHost` logic.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from aiokafka import ConsumerRebalanceListener, TopicPartition
-from faststream import FastStream
+from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 
 from contracts import topics as T
+from services.runtime.assignor import TableTaskAssignor
 from services.runtime.core import ServiceCore
 from services.runtime.host import Publisher, ServiceHost
-from services.runtime.kafka import TransactionalPublisher, ensure_topics, read_log
+from services.runtime.kafka import ensure_topics
 from services.runtime.logging import configure
 from services.runtime.settings import Settings
+from services.runtime.tasks import Tasks, snapshot_topic
+
+#: the longest one batch may be (records), and how long the consumer waits to fill one (ms)
+MAX_RECORDS = 500
+BATCH_TIMEOUT_MS = 5
 
 
-class _Rebuild(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, host: ServiceHost):
-        self.host = host
-        self.subscriber: Any = None
-        self.partitions: list[int] = []
+class TasksOnly:
+    """The host's publisher when tasks publish: nothing may be published around a task's transaction."""
 
-    async def rebuild(self) -> None:
-        """Rebuild the host from the log of the partitions this instance holds."""
-        parts = self.partitions
-        host = self.host
+    async def publish(self, decision: Any) -> None:
+        raise RuntimeError("publishing outside a task's transaction")
 
-        async def read(topic: str) -> list[Any]:
-            return await read_log(host.settings, topic, parts)
-
-        await host.rebuild(read)
-
-    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        return None
-
-    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        self.partitions = sorted({tp.partition for tp in assigned})
-        await self.rebuild()
-        if assigned and self.subscriber is not None and self.subscriber.consumer is not None:
-            await self.subscriber.consumer.seek_to_beginning(*assigned)
+    async def dead_letter(self, letter: Any) -> None:
+        raise RuntimeError("dead-lettering outside a task's transaction")
 
 
 def topics_of(core: ServiceCore[Any]) -> list[str]:
-    """Base names of every topic a service touches."""
-    names = [core.own_stream, *core.private_streams, *core.input_streams, T.dlq(core.name)]
+    """Base names of every topic a service touches (its snapshot topic included)."""
+    names = [core.own_stream, *core.private_streams, *core.input_streams, T.dlq(core.name),
+             snapshot_topic(core.name)]
     if core.command_stream:
         names.append(core.command_stream)
     return names
 
 
 class Service:
-    """One service wired for Kafka: its FastStream ``app`` and ``broker``, its ``host``; :meth:`start` and
-    :meth:`stop` run it inside another program (tests, ``croupier demo``) without ``faststream run``."""
+    """One service wired for Kafka: its FastStream ``app`` and ``broker``, its ``host`` and ``tasks``;
+    :meth:`start` and :meth:`stop` run it inside another program (tests, ``croupier serve``, the demo)."""
 
-    def __init__(self, app: FastStream, broker: KafkaBroker, host: ServiceHost, topics: list[str]):
-        self.app, self.broker, self.host, self.topics = app, broker, host, topics
+    def __init__(self, app: FastStream, broker: KafkaBroker, host: ServiceHost, topics: list[str],
+                 tasks: Tasks | None = None):
+        self.app, self.broker, self.host, self.topics, self.tasks = app, broker, host, topics, tasks
+
+    @property
+    def ready(self) -> bool:
+        """True when every assigned task is restored (a member with no task is not ready)."""
+        return self.tasks.ready if self.tasks is not None else True
+
+    async def wait_ready(self, timeout: float = 60.0) -> None:
+        """Wait until :attr:`ready` (raises ``TimeoutError`` after ``timeout`` seconds)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.ready:
+            if loop.time() > deadline:
+                raise TimeoutError(f"{self.host.core.name} not ready after {timeout} s")
+            await asyncio.sleep(0.05)
 
     async def start(self) -> None:
         await ensure_topics(self.host.settings, self.topics)
-        if isinstance(self.host.publisher, TransactionalPublisher):
-            await self.host.publisher.start()
         await self.broker.start()
 
     async def stop(self) -> None:
         await self.broker.stop()
-        if isinstance(self.host.publisher, TransactionalPublisher):
-            await self.host.publisher.stop()
+        if self.tasks is not None:
+            await self.tasks.stop()
 
 
 def build_service(core: ServiceCore[Any], settings: Settings | None = None, *,
-                  extra_topics: tuple[str, ...] = (), batch: bool = True, publisher: Publisher | None = None,
-                  group: str | None = None) -> Service:
+                  extra_topics: tuple[str, ...] = (), publisher: Publisher | None = None,
+                  group: str | None = None, replica_of: str | None = None) -> Service:
     """Everything :func:`build_app` makes, as a :class:`Service`."""
-    app, broker, host = build_app(core, settings, extra_topics=extra_topics, batch=batch, publisher=publisher,
-                                  group=group)
-    return Service(app, broker, host, topics_of(core) + list(extra_topics))
+    app, broker, host, tasks = _build(core, settings, extra_topics=extra_topics, publisher=publisher,
+                                      group=group, replica_of=replica_of)
+    return Service(app, broker, host, topics_of(core) + list(extra_topics), tasks)
 
 
 def build_app(core: ServiceCore[Any], settings: Settings | None = None, *,
-              extra_topics: tuple[str, ...] = (), publisher: Publisher | None = None, batch: bool = True,
-              group: str | None = None) -> tuple[FastStream, KafkaBroker, ServiceHost]:
+              extra_topics: tuple[str, ...] = (), publisher: Publisher | None = None,
+              group: str | None = None, replica_of: str | None = None,
+              ) -> tuple[FastStream, KafkaBroker, ServiceHost]:
     """A FastStream app running ``core`` against the broker of ``settings`` (environment by default).
 
-    ``publisher``: where decisions go (default: a :class:`TransactionalPublisher` on the same broker;
-    handler tests under ``TestKafkaBroker`` pass an in-memory one, a read-only replica a
-    :class:`NullPublisher`). ``batch``: consume records in batches and publish all a batch caused in one
-    transaction (throughput: the projection). ``group``: the consumer group (default: the service's).
+    ``publisher``: for handler tests under ``TestKafkaBroker`` only (decisions go there, no tasks).
+    ``replica_of``: a read-only replica of that service (e.g. the query API's copy of the projection):
+    it restores from that service's snapshots, follows the inputs, commits and writes nothing.
+    ``group``: the consumer group (default: the service's).
     """
+    app, broker, host, _ = _build(core, settings, extra_topics=extra_topics, publisher=publisher, group=group,
+                                  replica_of=replica_of)
+    return app, broker, host
+
+
+def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: tuple[str, ...],
+           publisher: Publisher | None, group: str | None, replica_of: str | None,
+           ) -> tuple[FastStream, KafkaBroker, ServiceHost, Tasks | None]:
     configure()
     settings = settings or Settings.from_env()
-    broker = KafkaBroker(settings.bootstrap_servers, logger=None)
-    publisher = publisher or TransactionalPublisher(settings, core.name)
-    host = ServiceHost(core, settings, publisher)
-    listener = _Rebuild(host)
-
-    async def handle(msg: KafkaMessage) -> None:
-        rec = msg.raw_message
-        await host.handle(rec.topic, rec.partition, rec.offset, rec.key, msg.body)
+    broker = KafkaBroker(settings.bootstrap_servers, logger=None, **_broker_security(settings))
+    group_id = group or settings.group(core.name)
+    host = ServiceHost(core, settings, publisher or TasksOnly())
+    tasks: Tasks | None = None
+    if publisher is None:
+        tasks = Tasks(host, settings, group_id, transactional=replica_of is None, snapshots_of=replica_of)
 
     async def handle_batch(msg: KafkaMessage) -> None:
-        if host.stale:  # a batch failed to publish: catch the state up with the log first
-            await listener.rebuild()
         raw = msg.raw_message
         records = raw if isinstance(raw, (list, tuple)) else (raw,)
-        await host.handle_batch([(r.topic, r.partition, r.offset, r.key, r.value) for r in records])
+        if tasks is not None:
+            await tasks.on_records(records)
+        else:  # handler tests: publish directly through the given publisher
+            await host.handle_batch([(r.topic, r.partition, r.offset, r.key, r.value) for r in records])
 
     subscriber = broker.subscriber(
         *host.subscribed_topics,
-        group_id=group or settings.group(core.name),
+        group_id=group_id,
         auto_offset_reset="earliest",
         isolation_level="read_committed",
-        listener=listener,
+        ack_policy=AckPolicy.MANUAL,  # offsets are committed inside each task's transaction
+        partition_assignment_strategy=(TableTaskAssignor.for_member(),),
+        session_timeout_ms=10_000,
+        heartbeat_interval_ms=1_000,
+        listener=tasks,
         include_in_schema=False,
-        **({"batch": True, "max_records": 500, "batch_timeout_ms": 5} if batch else {}),
+        batch=True,
+        max_records=MAX_RECORDS,
+        batch_timeout_ms=BATCH_TIMEOUT_MS,
     )
-    subscriber(handle_batch if batch else handle)
-    listener.subscriber = subscriber
+    subscriber(handle_batch)
+    if tasks is not None:
+        tasks.bind(lambda: getattr(subscriber, "consumer", None))
     app = FastStream(broker)
+    topics = topics_of(core) + list(extra_topics)
 
     @app.on_startup
     async def _start() -> None:
-        await ensure_topics(settings, topics_of(core) + list(extra_topics))
-        if isinstance(publisher, TransactionalPublisher):
-            await publisher.start()
+        await ensure_topics(settings, topics)
 
     @app.after_shutdown
     async def _stop() -> None:
-        if isinstance(publisher, TransactionalPublisher):
-            await publisher.stop()
+        if tasks is not None:
+            await tasks.stop()
 
-    return app, broker, host
+    return app, broker, host, tasks
+
+
+def _broker_security(settings: Settings) -> dict[str, Any]:
+    """FastStream's ``security=`` for the SASL/SCRAM options in ``settings`` (none in plain mode)."""
+    sec = settings.security
+    if not sec.get("security_protocol", "").startswith("SASL"):
+        return {}
+    from faststream.security import SASLScram256, SASLScram512
+
+    cls = SASLScram256 if sec.get("sasl_mechanism") == "SCRAM-SHA-256" else SASLScram512
+    return {"security": cls(username=sec.get("sasl_plain_username", ""),
+                            password=sec.get("sasl_plain_password", ""))}

@@ -96,15 +96,35 @@ class ServiceCore(Protocol[S]):
         ...
 
 
+#: how many of a table's most recent causing command ids are remembered for duplicate detection. Input
+#: offsets are committed with the events they caused, so a record is never handled twice; a duplicate
+#: command is a *new* record with an old id (a console's retry, a command re-sent by a service after its
+#: restore), which comes within moments, not thousands of commands later. Events are deduplicated by seq,
+#: exactly and without a window.
+CAUSES_WINDOW = 4096
+
+
 @dataclass(slots=True)
 class TableSlot(Generic[S]):
-    """A table's state plus the bookkeeping the runner keeps for it."""
+    """A table's state plus the bookkeeping the runner keeps for it.
+
+    ``causes``: the ids of the last :data:`CAUSES_WINDOW` commands/events that caused an own event, in
+    order (a dict used as an ordered set, so the oldest is dropped first).
+    """
 
     state: S
     seq: dict[str, int] = field(default_factory=dict)
-    causes: set[str] = field(default_factory=set)
+    causes: dict[str, None] = field(default_factory=dict)
     input_seq: dict[str, int] = field(default_factory=dict)
     last_event_id: str | None = None
+
+    def remember(self, cause: str) -> None:
+        """Add a cause id, forgetting the oldest beyond :data:`CAUSES_WINDOW`."""
+        if cause in self.causes:
+            return
+        self.causes[cause] = None
+        if len(self.causes) > CAUSES_WINDOW:
+            del self.causes[next(iter(self.causes))]
 
 
 class Runner(Generic[S]):
@@ -113,11 +133,14 @@ class Runner(Generic[S]):
     def __init__(self, core: ServiceCore[S]):
         self.core = core
         self.tables: dict[str, TableSlot[S]] = {}
+        #: tables whose slot was used since the caller last cleared this set (what a checkpoint must write)
+        self.touched: set[str] = set()
 
     def slot(self, table_id: str) -> TableSlot[S]:
         s = self.tables.get(table_id)
         if s is None:
             s = self.tables[table_id] = TableSlot(self.core.initial(table_id))
+        self.touched.add(table_id)
         return s
 
     def reset(self, table_ids: Any = None) -> None:
@@ -136,7 +159,7 @@ class Runner(Generic[S]):
             return False
         s.state = self.core.evolve(s.state, env)
         s.seq[env.stream] = env.seq
-        s.causes.add(env.causation_id)
+        s.remember(env.causation_id)
         s.last_event_id = env.event_id
         return True
 

@@ -68,11 +68,15 @@ class ServiceHost:
         self.log = get_logger(core.name)
         self.dead_letters = 0
         self.skipped = 0
+        #: commands dropped because their id had already caused an event (retries, re-sent commands)
+        self.duplicate_commands = 0
         #: (topic, partition, offset) of records already dead-lettered or skipped: a replay after a
         #: restart or reassignment must not dead-letter (or count) the same record twice
         self._set_aside: set[tuple[str, int, int]] = set()
         #: decisions of the batch being handled (batch mode), published together by :meth:`handle_batch`
         self._batch: list[Decision] | None = None
+        #: dead letters of the batch being collected (:meth:`collect`): written in the batch's transaction
+        self._letters: list[DeadLetter] | None = None
         #: set when a batch could not be published: the state ran ahead of the log and must be rebuilt
         self.stale = False
         #: log each published event at debug rather than info (the projection writes two odds per card)
@@ -121,13 +125,15 @@ class ServiceHost:
         self._set_aside.add((topic, partition, offset))
         self.dead_letters += 1
         self.log.warning("dead_letter", topic=topic, partition=partition, offset=offset, error=error)
-        await self.publisher.dead_letter(
-            DeadLetter(
-                service=self.core.name, topic=topic, partition=partition, offset=offset,
-                key=key.decode("utf-8", "replace") if key else None, error=error, original=body,
-                received_at=self.clock(),
-            )
+        letter = DeadLetter(
+            service=self.core.name, topic=topic, partition=partition, offset=offset,
+            key=key.decode("utf-8", "replace") if key else None, error=error, original=body,
+            received_at=self.clock(),
         )
+        if self._letters is not None:
+            self._letters.append(letter)
+            return
+        await self.publisher.dead_letter(letter)
 
     async def handle(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes) -> None:
         """Handle one record of a subscribed topic (full name)."""
@@ -155,6 +161,7 @@ class ServiceHost:
             if is_command:
                 decision = self.runner.decide(msg)  # type: ignore[arg-type]
                 if not decision:
+                    self.duplicate_commands += 1
                     self.log.info("duplicate_command", table_id=msg.table_id, command_id=msg.command_id)
                 await self._publish(decision)
                 await self._react(msg.table_id, None if not decision.events else decision.events[-1])
@@ -197,6 +204,52 @@ class ServiceHost:
         for d in decisions:
             self._log_events(d)
         return len(decisions)
+
+    async def collect(self, records: list[tuple[str, int, int, bytes | None, bytes]],
+                      ) -> tuple[list[Decision], list[DeadLetter]]:
+        """Handle records without publishing: the decisions they caused (already folded into the state, in
+        order) and the dead letters they made. The caller publishes both in one transaction together with
+        the records' offsets, or, if that fails, restores the state from the log (it has run ahead).
+        The caller holds :attr:`lock`."""
+        self._batch, self._letters = [], []
+        try:
+            for topic, partition, offset, key, body in records:
+                await self._handle(topic, partition, offset, key, body)
+            return self._batch, self._letters
+        finally:
+            self._batch, self._letters = None, None
+
+    async def collect_reactions(self, table_ids: list[str]) -> list[Decision]:
+        """Whatever the given tables' states make due now (after a restore), folded and returned for the
+        caller to publish. The caller holds :attr:`lock`."""
+        self._batch, self._letters = [], []
+        try:
+            for table_id in table_ids:
+                await self._react(table_id, None)
+            return self._batch
+        finally:
+            self._batch, self._letters = None, None
+
+    def fold_own(self, value: bytes) -> bool:
+        """Fold one raw record of an own stream (restore). False if undecodable, unknown or a duplicate."""
+        try:
+            env = decode_event(value)
+        except (UnknownMessageType, Undecodable):
+            return False
+        return self.runner.apply_own(env)
+
+    def fold_input(self, value: bytes) -> bool:
+        """Fold one raw record of an input stream (restore). False if undecodable, unknown or a duplicate."""
+        try:
+            env = decode_event(value)
+        except (UnknownMessageType, Undecodable):
+            return False
+        return self.runner.absorb_input(env)
+
+    def log_published(self, decisions: list[Decision]) -> None:
+        """Log the events of decisions that are now published."""
+        for d in decisions:
+            self._log_events(d)
 
     async def rebuild(self, read: Callable[[str], Awaitable[list[Any]]]) -> int:
         """Forget every table and replay: own events, then inputs, then whatever reactions are due.

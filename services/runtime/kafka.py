@@ -1,31 +1,47 @@
-"""Kafka plumbing: topic creation, reading a log from offset zero, and the transactional publisher."""
+"""Kafka plumbing: topic creation and reading a log from offset zero (publishing is per task:
+:mod:`services.runtime.tasks`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.partitioner import murmur2
 from aiokafka.structs import ConsumerRecord
 
 from contracts import topics as T
-from contracts.codecs import encode
-from contracts.envelope import DeadLetter
-from services.runtime.core import Decision
 from services.runtime.settings import Settings
 
 
+class PartitionMismatch(RuntimeError):
+    """Existing topics have a partition count other than the configured one (co-partitioning broken)."""
+
+
+def topic_config(base: str) -> dict[str, str]:
+    """The configuration a base topic is created with: snapshot topics are compacted caches, command
+    topics take the broker's append time as each record's timestamp, every other topic keeps its history
+    forever (:data:`contracts.topics.TOPIC_CONFIG`)."""
+    if base.endswith(".snapshots"):
+        return dict(T.SNAPSHOT_TOPIC_CONFIG)
+    if base in T.COMMAND_TOPICS:
+        return {**T.TOPIC_CONFIG, **T.COMMAND_TOPIC_CONFIG}
+    return dict(T.TOPIC_CONFIG)
+
+
 async def ensure_topics(settings: Settings, names: Iterable[str]) -> None:
-    """Create the given base topics (prefixed) with :data:`contracts.topics.PARTITIONS` partitions and
-    :data:`contracts.topics.TOPIC_CONFIG` (history kept forever) if they do not exist."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+    """Create the given base topics (prefixed) with ``settings.partitions`` partitions and
+    :func:`topic_config` if they do not exist. Raises :class:`PartitionMismatch` when an existing topic
+    has another partition count (a table would not be on the same partition number in every topic)."""
+    admin = AIOKafkaAdminClient(**settings.client_options())
     await admin.start()
     try:
         wanted = [settings.topic(n) for n in dict.fromkeys(names)]
         existing = set(await admin.list_topics())
-        new = [NewTopic(t, T.PARTITIONS, 1, topic_configs=dict(T.TOPIC_CONFIG)) for t in wanted if t not in existing]
+        new = [NewTopic(t, settings.partitions, 1, topic_configs=topic_config(settings.base(t)))
+               for t in wanted if t not in existing]
         if new:
             try:
                 await admin.create_topics(new)
@@ -37,6 +53,12 @@ async def ensure_topics(settings: Settings, names: Iterable[str]) -> None:
             ready = {d["topic"] for d in described if d["error_code"] == 0 and d["partitions"]
                      and all(p["leader"] >= 0 for p in d["partitions"])}
             if ready >= set(wanted):
+                wrong = {d["topic"]: len(d["partitions"]) for d in described
+                         if len(d["partitions"]) != settings.partitions}
+                if wrong:
+                    raise PartitionMismatch(
+                        f"topics with other than {settings.partitions} partitions (CROUPIER_PARTITIONS): {wrong}; "
+                        "every topic of a floor needs the same count (see README, Scaling out)")
                 return
             await asyncio.sleep(0.1)
         raise TimeoutError(f"topics without leaders after 30 s: {sorted(set(wanted) - ready)}")
@@ -44,12 +66,13 @@ async def ensure_topics(settings: Settings, names: Iterable[str]) -> None:
         await admin.close()
 
 
-async def read_log(settings: Settings, topic: str, partitions: Sequence[int] | None = None,
-                   ) -> list[ConsumerRecord]:
-    """Every committed record of ``topic`` (full name) in ``partitions`` (all when None), from offset zero
-    to the end as of the call, in offset order per partition (partitions one after another)."""
+async def read_log(settings: Settings, topic: str, partitions: Sequence[int] | None = None, *,
+                   table_id: str | None = None) -> list[ConsumerRecord]:
+    """Every committed record of ``topic`` (full name) in ``partitions`` (all when None; with ``table_id``
+    only the partition that table's key maps to, from the topic's actual partition count), from offset
+    zero to the end as of the call, in offset order per partition (partitions one after another)."""
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap_servers,
+        **settings.client_options(),
         enable_auto_commit=False,
         isolation_level="read_committed",
         auto_offset_reset="earliest",
@@ -66,6 +89,8 @@ async def read_log(settings: Settings, topic: str, partitions: Sequence[int] | N
             parts = await consumer._client.fetch_all_metadata()  # noqa: SLF001 - metadata refresh
             found = parts.partitions_for_topic(topic) or set()
             partitions = sorted(found)
+            if table_id is not None and found:
+                partitions = [(murmur2(T.key(table_id)) & 0x7FFFFFFF) % len(found)]
         tps = [TopicPartition(topic, p) for p in partitions]
         if not tps:
             return []
@@ -86,98 +111,3 @@ async def read_log(settings: Settings, topic: str, partitions: Sequence[int] | N
         return [r for tp in tps for r in out[tp]]
     finally:
         await consumer.stop()
-
-
-class TransactionalPublisher:
-    """Publishes each :class:`Decision` atomically (one Kafka transaction), keyed by table id.
-
-    Consumers read with ``isolation_level="read_committed"``, so half a decision is never seen.
-    """
-
-    def __init__(self, settings: Settings, service: str):
-        self.settings = settings
-        self.service = service
-        self.producer: AIOKafkaProducer | None = None
-
-    async def start(self) -> None:
-        self.producer = AIOKafkaProducer(
-            bootstrap_servers=self.settings.bootstrap_servers,
-            transactional_id=self.settings.transactional_id(self.service),
-            enable_idempotence=True,
-            linger_ms=0,
-        )
-        await self.producer.start()
-
-    async def stop(self) -> None:
-        if self.producer is not None:
-            await self.producer.stop()
-            self.producer = None
-
-    async def publish(self, decision: Decision) -> None:
-        assert self.producer is not None, "publisher not started"
-        key = T.key(decision.table_id)
-        async with self.producer.transaction():
-            for env in decision.events:
-                await self.producer.send(self.settings.topic(env.stream), encode(env), key=key)
-            for send in decision.sends:
-                await self.producer.send(self.settings.topic(send.topic), encode(send.command), key=key)
-
-    async def publish_many(self, decisions: list[Decision]) -> None:
-        """Several decisions in one transaction (batch mode)."""
-        assert self.producer is not None, "publisher not started"
-        async with self.producer.transaction():
-            for decision in decisions:
-                key = T.key(decision.table_id)
-                for env in decision.events:
-                    await self.producer.send(self.settings.topic(env.stream), encode(env), key=key)
-                for send in decision.sends:
-                    await self.producer.send(self.settings.topic(send.topic), encode(send.command), key=key)
-
-    async def dead_letter(self, letter: DeadLetter) -> None:
-        assert self.producer is not None, "publisher not started"
-        async with self.producer.transaction():
-            key = letter.key.encode() if letter.key else None
-            await self.producer.send(self.settings.topic(T.dlq(letter.service)), encode(letter), key=key)
-
-
-class DirectPublisher(TransactionalPublisher):
-    """Publishes without transactions (idempotent producer, ``acks=all``): lower latency, for outputs that
-    are each complete on their own (the projection's odds, ledger entries and alerts). A crash may leave
-    part of a batch written; the rebuild folds what was written and publishes only the rest."""
-
-    async def start(self) -> None:
-        self.producer = AIOKafkaProducer(bootstrap_servers=self.settings.bootstrap_servers,
-                                         enable_idempotence=True, acks="all", linger_ms=0)
-        await self.producer.start()
-
-    _pending: list  # type: ignore[type-arg]
-
-    async def enqueue(self, decision: Decision) -> None:
-        """Hand a decision to the producer now (sent at once, linger 0); :meth:`flush` awaits delivery."""
-        assert self.producer is not None, "publisher not started"
-        pending = self.__dict__.setdefault("_pending", [])
-        key = T.key(decision.table_id)
-        for env in decision.events:
-            pending.append(await self.producer.send(self.settings.topic(env.stream), encode(env), key=key))
-        for send in decision.sends:
-            pending.append(await self.producer.send(self.settings.topic(send.topic), encode(send.command), key=key))
-
-    async def flush(self) -> None:
-        """Wait until everything enqueued is acknowledged (raises the first delivery error)."""
-        pending, self.__dict__["_pending"] = self.__dict__.get("_pending", []), []
-        for f in pending:
-            await f
-
-    async def publish(self, decision: Decision) -> None:
-        await self.enqueue(decision)
-        await self.flush()
-
-    async def publish_many(self, decisions: list[Decision]) -> None:
-        for decision in decisions:
-            await self.enqueue(decision)
-        await self.flush()
-
-    async def dead_letter(self, letter: DeadLetter) -> None:
-        assert self.producer is not None, "publisher not started"
-        key = letter.key.encode() if letter.key else None
-        await self.producer.send_and_wait(self.settings.topic(T.dlq(letter.service)), encode(letter), key=key)

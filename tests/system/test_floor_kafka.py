@@ -57,6 +57,7 @@ class Floor:
         fresh = type(core)(core.entropy) if name == "shoe" else type(core)()  # type: ignore[attr-defined]
         svc = build_service(fresh, self.settings, extra_topics=EXTRA.get(name, ()))
         await svc.start()
+        await svc.wait_ready()
         self.services[name] = svc
         return svc
 
@@ -119,16 +120,17 @@ async def test_every_service_restarts_mid_shoe_and_the_shoe_completes(floor: Flo
 
     # settlement dies between receiving a round's result and publishing its settlements
     settlement = floor.services["settlement"]
-    real = settlement.host.publisher.publish_many
+    assert settlement.tasks is not None
+    real = settlement.tasks._commit
     died = asyncio.Event()
 
-    async def die_on_round_8(decisions):
+    async def die_on_round_8(p, decisions, letters, offsets, handled=0):  # type: ignore[no-untyped-def]
         if any(getattr(e.payload, "round_id", "").endswith("round-8") for d in decisions for e in d.events):
             died.set()
             raise ConnectionError("settlement process killed")
-        await real(decisions)
+        await real(p, decisions, letters, offsets, handled)
 
-    settlement.host.publisher.publish_many = die_on_round_8  # type: ignore[method-assign]
+    settlement.tasks._commit = die_on_round_8  # type: ignore[method-assign]
     restarts = {4: "shoe", 12: "dealing", 16: "wagering"}
     n = 0
     while True:

@@ -1,0 +1,534 @@
+"""Tasks: one partition number of a service, restored, fenced and committed on its own (Kafka Streams' model).
+
+A table's records sit at the same partition number *p* in every topic (same partition count, keyed by
+table id), and :class:`~services.runtime.assignor.TableTaskAssignor` gives *p* of every subscribed topic to
+one member. That member runs **task p**:
+
+* **Fenced writer.** Task *p* writes only through a transactional producer whose id is derived from the
+  service and *p* (``<group prefix>.<topic prefix><service>.task-<p>``), never from the instance. The next
+  owner's ``init_transactions`` bumps the producer epoch, aborts the old owner's open transaction and makes
+  its next write fail (``ProducerFenced``): a paused or partitioned member that lost *p* can never write to
+  it again, and two instances started with the same configuration never fence each other's live work.
+* **Consumed once.** Each batch of *p*'s records is handled and everything it caused (events, commands to
+  other services, dead letters, snapshots) is written in one transaction **together with the batch's input
+  offsets** (``send_offsets_to_transaction``). A restart resumes at the committed offsets; nothing is
+  replayed and nothing is skipped. A batch whose transaction fails is never skipped: the task is restored
+  from the log and re-reads the batch from its first record.
+* **Restored, not rebuilt.** On assignment (and after a failed transaction) the task's tables are restored
+  from the latest checkpoint on ``<service>.snapshots`` (:mod:`services.runtime.snapshot`), then the tail:
+  own streams from the checkpoint to their end, input streams from the checkpoint to the committed offsets.
+  Without a usable snapshot it reads from offset zero. Restores run in the background, yield to the event
+  loop between chunks (heartbeats go on) and keep the partition paused until done; other tasks keep working.
+* **Sticky.** A rebalance revokes every partition (aiokafka rebalances eagerly); a task assigned back to the
+  same member keeps its state and producer (if anyone else had taken it meanwhile, the producer is fenced,
+  the next transaction fails and the task is restored).
+
+A **replica** (the query API run apart: ``transactional=False``) runs the same tasks without producers: it
+restores from the projection's snapshots and the tail, then follows the inputs from the checkpoint's
+offsets; it commits nothing and writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.partitioner import murmur2
+
+from contracts import topics as T
+from contracts.codecs import encode
+from contracts.envelope import DeadLetter
+from services.runtime import snapshot as S
+from services.runtime.core import Decision
+from services.runtime.host import ServiceHost
+from services.runtime.logging import get_logger
+from services.runtime.settings import Settings
+
+#: records folded between two returns to the event loop during a restore
+RESTORE_CHUNK = 500
+
+
+def partition_of(table_id: str, partitions: int) -> int:
+    """The partition of a table's records: murmur2 of the UTF-8 key, as every Kafka client's default
+    partitioner (Java's and aiokafka's) computes it."""
+    return (murmur2(T.key(table_id)) & 0x7FFFFFFF) % partitions
+
+
+def snapshot_topic(service: str) -> str:
+    """Base name of a service's compacted snapshot topic."""
+    return f"{service}.snapshots"
+
+
+def _unpublishable(e: BaseException) -> bool:
+    """An error no retry can fix: the outcome of a record is too large or malformed for the broker, or
+    encoding it failed (not a connection, timeout or fencing problem)."""
+    from aiokafka.errors import KafkaError
+
+    if isinstance(e, KafkaError):
+        return not getattr(e, "retriable", False) and type(e).__name__ in (
+            "MessageSizeTooLargeError", "RecordTooLargeError", "RecordListTooLargeError", "InvalidRecord",
+            "CorruptRecordException", "InvalidTopicError", "InvalidRequestError")
+    return isinstance(e, (ValueError, TypeError, OverflowError))
+
+
+class TaskFailed(Exception):
+    """A task's transaction failed; the task is being restored (its batch will be re-read)."""
+
+
+class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
+    """The tasks one service instance runs, driven by its consumer's assignments and batches.
+
+    ``host``: the service logic (one :class:`ServiceHost` holding every table of every task);
+    ``group_id``: the consumer group (offsets are committed to it inside transactions);
+    ``transactional``: False for a read-only replica; ``snapshots_of``: whose snapshots to restore from
+    (default the host's service; a replica of the projection reads the projection's).
+    """
+
+    def __init__(self, host: ServiceHost, settings: Settings, group_id: str, *, transactional: bool = True,
+                 snapshots_of: str | None = None):
+        self.host = host
+        self.settings = settings
+        self.group_id = group_id
+        self.transactional = transactional
+        self.service = host.core.name
+        self.snapshots_of = snapshots_of or self.service
+        self.version = S.state_version(host.core)
+        self.log = get_logger(self.service)
+        self.consumer: AIOKafkaConsumer | None = None
+        self.partitions = settings.partitions
+        #: task p -> "restoring" | "ready"
+        self.state: dict[int, str] = {}
+        self.producers: dict[int, AIOKafkaProducer] = {}
+        #: task p -> {input topic partition: next offset}, as committed (or, for a replica, as read)
+        self.positions: dict[int, dict[TopicPartition, int]] = {}
+        #: task p -> {own base stream: next offset} (where a checkpoint's own tail starts)
+        self.own_next: dict[int, dict[str, int]] = {}
+        self._last_checkpoint: dict[int, float] = {}
+        self._since_checkpoint: dict[int, int] = {}
+        self._queue: asyncio.Queue[int] = asyncio.Queue()
+        self._queued: set[int] = set()
+        self._worker: asyncio.Task[None] | None = None
+        self._reader: AIOKafkaConsumer | None = None
+        self.restores = 0
+        self.restored_from_snapshot = 0
+        self.restore_seconds: list[float] = []
+        self.aborts = 0
+        self.fenced = 0
+        self.checkpoints = 0
+        #: tasks whose last transaction failed: their next records go one per transaction
+        self._careful: set[int] = set()
+        #: (topic, offset) of records whose single-record transaction failed, and how often
+        self._strikes: dict[int, dict[tuple[str, int], int]] = {}
+        #: records that failed alone twice with an error no retry can fix: dead-lettered when next read
+        self._poison: dict[int, dict[tuple[str, int], str]] = {}
+
+    # -- names ---------------------------------------------------------------------------------------
+    @property
+    def input_topics(self) -> list[str]:
+        """Full names of the consumed topics (commands first, then input event streams)."""
+        return self.host.subscribed_topics
+
+    def _tps(self, p: int) -> list[TopicPartition]:
+        return [TopicPartition(t, p) for t in self.input_topics]
+
+    def transactional_id(self, p: int) -> str:
+        """The producer id of task ``p``: derived from service and partition, never from the instance."""
+        s = self.settings
+        return f"{s.group_prefix}.{s.topic_prefix}{self.service}.task-{p}"
+
+    @property
+    def ready(self) -> bool:
+        """True when the consumer holds an assignment and every assigned task is restored."""
+        return self.consumer is not None and bool(self.state) and all(v == "ready" for v in self.state.values())
+
+    def tables_of(self, p: int) -> list[str]:
+        """The tables of task ``p`` in the host's state."""
+        return [t for t in self.host.runner.tables if partition_of(t, self.partitions) == p]
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def bind(self, consumer: Any) -> None:
+        """Attach the group consumer (the FastStream subscriber's), or a callable that returns it once it
+        exists (the first assignment may come before the subscriber has handed its consumer out)."""
+        if callable(consumer) and not isinstance(consumer, AIOKafkaConsumer):
+            self._consumer_getter = consumer
+        else:
+            self.consumer = consumer
+
+    def _group_consumer(self) -> AIOKafkaConsumer | None:
+        if self.consumer is None and getattr(self, "_consumer_getter", None) is not None:
+            self.consumer = self._consumer_getter()
+        return self.consumer
+
+    async def stop(self) -> None:
+        """Stop restoring and close every producer (a graceful stop; the next owner restores)."""
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - stopping
+                pass
+            self._worker = None
+        for p in list(self.producers):
+            await self._close_producer(p)
+        if self._reader is not None:
+            await self._reader.stop()
+            self._reader = None
+        self.state.clear()
+
+    async def _close_producer(self, p: int) -> None:
+        prod = self.producers.pop(p, None)
+        if prod is not None:
+            try:
+                await prod.stop()
+            except Exception:  # noqa: BLE001 - a fenced or disconnected producer still closes
+                pass
+
+    # -- rebalance listener --------------------------------------------------------------------------
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        # eager rebalancing revokes everything; wait for the batch in flight, keep state for stickiness
+        async with self.host.lock:
+            for p in {tp.partition for tp in revoked}:
+                if self.state.get(p) == "restoring":
+                    self.state[p] = "revoked"
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        numbers = {tp.partition for tp in assigned}
+        self._group_consumer()
+        async with self.host.lock:
+            for p in [p for p in self.state if p not in numbers]:
+                await self._drop(p)
+            new = []
+            for p in sorted(numbers):
+                if self.state.get(p) == "ready":
+                    continue  # sticky: same owner, same producer; a fence would show at the next commit
+                self.state[p] = "restoring"
+                new.append(p)
+            if new and self.consumer is not None:
+                self.consumer.pause(*[tp for p in new for tp in self._tps(p) if tp in assigned])
+        for p in new:
+            self._enqueue(p)
+        self.log.info("assigned", tasks=sorted(numbers), restoring=new)
+
+    async def _drop(self, p: int) -> None:
+        """Task ``p`` moved away: forget its tables and close its producer."""
+        self.state.pop(p, None)
+        self.positions.pop(p, None)
+        self.host.runner.reset(self.tables_of(p))
+        await self._close_producer(p)
+
+    # -- restore -------------------------------------------------------------------------------------
+    def _enqueue(self, p: int) -> None:
+        if p not in self._queued:
+            self._queued.add(p)
+            self._queue.put_nowait(p)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._restore_loop(), name=f"{self.service}-restore")
+
+    async def _restore_loop(self) -> None:
+        backoff = 0.2
+        while True:
+            p = await self._queue.get()
+            self._queued.discard(p)
+            if self.state.get(p) not in ("restoring",):
+                continue
+            try:
+                await self.restore(p)
+                backoff = 0.2
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - broker away, fenced while restoring, ...: retry later
+                self.log.warning("restore_failed", task=p, error=f"{type(e).__name__}: {e}", retry_s=backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 10.0)
+                if self.state.get(p) == "restoring":
+                    self._enqueue(p)
+
+    async def _reader_consumer(self) -> AIOKafkaConsumer:
+        if self._reader is None:
+            # a short fetch wait: every re-assignment waits for the fetch in flight (500 ms by default)
+            reader = AIOKafkaConsumer(**self.settings.client_options(), enable_auto_commit=False,
+                                      isolation_level="read_committed", auto_offset_reset="earliest",
+                                      fetch_max_wait_ms=10, max_partition_fetch_bytes=4 * 1024 * 1024)
+            await reader.start()
+            self._reader = reader
+        return self._reader
+
+    async def read_range(self, topic: str, p: int, start: int, stop: int | None = None,
+                         ) -> AsyncIterator[list[Any]]:
+        """Committed records of ``topic`` (full name) partition ``p`` from offset ``start`` up to ``stop``
+        (default: the end as of the call), in chunks. Yields nothing for a missing topic."""
+        reader = await self._reader_consumer()
+        tp = TopicPartition(topic, p)
+        if topic not in await reader.topics():
+            return
+        reader.assign([tp])
+        end = (await reader.end_offsets([tp]))[tp]
+        stop = end if stop is None else min(stop, end)
+        if start >= stop:
+            return
+        reader.seek(tp, start)
+        while await reader.position(tp) < stop:
+            batch = await reader.getmany(tp, timeout_ms=500, max_records=RESTORE_CHUNK)
+            recs = [r for r in batch.get(tp, []) if r.offset < stop]
+            if recs:
+                yield recs
+            await asyncio.sleep(0)
+
+    async def _end_offset(self, topic: str, p: int) -> int:
+        reader = await self._reader_consumer()
+        tp = TopicPartition(topic, p)
+        if topic not in await reader.topics():
+            return 0
+        return (await reader.end_offsets([tp]))[tp]
+
+    async def _load_snapshots(self, p: int) -> S.Checkpoint | None:
+        """Install the tables of task ``p``'s latest checkpoint into the host; the checkpoint, or None."""
+        if self.version is None:
+            return None
+        latest: dict[bytes, bytes] = {}
+        topic = self.settings.topic(snapshot_topic(self.snapshots_of))
+        async for chunk in self.read_range(topic, p, 0):
+            for r in chunk:
+                if r.key is not None and r.value is not None:
+                    latest[r.key] = r.value
+        raw_cp = latest.pop(S.CHECKPOINT_KEY, None)
+        if raw_cp is None:
+            return None
+        try:
+            cp = S.decode_checkpoint(raw_cp)
+            if cp.version != self.version:
+                self.log.warning("snapshot_version_ignored", task=p, found=cp.version, expected=self.version)
+                return None
+            slots = []
+            for raw in latest.values():
+                snap = S.decode_table(raw)
+                if snap.version != self.version:
+                    raise ValueError(f"table snapshot of version {snap.version}")
+                slots.append((snap, S.decode_state(snap.state, self.host.core.state_type)))
+        except Exception as e:  # noqa: BLE001 - undecodable: full rebuild, never a misread
+            self.log.warning("snapshot_unreadable", task=p, error=f"{type(e).__name__}: {e}")
+            return None
+        runner = self.host.runner
+        for snap, state in slots:
+            slot = runner.slot(snap.table_id)
+            slot.state = state
+            slot.seq = dict(snap.seq)
+            slot.input_seq = dict(snap.input_seq)
+            slot.causes = dict.fromkeys(snap.causes)
+            slot.last_event_id = snap.last_event_id
+        return cp
+
+    async def restore(self, p: int) -> None:
+        """Fence task ``p``'s previous writer, restore its tables, publish what is due, then resume it."""
+        t0 = time.monotonic()
+        if self._group_consumer() is None:
+            raise TaskFailed("no group consumer yet")
+        assert self.consumer is not None
+        tps = self._tps(p)
+        if self.transactional:
+            await self._close_producer(p)
+            prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=self.transactional_id(p),
+                                    enable_idempotence=True, acks="all", linger_ms=0)
+            await prod.start()  # init_transactions: fences the old owner and completes its open transaction
+            self.producers[p] = prod
+        committed: dict[TopicPartition, int | None] = {}
+        if self.transactional:
+            for tp in tps:
+                committed[tp] = await self.consumer.committed(tp)
+        runner = self.host.runner
+        async with self.host.lock:
+            runner.reset(self.tables_of(p))
+        cp = await self._load_snapshots(p)
+        n = 0
+        own_next: dict[str, int] = {}
+        core = self.host.core
+        for stream in (*core.private_streams, core.own_stream):
+            topic = self.settings.topic(stream)
+            start = cp.own.get(stream, 0) if cp else 0
+            end = await self._end_offset(topic, p)
+            async for chunk in self.read_range(topic, p, start, end):
+                for r in chunk:
+                    n += self.host.fold_own(r.value)
+            own_next[stream] = max(end, start)
+        for stream in core.input_streams:
+            topic = self.settings.topic(stream)
+            tp = TopicPartition(topic, p)
+            start = cp.inputs.get(stream, 0) if cp else 0
+            stop = committed.get(tp) if self.transactional else start
+            if stop is None or stop <= start:
+                continue
+            async for chunk in self.read_range(topic, p, start, stop):
+                for r in chunk:
+                    n += self.host.fold_input(r.value)
+        positions: dict[TopicPartition, int] = {}
+        for tp in tps:
+            c = committed.get(tp)
+            if c is None:
+                base = self.settings.base(tp.topic)
+                c = cp.inputs.get(base, 0) if (cp and not self.transactional) else 0
+            positions[tp] = c
+        async with self.host.lock:
+            if self.state.get(p) != "restoring":
+                return  # revoked meanwhile
+            self.own_next[p] = own_next
+            self.positions[p] = positions
+            decisions = await self.host.collect_reactions(self.tables_of(p))
+            if decisions and self.transactional:
+                await self._commit(p, decisions, [], {})
+            for tp, off in positions.items():
+                self.consumer.seek(tp, off)
+            self._last_checkpoint[p] = time.monotonic()
+            self._since_checkpoint[p] = n
+            self.state[p] = "ready"
+            self.consumer.resume(*tps)
+        dt = time.monotonic() - t0
+        self.restores += 1
+        self.restored_from_snapshot += cp is not None
+        self.restore_seconds.append(dt)
+        self.log.info("restored", task=p, records=n, tables=len(self.tables_of(p)),
+                      from_snapshot=cp is not None, seconds=round(dt, 3))
+
+    # -- batches -------------------------------------------------------------------------------------
+    async def on_records(self, records: Iterable[Any]) -> None:
+        """Handle a batch from the consumer: per task, one transaction with the batch's offsets."""
+        by_task: dict[int, list[Any]] = {}
+        for r in records:
+            by_task.setdefault(r.partition, []).append(r)
+        for p, recs in by_task.items():
+            await self._process(p, recs)
+
+    async def _process(self, p: int, recs: list[Any]) -> None:
+        async with self.host.lock:
+            if self.state.get(p) != "ready":
+                return  # not ours, or being restored: the restore seeks back to the committed offsets
+            positions = self.positions.setdefault(p, {})
+            fresh = [r for r in recs if r.offset >= positions.get(TopicPartition(r.topic, p), 0)]
+            if not fresh:
+                return
+            if p not in self._careful:
+                await self._handle_and_commit(p, fresh)
+                return
+            # after a failed transaction: one record per transaction, so a record whose outcome can never
+            # be published is found, dead-lettered, and the partition goes on
+            for r in fresh:
+                if not await self._handle_and_commit(p, [r], single=True):
+                    return
+            self._careful.discard(p)
+
+    async def _handle_and_commit(self, p: int, recs: list[Any], single: bool = False) -> bool:
+        """Handle ``recs`` of task ``p`` and commit what they caused with their offsets. False (and the task
+        is being restored) when the transaction failed."""
+        offsets: dict[TopicPartition, int] = {}
+        for r in recs:
+            tp = TopicPartition(r.topic, p)
+            offsets[tp] = max(offsets.get(tp, 0), r.offset + 1)
+        poison = self._poison.get(p, {})
+        if single and (recs[0].topic, recs[0].offset) in poison:
+            r = recs[0]
+            error = poison[(r.topic, r.offset)]
+            self.host.dead_letters += 1
+            self.log.error("dead_letter_unpublishable", topic=r.topic, partition=p, offset=r.offset, error=error)
+            decisions: list[Decision] = []
+            letters = [DeadLetter(service=self.service, topic=r.topic, partition=p, offset=r.offset,
+                                  key=r.key.decode("utf-8", "replace") if r.key else None,
+                                  error=f"unpublishable outcome: {error}", original=r.value or b"",
+                                  received_at=self.host.clock())]
+        else:
+            decisions, letters = await self.host.collect(
+                [(r.topic, r.partition, r.offset, r.key, r.value) for r in recs])
+        if not self.transactional:
+            self.positions[p].update(offsets)
+            return True
+        try:
+            await self._commit(p, decisions, letters, offsets, len(recs))
+        except Exception as e:  # noqa: BLE001 - fenced, broker away, record too large...: restore, re-read
+            self.aborts += 1
+            fenced = "Fenced" in type(e).__name__ or "Epoch" in type(e).__name__
+            self.fenced += fenced
+            self.log.warning("transaction_failed", task=p, error=f"{type(e).__name__}: {e}",
+                             records=len(recs), fenced=fenced)
+            if single and not fenced and _unpublishable(e):
+                key = (recs[0].topic, recs[0].offset)
+                strikes = self._strikes.setdefault(p, {})
+                strikes[key] = strikes.get(key, 0) + 1
+                if strikes[key] >= 2:  # the same record failed alone twice: its outcome cannot be written
+                    self._poison.setdefault(p, {})[key] = f"{type(e).__name__}: {e}"
+            self._careful.add(p)
+            self.state[p] = "restoring"
+            if self.consumer is not None:
+                self.consumer.pause(*self._tps(p))
+            self._enqueue(p)
+            return False
+        self.positions[p].update(offsets)
+        self._poison.get(p, {}).pop((recs[0].topic, recs[0].offset), None)
+        self.host.log_published(decisions)
+        return True
+
+    def _checkpoint_records(self, p: int, offsets: dict[TopicPartition, int]) -> list[tuple[bytes, bytes]]:
+        """Snapshot records of task ``p``'s changed tables and its checkpoint, if one is due now."""
+        if self.version is None:
+            return []
+        s = self.settings
+        due = (time.monotonic() - self._last_checkpoint.get(p, 0.0) >= s.snapshot_interval_s
+               or self._since_checkpoint.get(p, 0) >= s.snapshot_every_records)
+        if not due:
+            return []
+        runner = self.host.runner
+        changed = [t for t in runner.touched if partition_of(t, self.partitions) == p and t in runner.tables]
+        out: list[tuple[bytes, bytes]] = []
+        for t in changed:
+            slot = runner.tables[t]
+            out.append((T.key(t), S.encode(S.TableSnapshot(
+                version=self.version, table_id=t, state=S.encode_state(slot.state), seq=dict(slot.seq),
+                input_seq=dict(slot.input_seq), causes=list(slot.causes), last_event_id=slot.last_event_id))))
+        positions = {**self.positions.get(p, {}), **offsets}
+        cp = S.Checkpoint(version=self.version, partition=p, own=dict(self.own_next.get(p, {})),
+                          inputs={s.base(tp.topic): off for tp, off in positions.items()}, tables=len(changed))
+        out.append((S.CHECKPOINT_KEY, S.encode(cp)))
+        return out
+
+    async def _commit(self, p: int, decisions: list[Decision], letters: list[Any],
+                      offsets: dict[TopicPartition, int], handled: int = 0) -> None:
+        """Write a batch's decisions, dead letters, due checkpoint and input offsets in one transaction of
+        task ``p``'s producer (raises whatever the producer raises; the caller restores the task)."""
+        prod = self.producers.get(p)
+        if prod is None:
+            raise TaskFailed(f"task {p} has no producer")
+        s = self.settings
+        own = {self.host.core.own_stream, *self.host.core.private_streams}
+        checkpoint = self._checkpoint_records(p, offsets)
+        async with prod.transaction():
+            futs: list[tuple[str | None, Any]] = []
+            for d in decisions:
+                key = T.key(d.table_id)
+                for env in d.events:
+                    futs.append((env.stream, await prod.send(s.topic(env.stream), encode(env), key=key, partition=p)))
+                for send in d.sends:
+                    futs.append((None, await prod.send(s.topic(send.topic), encode(send.command), key=key,
+                                                       partition=p)))
+            for letter in letters:
+                key = letter.key.encode() if letter.key else None
+                futs.append((None, await prod.send(s.topic(T.dlq(self.service)), encode(letter), key=key,
+                                                   partition=p)))
+            for key, value in checkpoint:
+                futs.append((None, await prod.send(s.topic(snapshot_topic(self.service)), value, key=key,
+                                                   partition=p)))
+            if offsets:
+                await prod.send_offsets_to_transaction(offsets, self.group_id)
+            metas = await asyncio.gather(*(f for _, f in futs))
+        nxt = self.own_next.setdefault(p, {})
+        for (stream, _), meta in zip(futs, metas):
+            if stream in own:
+                nxt[stream] = max(nxt.get(stream, 0), meta.offset + 1)
+        if checkpoint:
+            self.checkpoints += 1
+            self._last_checkpoint[p] = time.monotonic()
+            self._since_checkpoint[p] = 0
+            runner = self.host.runner
+            runner.touched.difference_update([t for t in list(runner.touched)
+                                              if partition_of(t, self.partitions) == p])
+        else:
+            self._since_checkpoint[p] = self._since_checkpoint.get(p, 0) + handled
