@@ -112,6 +112,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self._queued: set[int] = set()
         self._worker: asyncio.Task[None] | None = None
         self._reader: AIOKafkaConsumer | None = None
+        self._known_topics: set[str] = set()
         self.restores = 0
         self.restored_from_snapshot = 0
         self.restore_seconds: list[float] = []
@@ -262,13 +263,11 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         (default: the end as of the call), in chunks. Yields nothing for a missing topic."""
         reader = await self._reader_consumer()
         tp = TopicPartition(topic, p)
-        if topic not in await reader.topics():
-            return
-        reader.assign([tp])
-        end = (await reader.end_offsets([tp]))[tp]
+        end = await self._end_offset(topic, p)
         stop = end if stop is None else min(stop, end)
         if start >= stop:
             return
+        reader.assign([tp])  # only to read: an (re-)assignment waits for the fetch in flight
         reader.seek(tp, start)
         while await reader.position(tp) < stop:
             batch = await reader.getmany(tp, timeout_ms=500, max_records=RESTORE_CHUNK)
@@ -280,8 +279,10 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
     async def _end_offset(self, topic: str, p: int) -> int:
         reader = await self._reader_consumer()
         tp = TopicPartition(topic, p)
-        if topic not in await reader.topics():
-            return 0
+        if topic not in self._known_topics:
+            if topic not in await reader.topics():
+                return 0  # never create a topic by reading it
+            self._known_topics.add(topic)
         return (await reader.end_offsets([tp]))[tp]
 
     async def _load_snapshots(self, p: int) -> S.Checkpoint | None:
@@ -334,14 +335,17 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                                     enable_idempotence=True, acks="all", linger_ms=0)
             await prod.start()  # init_transactions: fences the old owner and completes its open transaction
             self.producers[p] = prod
+        marks = {"fence": time.monotonic() - t0}
         committed: dict[TopicPartition, int | None] = {}
         if self.transactional:
             for tp in tps:
                 committed[tp] = await self.consumer.committed(tp)
+        marks["committed"] = time.monotonic() - t0
         runner = self.host.runner
         async with self.host.lock:
             runner.reset(self.tables_of(p))
         cp = await self._load_snapshots(p)
+        marks["snapshot"] = time.monotonic() - t0
         n = 0
         own_next: dict[str, int] = {}
         core = self.host.core
@@ -353,6 +357,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 for r in chunk:
                     n += self.host.fold_own(r.value)
             own_next[stream] = max(end, start)
+        marks["own"] = time.monotonic() - t0
         for stream in core.input_streams:
             topic = self.settings.topic(stream)
             tp = TopicPartition(topic, p)
@@ -363,6 +368,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             async for chunk in self.read_range(topic, p, start, stop):
                 for r in chunk:
                     n += self.host.fold_input(r.value)
+        marks["inputs"] = time.monotonic() - t0
         positions: dict[TopicPartition, int] = {}
         for tp in tps:
             c = committed.get(tp)
@@ -389,7 +395,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self.restored_from_snapshot += cp is not None
         self.restore_seconds.append(dt)
         self.log.info("restored", task=p, records=n, tables=len(self.tables_of(p)),
-                      from_snapshot=cp is not None, seconds=round(dt, 3))
+                      from_snapshot=cp is not None, seconds=round(dt, 3),
+                      marks={k: round(v, 3) for k, v in marks.items()})
 
     # -- batches -------------------------------------------------------------------------------------
     async def on_records(self, records: Iterable[Any]) -> None:
