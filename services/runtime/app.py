@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from aiokafka.errors import KafkaError
 from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
@@ -75,9 +76,29 @@ class Service:
                 raise TimeoutError(f"{self.host.core.name} not ready after {timeout} s")
             await asyncio.sleep(0.05)
 
-    async def start(self) -> None:
-        await ensure_topics(self.host.settings, self.topics)
-        await self.broker.start()
+    async def start(self, retry_s: float = 0.0) -> None:
+        """Create the topics if needed and start consuming (restores run in the background: see
+        :attr:`ready`). ``retry_s``: how long to keep retrying a broker that cannot be reached, with
+        exponential backoff from 0.5 s to 10 s (``float("inf")``: until it answers); 0 raises at once."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + retry_s
+        delay = 0.5
+        while True:
+            try:
+                await ensure_topics(self.host.settings, self.topics)
+                await self.broker.start()
+                return
+            except (KafkaError, OSError) as e:
+                if loop.time() + delay > deadline:
+                    raise
+                self.host.log.warning("broker_unreachable", error=f"{type(e).__name__}: {e}", retry_s=delay,
+                                      bootstrap=self.host.settings.bootstrap_servers)
+                try:
+                    await self.broker.stop()
+                except Exception:  # noqa: BLE001 - a half-started broker
+                    pass
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
 
     async def stop(self) -> None:
         await self.broker.stop()
