@@ -41,6 +41,7 @@ from services.dealing.core import DealingCore  # noqa: E402
 from services.floor.bettors import Seat  # noqa: E402
 from services.floor.dealer import Clock, TableDealer  # noqa: E402
 from services.floor.io import MemoryFloorIO  # noqa: E402
+from services.runtime.logging import configure  # noqa: E402
 from services.runtime.memory import MemoryBus  # noqa: E402
 from services.settlement.core import SettlementCore  # noqa: E402
 from services.shoe.core import Entropy, ShoeCore  # noqa: E402
@@ -113,6 +114,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=8)
     args = ap.parse_args()
+    configure("WARNING")  # the floor's per-event log lines are not the benchmark
     shoe = asyncio.run(one_shoe(args.seed))
     per_event: list[float] = []
     for size in args.sizes:
