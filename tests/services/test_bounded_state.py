@@ -99,8 +99,9 @@ async def test_replaying_the_log_equals_the_live_state():
     for name, core in make_cores(seed=7).items():
         live = hosts[name].runner.tables["T1"].state
         runner: Runner[Any] = Runner(core)  # type: ignore[arg-type]
-        own = {bus.settings.topic(s) for s in (*core.private_streams, core.own_stream)}  # type: ignore[attr-defined]
-        inputs = {bus.settings.topic(s) for s in core.input_streams}  # type: ignore[attr-defined]
+        # in the order a restart reads them: private streams (the shoe's vault) before the own stream
+        own = [bus.settings.topic(s) for s in (*core.private_streams, core.own_stream)]  # type: ignore[attr-defined]
+        inputs = [bus.settings.topic(s) for s in core.input_streams]  # type: ignore[attr-defined]
         # as written (interleaved, as the live service folded them) ...
         for rec in bus.log:
             if rec.topic in own:
