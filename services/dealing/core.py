@@ -40,6 +40,9 @@ from contracts.events import (
     ShoeLoaded,
     TableOpened,
 )
+from contracts.tables import TableSpec
+from services.configs import config_of
+from services.history import History
 from services.runtime.core import Emit, Send, command
 from services.runtime.translate import shoe_rules, table_config
 
@@ -91,17 +94,32 @@ class RoundState:
 
 @dataclass(frozen=True, slots=True)
 class DealingState:
+    """One table's dealing: the configuration, the shoe's progress and the one round in progress.
+
+    Only the current round is kept in full (:class:`RoundState`): dealing opens a round only after the last
+    one ended, and nothing about an ended round is decided again. What must outlive a round is in two
+    :class:`History` maps (O(log n) per round, see :mod:`services.history`): ``round_numbers`` (every round
+    id played here → its number within its shoe: a re-used id is refused ``duplicate_round`` however old, and
+    the round in which the cutting card came out is looked up by id) and ``shoe_rounds`` (rounds started per
+    shoe id). ``spec`` is the wire configuration; :attr:`config` derives the rules core's one.
+    """
+
     table_id: str
-    config: TableConfig | None = None
+    spec: TableSpec | None = None
     shoe: ShoeProgress | None = None
     round: RoundState | None = None
     #: every round played at the table → its number within its shoe (from our own RoundOpened events)
-    round_numbers: dict[str, int] = field(default_factory=dict)
+    round_numbers: History = field(default_factory=History)
     #: rounds started per shoe id
-    shoe_rounds: dict[str, int] = field(default_factory=dict)
+    shoe_rounds: History = field(default_factory=History)
+
+    @property
+    def config(self) -> TableConfig | None:
+        """The rules core's table configuration (None until ``TableOpened``)."""
+        return config_of(self.spec) if self.spec is not None else None
 
     def rounds_started(self, shoe_id: str) -> int:
-        return self.shoe_rounds.get(shoe_id, 0)
+        return self.shoe_rounds.get(shoe_id, 0) or 0
 
     def refusal(self) -> str | None:
         """Why no round may start now on the table's shoe (None: one may)."""
@@ -125,6 +143,7 @@ class DealingCore:
     """The dealing service's pure decide/evolve/react over :class:`DealingState`."""
 
     name = "dealing"
+    state_type = DealingState
     own_stream = T.DEALING_EVENTS
     private_streams: tuple[str, ...] = ()
     command_stream = T.DEALING_COMMANDS
@@ -137,12 +156,14 @@ class DealingCore:
     def evolve(self, state: DealingState, env: Envelope) -> DealingState:
         e = env.payload
         if isinstance(e, TableOpened):
-            return replace(state, config=table_config(e.config))
+            config_of(e.config)  # validated (and cached) as it is folded
+            return replace(state, spec=e.config)
         if isinstance(e, RoundOpened):
-            assert state.config is not None
-            rs = RoundState(e.round_id, e.shoe_id, e.number, R.start(state.config.ruleset))
-            return replace(state, round=rs, round_numbers={**state.round_numbers, e.round_id: e.number},
-                           shoe_rounds={**state.shoe_rounds, e.shoe_id: e.number})
+            config = state.config
+            assert config is not None
+            rs = RoundState(e.round_id, e.shoe_id, e.number, R.start(config.ruleset))
+            return replace(state, round=rs, round_numbers=state.round_numbers.put(e.round_id, e.number),
+                           shoe_rounds=state.shoe_rounds.put(e.shoe_id, e.number))
         rs = state.round
         if isinstance(e, CardDealt) and rs is not None:
             deal = R.add_card(rs.deal, parse_card(e.card))

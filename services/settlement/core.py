@@ -33,15 +33,18 @@ from contracts.events import (
     RoundVoided,
     TableOpened,
 )
+from contracts.tables import TableSpec
+from services.configs import config_of
+from services.history import History
 from services.runtime.core import Emit, Send
-from services.runtime.translate import outcome, table_config
+from services.runtime.translate import outcome
 
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """What is known of an unsettled round."""
+    """What is known of an unsettled round; ``spec``: the table's configuration when the round opened."""
 
-    config: TableConfig | None = None
+    spec: TableSpec | None = None
     book: tuple[BetLine, ...] | None = None
     result: tuple[RoundResolved, str, datetime] | None = None
     voided: tuple[RoundVoided, str, datetime] | None = None
@@ -49,18 +52,33 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class SettlementState:
+    """One table's settlement: the unsettled rounds in full, the settled ones by id only.
+
+    ``pending``: rounds with an input but no ``RoundSettled`` yet (live rounds; dropped once settled).
+    ``settled``: the id of every round settled here, in a :class:`History` (O(log n) per round): an input
+    about a settled round, live or replayed from the start of a topic on a rebuild, is ignored, so a round
+    is never paid twice however old. ``spec`` is the wire configuration; :attr:`config` derives the rules
+    core's one. ``owed``/``seat_player``: per seat, so bounded by the table's seats.
+    """
+
     table_id: str
-    config: TableConfig | None = None
+    spec: TableSpec | None = None
     pending: dict[str, Pending] = field(default_factory=dict)
-    settled: frozenset[str] = frozenset()
+    settled: History = field(default_factory=History)
     owed: dict[int, int] = field(default_factory=dict)  # seat -> commission owed, cents
     seat_player: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def config(self) -> TableConfig | None:
+        """The rules core's table configuration (None until ``TableOpened``)."""
+        return config_of(self.spec) if self.spec is not None else None
 
 
 class SettlementCore:
     """The settlement service's pure decide/evolve/react over :class:`SettlementState`."""
 
     name = "settlement"
+    state_type = SettlementState
     own_stream = T.SETTLEMENT_EVENTS
     private_streams: tuple[str, ...] = ()
     command_stream = T.SETTLEMENT_COMMANDS
@@ -74,7 +92,7 @@ class SettlementCore:
         if isinstance(e, RoundSettled):
             pending = dict(state.pending)
             pending.pop(e.round_id, None)
-            return replace(state, settled=state.settled | {e.round_id}, pending=pending)
+            return replace(state, settled=state.settled.put(e.round_id), pending=pending)
         if isinstance(e, CommissionAccrued):
             return replace(state, owed={**state.owed, e.seat: e.owed_cents},
                            seat_player={**state.seat_player, e.seat: e.player_id})
@@ -91,9 +109,10 @@ class SettlementCore:
     def absorb(self, state: SettlementState, env: Envelope) -> SettlementState:
         e = env.payload
         if isinstance(e, TableOpened):
-            return replace(state, config=table_config(e.config))
+            config_of(e.config)  # validated (and cached) as it arrives
+            return replace(state, spec=e.config)
         if isinstance(e, RoundOpened):
-            return self._update(state, e.round_id, config=state.config)
+            return self._update(state, e.round_id, spec=state.spec)
         if isinstance(e, BettingClosed):
             return self._update(state, e.round_id, book=tuple(e.bets))
         if isinstance(e, RoundResolved):
@@ -114,7 +133,8 @@ class SettlementCore:
 
     def _settle_round(self, state: SettlementState, round_id: str, p: Pending) -> list[Emit | Send]:
         assert p.book is not None
-        config = p.config or state.config
+        spec = p.spec or state.spec
+        config = config_of(spec) if spec is not None else None
         cause, at = (p.voided[1], p.voided[2]) if p.voided else (p.result[1], p.result[2])  # type: ignore[index]
         out: list[Emit | Send] = []
         stakes = payouts = commission = 0

@@ -72,6 +72,7 @@ class ShoeCore:
     """The shoe service's pure decide/evolve over :class:`ShoeState`."""
 
     name = "shoe"
+    state_type = ShoeState
     own_stream = T.SHOE_EVENTS
     private_streams = (T.SHOE_VAULT,)
     command_stream = T.SHOE_COMMANDS

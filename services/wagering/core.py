@@ -33,8 +33,10 @@ from contracts.events import (
     RoundVoided,
     TableOpened,
 )
+from contracts.tables import TableSpec
+from services.configs import config_of
+from services.history import History
 from services.runtime.core import Emit, Send
-from services.runtime.translate import table_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +53,25 @@ class Book:
 
 @dataclass(frozen=True, slots=True)
 class WageringState:
+    """One table's betting: the live books and what is left of the closed ones.
+
+    ``spec``: the table's configuration as it came on the wire (``TableOpened``); :attr:`config` derives the
+    rules core's :class:`TableConfig`. ``books``: the books of rounds whose betting has not closed (pending
+    or open; at most two at once, as dealing opens a round only after the last one ended). ``closed``: the
+    ids of every round whose book closed; the book itself is dropped at ``BettingClosed``, since no decision
+    reads a closed book's bets (a late command on it is refused ``betting_closed`` and inputs about it
+    change nothing).
+    """
+
     table_id: str
-    config: TableConfig | None = None
+    spec: TableSpec | None = None
     books: dict[str, Book] = field(default_factory=dict)
+    closed: History = field(default_factory=History)
+
+    @property
+    def config(self) -> TableConfig | None:
+        """The rules core's table configuration (None until ``TableOpened``)."""
+        return config_of(self.spec) if self.spec is not None else None
 
 
 def _with_book(state: WageringState, book: Book) -> WageringState:
@@ -64,6 +82,7 @@ class WageringCore:
     """The wagering service's pure decide/evolve/react over :class:`WageringState`."""
 
     name = "wagering"
+    state_type = WageringState
     own_stream = T.WAGERING_EVENTS
     private_streams: tuple[str, ...] = ()
     command_stream = T.WAGERING_COMMANDS
@@ -87,16 +106,19 @@ class WageringCore:
             bets = dict(b.bets)
             bets.pop(e.bet_id, None)
             return _with_book(state, replace(b, bets=bets))
-        if isinstance(e, BettingClosed):
-            b = state.books.get(e.round_id) or Book(e.round_id, "closed")
-            return _with_book(state, replace(b, status="closed"))
+        if isinstance(e, BettingClosed):  # the book is final: keep only the fact that it closed
+            books = {k: v for k, v in state.books.items() if k != e.round_id}
+            return replace(state, books=books, closed=state.closed.put(e.round_id))
         return state
 
     def absorb(self, state: WageringState, env: Envelope) -> WageringState:
         e = env.payload
         if isinstance(e, TableOpened):
-            return replace(state, config=table_config(e.config))
+            config_of(e.config)  # validated (and cached) as it arrives
+            return replace(state, spec=e.config)
         if isinstance(e, RoundOpened):
+            if e.round_id in state.closed:  # replayed after our own BettingClosed: nothing left to do
+                return state
             b = state.books.get(e.round_id)
             if b is None:
                 return _with_book(state, Book(e.round_id, "pending", (env.event_id, env.occurred_at)))
@@ -127,7 +149,7 @@ class WageringCore:
             return self._place(state, cmd, c)
         if isinstance(c, WithdrawBet):
             b = state.books.get(c.round_id)
-            why = self._closed_reason(b)
+            why = self._closed_reason(state, c.round_id, b)
             if why:
                 return [self._rejected(cmd, c.round_id, why[0], why[1])]
             assert b is not None
@@ -136,7 +158,7 @@ class WageringCore:
             return [Emit(BetWithdrawn(round_id=c.round_id, bet_id=c.bet_id), round_id=c.round_id)]
         if isinstance(c, CloseBetting):
             b = state.books.get(c.round_id)
-            why = self._closed_reason(b)
+            why = self._closed_reason(state, c.round_id, b)
             if why:
                 return [Emit(CommandRejected(command_id=cmd.command_id, command="close_betting", reason=why[0],
                                              detail=why[1]), round_id=c.round_id)]
@@ -147,10 +169,10 @@ class WageringCore:
                                      detail=f"{tag} is not handled by the wagering service"))]
 
     @staticmethod
-    def _closed_reason(b: Book | None) -> tuple[str, str] | None:
-        if b is None:
+    def _closed_reason(state: WageringState, round_id: str, b: Book | None) -> tuple[str, str] | None:
+        if b is None and round_id not in state.closed:
             return "unknown_round", "no such round at this table"
-        if b.status == "closed":
+        if b is None or b.status == "closed":
             return "betting_closed", '"No more bets" has been called (13:69F-3.2(d))'
         if b.status != "open":
             return "betting_not_open", "betting has not opened for this round"
@@ -170,7 +192,7 @@ class WageringCore:
         def no(reason: str, detail: str) -> list[Emit | Send]:
             return [self._rejected(cmd, c.round_id, reason, detail, c)]
 
-        why = self._closed_reason(b)
+        why = self._closed_reason(state, c.round_id, b)
         if why:
             return no(*why)
         assert b is not None
