@@ -184,8 +184,12 @@ class TableConfig:
         return Fraction(0)
 
     def check_stake(self, wager: Wager, stake: int) -> None:
-        """Raise :class:`InvalidAmount` unless ``stake`` is whole cents within the wager's limits."""
+        """Raise :class:`InvalidAmount` unless ``stake`` is whole cents within the wager's limits and a whole
+        number of rounding units (a 30 ¢ bet at a 25 ¢ unit would be paid to the unit, not to the stake)."""
         require_cents(stake, "stake")
+        if stake % self.rounding.unit_cents:
+            raise InvalidAmount(f"{stake} cents is not a multiple of the rounding unit of "
+                                f"{self.rounding.unit_cents} cents")
         lim = self.limits_for(wager)
         if stake < lim.min_cents:
             raise InvalidAmount(f"{stake} cents is under the {wager.value} minimum of {lim.min_cents}")
