@@ -21,8 +21,9 @@ class Command(msgspec.Struct, frozen=True, tag_field="type"):
 class LoadShoe(Command, frozen=True, tag="load_shoe"):
     """Load a new shoe. ``order``: card texts first-out first (``"Kd"``, ``"7s"``), a supplied physical or
     pre-shuffled order; empty: the shoe service shuffles with a CSPRNG. ``physical``: the order is unknown
-    (a shoe dealt by hand); card reads are then checked against the remaining composition. ``cut_at``: the
-    patron's cut in cards from the front (None: no cut)."""
+    (a shoe dealt by hand); card reads are then checked against the remaining composition, and the burn is
+    read (``ReadBurn``). ``cut_at``: the patron's cut in cards from the front (None: no cut); on a physical
+    shoe it is recorded (``ShoeCut``) and checked against the minimum cut depth."""
 
     shoe_id: str
     rules: ShoeSpec = msgspec.field(default_factory=ShoeSpec)
@@ -49,6 +50,17 @@ class ReadCard(Command, frozen=True, tag="read_card"):
     card_number: int
     card: str
     hand: str = ""
+
+
+class ReadBurn(Command, frozen=True, tag="read_burn"):
+    """The burn of a physical shoe as its reader reports it, before the first round: ``exposed`` (shown face
+    up), then ``burned`` (face down, in order). Checked card by card against the remaining composition and
+    against the burn rule (how many cards follow the exposed one); a refusal is a ``CommandRejected`` with a
+    reason code. A shoe whose order is known burns itself when loaded."""
+
+    shoe_id: str
+    exposed: str
+    burned: list[str] = msgspec.field(default_factory=list)
 
 
 class CloseShoe(Command, frozen=True, tag="close_shoe"):
@@ -113,9 +125,9 @@ class CollectCommission(Command, frozen=True, tag="collect_commission"):
 
 AnyCommand = Union[
     LoadShoe, DrawCard, ReadCard, CloseShoe, OpenTable, OpenRound, VoidRound, PlaceBet, WithdrawBet,
-    CloseBetting, CollectCommission,
+    CloseBetting, CollectCommission, ReadBurn,
 ]
-ShoeCommand = Union[LoadShoe, DrawCard, ReadCard, CloseShoe]
+ShoeCommand = Union[LoadShoe, DrawCard, ReadCard, CloseShoe, ReadBurn]
 DealingCommand = Union[OpenTable, OpenRound, VoidRound]
 WageringCommand = Union[PlaceBet, WithdrawBet, CloseBetting]
 SettlementCommand = Union[CollectCommission]

@@ -45,6 +45,7 @@ from contracts.commands import (
     OpenRound,
     OpenTable,
     PlaceBet,
+    ReadBurn,
     ReadCard,
     VoidRound,
     WithdrawBet,
@@ -184,7 +185,8 @@ odds = st.builds(lambda a, b: f"{a} to {b}", st.integers(1, 200), st.integers(1,
 reasons = st.sampled_from(
     ["betting_closed", "betting_not_open", "wager_not_offered", "unknown_wager", "under_table_min",
      "over_table_max", "invalid_amount", "invalid_seat", "bonus_needs_base_bet", "unknown_bet", "unknown_round",
-     "no_open_shoe", "round_in_progress", "invalid_config", "nothing_owed"]
+     "no_open_shoe", "round_in_progress", "invalid_config", "nothing_owed", "bonus_depends_on_bet",
+     "stake_not_multiple_of_unit", "burn_count_mismatch", "burn_done", "impossible_card", "no_burn_rule"]
 )
 details = st.text(max_size=80)
 hex64 = st.binary(min_size=32, max_size=32).map(bytes.hex)
@@ -383,6 +385,7 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
                         cut_at=st.one_of(st.none(), st.integers(10, 406))),
     DrawCard: realistic(DrawCard, shoe_id=shoe_ids, round_id=round_ids, card_number=st.integers(1, 6)),
     ReadCard: realistic(ReadCard, shoe_id=shoe_ids, round_id=round_ids, card_number=st.integers(1, 6), card=cards),
+    ReadBurn: realistic(ReadBurn, shoe_id=shoe_ids, exposed=cards, burned=st.lists(cards, max_size=10)),
     CloseShoe: realistic(CloseShoe, shoe_id=shoe_ids, reason=st.sampled_from(["end_of_shoe", "irregularity"])),
     OpenTable: realistic(OpenTable, config=table_specs),
     OpenRound: realistic(OpenRound, round_id=round_ids, shoe_id=shoe_ids),
