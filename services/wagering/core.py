@@ -8,7 +8,8 @@ Commands (``wagering.commands``): ``PlaceBet``, ``WithdrawBet``, ``CloseBetting`
 Rules enforced: the wagers the table offers, table minimum per bet and maximum per seat and wager, seats
 1..max players, the bonus wager only with a Banker or Player bet on the same seat when the table requires
 it (13:69F-3.2(b)) and no withdrawal of the base bet such a bonus bet needs (``bonus_depends_on_bet``: the
-bonus bet is withdrawn first), stakes in whole rounding units (``stake_not_multiple_of_unit``), and nothing
+bonus bet is withdrawn first), stakes in whole rounding units (``stake_not_multiple_of_unit``), at most ``MAX_BETS_PER_ROUND`` bets a
+round (``too_many_bets``: the closed book must fit one Kafka record), and nothing
 made, increased or withdrawn after "No more bets" (13:69F-3.2(d)).
 """
 
@@ -21,6 +22,7 @@ from baccarat.errors import BaccaratError, InvalidAmount, UnknownWager, WagerNot
 from baccarat.table import TableConfig
 from baccarat.wagers import BONUS_WAGERS, MAIN_WAGERS, Wager
 from contracts import topics as T
+from contracts.bounds import MAX_BETS_PER_ROUND
 from contracts.commands import CloseBetting, PlaceBet, WithdrawBet
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
@@ -198,6 +200,9 @@ class WageringCore:
         cfg = state.config
         if cfg is None:
             return no("table_not_open", "the table has no configuration")
+        if len(b.bets) >= MAX_BETS_PER_ROUND:
+            return no("too_many_bets", f"the round holds {MAX_BETS_PER_ROUND} bets, the most one round's book "
+                                       "may (its BettingClosed must fit one Kafka record)")
         try:
             wager = Wager.parse(c.wager)
             cfg.require_offered(wager)

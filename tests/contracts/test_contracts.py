@@ -119,8 +119,13 @@ def from_info(t: mi.Type) -> st.SearchStrategy[Any]:
     """Any value of a msgspec type (arbitrary text, 64-bit ints, ...): the adversarial half of the round trips.
 
     Raises TypeError for a type it does not know, so a new kind of field is noticed here first."""
-    if isinstance(t, mi.StrType):
-        return st.text(max_size=12)
+    if isinstance(t, mi.Metadata):  # a documented maximum (events): the value itself is unconstrained
+        return from_info(t.type)
+    if isinstance(t, mi.StrType):  # within the enforced bounds of a command (contracts.bounds)
+        size = min(12, t.max_length) if t.max_length is not None else 12
+        if t.pattern is not None:
+            return st.from_regex(t.pattern, fullmatch=True).filter(lambda x: len(x) <= size)
+        return st.text(max_size=size)
     if isinstance(t, mi.BoolType):  # before IntType: not a subclass there, but keep the order obvious
         return st.booleans()
     if isinstance(t, mi.IntType):
@@ -136,9 +141,9 @@ def from_info(t: mi.Type) -> st.SearchStrategy[Any]:
     if isinstance(t, mi.DateTimeType):
         return st.datetimes(timezones=st.just(UTC))
     if isinstance(t, mi.ListType):
-        return st.lists(from_info(t.item_type), max_size=4)
+        return st.lists(from_info(t.item_type), max_size=min(4, t.max_length or 4))
     if isinstance(t, mi.DictType):
-        return st.dictionaries(from_info(t.key_type), from_info(t.value_type), max_size=3)
+        return st.dictionaries(from_info(t.key_type), from_info(t.value_type), max_size=min(3, t.max_length or 3))
     if isinstance(t, mi.UnionType):
         return st.one_of([from_info(x) for x in t.types])
     if isinstance(t, mi.StructType):
@@ -533,6 +538,8 @@ def _structs_reachable(*roots: type) -> set[type]:
             seen.add(t.cls)
             for f in t.fields:
                 walk(f.type)
+        elif isinstance(t, mi.Metadata):  # a documented bound (contracts.bounds)
+            walk(t.type)
         elif isinstance(t, mi.UnionType):
             for x in t.types:
                 walk(x)
