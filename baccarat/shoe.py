@@ -210,16 +210,18 @@ def read(shoe: Shoe, card: Card) -> tuple[Shoe, bool]:
 def cut(shoe: Shoe, at: int) -> Shoe:
     """The patron's cut: the ``at`` cards in front of the cutting card move to the back.
 
-    Only before the first card is out. Raises :class:`InvalidShoe` if the cut is closer than
+    On a physical shoe (order unknown) the cut is only recorded. Only before the first card is out. Raises :class:`InvalidShoe` if the cut is closer than
     ``min_cut_depth`` cards to either end, or the shoe has started.
     """
     if shoe.position or shoe.cut_at is not None:
         raise InvalidShoe("the cut is made once, before the first card leaves the shoe")
     if isinstance(at, bool) or not isinstance(at, int):
         raise InvalidShoe(f"cut position must be an int, got {at!r}")
-    lo, hi = shoe.rules.min_cut_depth, len(shoe.cards) - shoe.rules.min_cut_depth
+    lo, hi = shoe.rules.min_cut_depth, shoe.size - shoe.rules.min_cut_depth
     if not lo <= at <= hi:
         raise InvalidShoe(f"cut at {at} must be {lo}..{hi} cards from the front")
+    if shoe.physical:  # the order is unknown: the cut is recorded, the reader reports the cards as they come
+        return replace(shoe, cut_at=at)
     return replace(shoe, cards=shoe.cards[at:] + shoe.cards[:at], cut_at=at)
 
 
@@ -241,8 +243,11 @@ def _take(shoe: Shoe, n: int) -> tuple[Shoe, tuple[Card, ...], bool]:
 def burn(shoe: Shoe) -> tuple[Shoe, BurnRecord]:
     """Burn at the start of the shoe: expose the first card, then burn as many as :class:`BurnRule` says.
 
-    Raises :class:`InvalidShoe` once a round has started or the shoe was burned already.
+    Raises :class:`InvalidShoe` once a round has started or the shoe was burned already, and for a physical
+    shoe, whose burn is read card by card (:func:`read_burn`).
     """
+    if shoe.physical:
+        raise InvalidShoe("a physical shoe's order is unknown: its burn is read card by card (read_burn)")
     if shoe.burn_record is not None or shoe.rounds_started:
         raise InvalidShoe("the burn happens once, before the first round")
     if shoe.rules.burn is BurnRule.NONE:
@@ -251,6 +256,46 @@ def burn(shoe: Shoe) -> tuple[Shoe, BurnRecord]:
     shoe, (exposed,), _ = _take(shoe, 1)
     shoe, burned, _ = _take(shoe, shoe.rules.burn.count_after(exposed))
     record = BurnRecord(exposed, burned)
+    return replace(shoe, burn_record=record), record
+
+
+def burn_refusal(shoe: Shoe, exposed: Card, burned: Sequence[Card]) -> tuple[str, str] | None:
+    """Why the burn a physical shoe's reader reports may not be recorded, as ``(reason code, detail)``, or
+    ``None`` when it may (:func:`read_burn`). Codes: ``not_physical`` (a known order burns itself at load),
+    ``no_burn_rule`` (the rules burn nothing), ``burn_done`` (burned already, or a card of a round is out:
+    the burn happens once, before the first round), ``impossible_card`` (a card without its suit, or one of
+    which no copy is left, checked card by card in reading order), ``burn_count_mismatch`` (not as many
+    cards burned as :class:`BurnRule` says after the exposed card)."""
+    if not shoe.physical:
+        return "not_physical", "this shoe's order is known: it was burned when loaded"
+    if shoe.rules.burn is BurnRule.NONE:
+        return "no_burn_rule", "the table's burn rule is 'none': nothing is burned"
+    if shoe.burn_record is not None or shoe.position or shoe.rounds_started:
+        return "burn_done", "the burn happens once, before the first card of the first round"
+    left = list(shoe.remaining)
+    for c in (exposed, *burned):
+        if c.suit is None:
+            return "impossible_card", f"a card read from a physical shoe needs its suit, got {c}"
+        if left[_card_index(c)] <= 0:
+            return "impossible_card", f"no {c} is left in the shoe"
+        left[_card_index(c)] -= 1
+    want = shoe.rules.burn.count_after(exposed)
+    if len(burned) != want:
+        return "burn_count_mismatch", (f"after {exposed} the {shoe.rules.burn.value} rule burns {want} card(s), "
+                                       f"got {len(burned)}")
+    return None
+
+
+def read_burn(shoe: Shoe, exposed: Card, burned: Sequence[Card]) -> tuple[Shoe, BurnRecord]:
+    """The burn of a physical shoe as its reader reports it: ``exposed`` (shown face up), then ``burned``
+    (face down), each taken out of the remaining composition. Raises :class:`InvalidShoe` whose message
+    starts with the :func:`burn_refusal` code when it may not be recorded."""
+    why = burn_refusal(shoe, exposed, burned)
+    if why:
+        raise InvalidShoe(f"{why[0]}: {why[1]}")
+    for c in (exposed, *burned):
+        shoe, _ = read(shoe, c)
+    record = BurnRecord(exposed, tuple(burned))
     return replace(shoe, burn_record=record), record
 
 

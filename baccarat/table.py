@@ -6,9 +6,10 @@ Validated when built (:class:`IllegalTableConfig` names the rule broken):
 * the dragon 7 wager exists only in the no-vigorish variation (3.2(a)6, 3.3(h)) and may not be offered with
   the card-count wagers or the bonus wager (3.2(a)6.iii);
 * panda 8 and any other wager outside 3.2(a) needs ``allow_extensions`` (Division approval, 3.2(b));
-* the Tie pays at least 8 to 1 (3.3(b));
-* casino night seats at most 14 players and offers bank, player and tie only (13:47-20.20(b)1, (e)1), with
-  5 % commission on all winning bets (13:47-20.20(d)4);
+* casino night seats at most 14 players and offers bank, player and tie only (13:47-20.20(b)1, (e)1);
+* the terms the regulations fix cannot be configured otherwise on a regulated table (Player and Banker 1 to 1,
+  the Banker less a commission, the Tie at least 8 to 1 and a tie pushing main bets; casino night's 5 % on all
+  winning bets after each round and its 8 to 1 tie): :mod:`baccarat.regulated`;
 * chemin de fer wagers are between participants (13:69F-4.7, not retrieved): see :mod:`baccarat.chemin`.
 """
 
@@ -22,6 +23,7 @@ from typing import Mapping
 from baccarat.drawing import CASINO_NIGHT, CASINO_NIGHT_LITERAL, PUNTO_BANCO, Ruleset, Variant
 from baccarat.errors import IllegalTableConfig, InvalidAmount, WagerNotOffered
 from baccarat.money import CommissionMode, Odds, Rounding, require_cents
+from baccarat.regulated import check_regulated_terms
 from baccarat.shoe import ShoeRules
 from baccarat.wagers import (
     BONUS_CLASSES,
@@ -35,7 +37,7 @@ from baccarat.wagers import (
 
 
 class CommissionScope(Enum):
-    """Which winning wagers carry commission: Banker only (punto banco 3.3(c)) or all (13:47-20.20(d)4)."""
+    """Which winning wagers carry commission: Banker only (punto banco 3.3(c)) or all (13:47-20.20(d)5)."""
 
     BANKER_ONLY = "banker_only"
     ALL_WINNERS = "all_winners"
@@ -128,8 +130,6 @@ class TableConfig:
             )
         if Wager.PANDA_8 in w and not self.no_vig:
             raise IllegalTableConfig("panda 8 is offered only with the no-vigorish (EZ) variation")
-        if self.pay.tie.ratio < 8:
-            raise IllegalTableConfig(f"the Tie must pay at least 8 to 1 (13:69F-3.3(b)), got {self.pay.tie}")
         missing = [c for c in BONUS_CLASSES if c not in ("natural_tie", "lose") and c not in self.pay.bonus]
         if w & BONUS_WAGERS and missing:
             raise IllegalTableConfig(f"bonus pay table lacks {', '.join(missing)}")
@@ -152,6 +152,7 @@ class TableConfig:
         for wager in self.limits:
             if wager not in w:
                 raise IllegalTableConfig(f"limits given for {wager.value}, which the table does not offer")
+        check_regulated_terms(self)
 
     @property
     def ruleset(self) -> Ruleset:
@@ -183,13 +184,23 @@ class TableConfig:
         return Fraction(0)
 
     def check_stake(self, wager: Wager, stake: int) -> None:
-        """Raise :class:`InvalidAmount` unless ``stake`` is whole cents within the wager's limits."""
+        """Raise :class:`InvalidAmount` unless ``stake`` is whole cents within the wager's limits and a whole
+        number of rounding units (a 30 ¢ bet at a 25 ¢ unit would be paid to the unit, not to the stake)."""
         require_cents(stake, "stake")
+        if stake % self.rounding.unit_cents:
+            raise InvalidAmount(f"{stake} cents is not a multiple of the rounding unit of "
+                                f"{self.rounding.unit_cents} cents")
         lim = self.limits_for(wager)
         if stake < lim.min_cents:
             raise InvalidAmount(f"{stake} cents is under the {wager.value} minimum of {lim.min_cents}")
         if stake > lim.max_cents:
             raise InvalidAmount(f"{stake} cents is over the {wager.value} maximum of {lim.max_cents}")
+
+
+def unregulated(**kw: object) -> TableConfig:
+    """A punto banco test or training table (``regulated=False``): no term of 13:69F-3 is locked, so tests
+    can pay, push and commission as they like. Casino night stays locked (13:47-20.20 defines it)."""
+    return TableConfig(regulated=False, **kw)  # type: ignore[arg-type]
 
 
 def punto_banco(**kw: object) -> TableConfig:
@@ -210,7 +221,8 @@ def no_vig_dragon(*, panda: bool = False, **kw: object) -> TableConfig:
 
 
 def casino_night(*, literal_banker_rule: bool = False, **kw: object) -> TableConfig:
-    """Casino-night baccarat (13:47-20.20): bank/player/tie, 5 % on all winning bets, at most 14 players."""
+    """Casino-night baccarat (13:47-20.20): bank/player/tie, 5 % on all winning bets collected after each round
+    ((d)5), even money and a tie at 8 to 1 ((e)5), at most 14 players ((b)1)."""
     rule = CasinoNightBankerRule.LITERAL if literal_banker_rule else CasinoNightBankerRule.TABLE_2
     return TableConfig(
         variant=Variant.CASINO_NIGHT,
@@ -229,6 +241,7 @@ __all__ = [
     "Odds",
     "punto_banco",
     "punto_banco_full",
+    "unregulated",
     "no_vig_dragon",
     "casino_night",
     "WagerNotOffered",

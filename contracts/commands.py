@@ -1,7 +1,9 @@
 """Commands: what callers ask a service to do. Imperative names, explicit snake_case tags never reused.
 
 A command travels in a :class:`contracts.envelope.CommandEnvelope` carrying its own ``command_id``; a command
-already handled (its id is in the service's rebuilt state) produces nothing new.
+already handled (its id is in the service's rebuilt state) produces nothing new. Every string and list has a
+maximum enforced on decode, ids a pattern (:mod:`contracts.bounds`): an over-long field makes the command
+undecodable (dead-lettered with the error naming the field).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Union
 
 import msgspec
 
+from contracts.bounds import BurnedCards, CardText, Code, Id, OptPlayerId, PlayerId, ShoeOrder, Text
 from contracts.tables import ShoeSpec, TableSpec
 
 
@@ -21,12 +24,13 @@ class Command(msgspec.Struct, frozen=True, tag_field="type"):
 class LoadShoe(Command, frozen=True, tag="load_shoe"):
     """Load a new shoe. ``order``: card texts first-out first (``"Kd"``, ``"7s"``), a supplied physical or
     pre-shuffled order; empty: the shoe service shuffles with a CSPRNG. ``physical``: the order is unknown
-    (a shoe dealt by hand); card reads are then checked against the remaining composition. ``cut_at``: the
-    patron's cut in cards from the front (None: no cut)."""
+    (a shoe dealt by hand); card reads are then checked against the remaining composition, and the burn is
+    read (``ReadBurn``). ``cut_at``: the patron's cut in cards from the front (None: no cut); on a physical
+    shoe it is recorded (``ShoeCut``) and checked against the minimum cut depth."""
 
-    shoe_id: str
+    shoe_id: Id
     rules: ShoeSpec = msgspec.field(default_factory=ShoeSpec)
-    order: list[str] = msgspec.field(default_factory=list)
+    order: ShoeOrder = msgspec.field(default_factory=list)
     physical: bool = False
     cut_at: int | None = None
 
@@ -34,8 +38,8 @@ class LoadShoe(Command, frozen=True, tag="load_shoe"):
 class DrawCard(Command, frozen=True, tag="draw_card"):
     """Hand the next card of the shoe to ``round_id`` (sent by the dealing service)."""
 
-    shoe_id: str
-    round_id: str
+    shoe_id: Id
+    round_id: Id
     card_number: int
 
 
@@ -44,18 +48,29 @@ class ReadCard(Command, frozen=True, tag="read_card"):
     ``hand``: where the dealer placed it (``player`` | ``banker``), when known; a Player third card the rules
     did not allow is then handled by 13:69F-3.12(a)."""
 
-    shoe_id: str
-    round_id: str
+    shoe_id: Id
+    round_id: Id
     card_number: int
-    card: str
-    hand: str = ""
+    card: CardText
+    hand: Code = ""
+
+
+class ReadBurn(Command, frozen=True, tag="read_burn"):
+    """The burn of a physical shoe as its reader reports it, before the first round: ``exposed`` (shown face
+    up), then ``burned`` (face down, in order). Checked card by card against the remaining composition and
+    against the burn rule (how many cards follow the exposed one); a refusal is a ``CommandRejected`` with a
+    reason code. A shoe whose order is known burns itself when loaded."""
+
+    shoe_id: Id
+    exposed: CardText
+    burned: BurnedCards = msgspec.field(default_factory=list)
 
 
 class CloseShoe(Command, frozen=True, tag="close_shoe"):
     """Close the shoe and reveal its order and salt (the commitment can then be verified)."""
 
-    shoe_id: str
-    reason: str = "end_of_shoe"
+    shoe_id: Id
+    reason: Text = "end_of_shoe"
 
 
 # ---- dealing.commands ------------------------------------------------------------------------------
@@ -68,54 +83,55 @@ class OpenTable(Command, frozen=True, tag="open_table"):
 class OpenRound(Command, frozen=True, tag="open_round"):
     """Open a round of play on the table's current shoe; betting opens with it."""
 
-    round_id: str
-    shoe_id: str
+    round_id: Id
+    shoe_id: Id
 
 
 class VoidRound(Command, frozen=True, tag="void_round"):
     """Declare the round void (an irregularity the dealer cannot cure); every bet is returned."""
 
-    round_id: str
-    reason: str
+    round_id: Id
+    reason: Text
 
 
 # ---- wagering.commands -----------------------------------------------------------------------------
 class PlaceBet(Command, frozen=True, tag="place_bet"):
     """Place a bet of ``amount_cents`` on ``wager`` for ``seat``/``player_id``; the bet id is the command id."""
 
-    round_id: str
+    round_id: Id
     seat: int
-    player_id: str
-    wager: str
+    player_id: PlayerId
+    wager: Code
     amount_cents: int
 
 
 class WithdrawBet(Command, frozen=True, tag="withdraw_bet"):
     """Withdraw a bet before "No more bets" (13:69F-3.2(d))."""
 
-    round_id: str
-    bet_id: str
+    round_id: Id
+    bet_id: Id
 
 
 class CloseBetting(Command, frozen=True, tag="close_betting"):
     """The dealer calls "No more bets" (13:69F-3.7(b)): the bet book of the round is closed."""
 
-    round_id: str
+    round_id: Id
 
 
 # ---- settlement.commands ---------------------------------------------------------------------------
 class CollectCommission(Command, frozen=True, tag="collect_commission"):
-    """Collect the commission a seat owes (accrual tables: end of shoe, or when the patron leaves)."""
+    """Collect the commission ``player_id`` at ``seat`` owes (accrual tables: end of shoe, or when the patron
+    leaves); each player has his own commission box. ``player_id`` empty: every player's box at the seat."""
 
     seat: int
-    player_id: str = ""
+    player_id: OptPlayerId = ""
 
 
 AnyCommand = Union[
     LoadShoe, DrawCard, ReadCard, CloseShoe, OpenTable, OpenRound, VoidRound, PlaceBet, WithdrawBet,
-    CloseBetting, CollectCommission,
+    CloseBetting, CollectCommission, ReadBurn,
 ]
-ShoeCommand = Union[LoadShoe, DrawCard, ReadCard, CloseShoe]
+ShoeCommand = Union[LoadShoe, DrawCard, ReadCard, CloseShoe, ReadBurn]
 DealingCommand = Union[OpenTable, OpenRound, VoidRound]
 WageringCommand = Union[PlaceBet, WithdrawBet, CloseBetting]
 SettlementCommand = Union[CollectCommission]

@@ -13,6 +13,7 @@ from datetime import datetime
 
 import msgspec
 
+from contracts.bounds import EvId, Id, OptId
 from contracts.commands import AnyCommand
 from contracts.events import AnyEvent
 
@@ -31,28 +32,29 @@ def derived_command_id(*parts: object) -> str:
 
 
 class Envelope(msgspec.Struct, frozen=True, kw_only=True):
-    """An event with its identity and provenance."""
+    """An event with its identity and provenance (string maxima documented, not enforced on decode)."""
 
-    event_id: str
-    stream: str
-    table_id: str
+    event_id: EvId
+    stream: EvId
+    table_id: EvId
     seq: int
-    causation_id: str
-    correlation_id: str
+    causation_id: EvId
+    correlation_id: EvId
     occurred_at: datetime
     schema: int = SCHEMA_VERSION
-    round_id: str | None = None
-    shoe_id: str | None = None
+    round_id: EvId | None = None
+    shoe_id: EvId | None = None
     payload: AnyEvent
 
 
 class CommandEnvelope(msgspec.Struct, frozen=True, kw_only=True):
-    """A command with its own id (idempotency key) and the time it was issued (UTC)."""
+    """A command with its own id (idempotency key) and the time it was issued (UTC). The ids are bounded and
+    patterned on decode (:mod:`contracts.bounds`)."""
 
-    command_id: str
-    table_id: str
+    command_id: Id
+    table_id: Id
     issued_at: datetime
-    correlation_id: str = ""
+    correlation_id: OptId = ""
     schema: int = SCHEMA_VERSION
     payload: AnyCommand
 

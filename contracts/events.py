@@ -3,15 +3,29 @@
 Each event travels in a :class:`contracts.envelope.Envelope` (ids, stream, gapless per-table ``seq``,
 causation and correlation, ``occurred_at`` taken from the command). Money is integer cents; cards are texts
 like ``"Kd"`` (rank ``A 2-9 T J Q K``, suit ``c d h s``). New fields get defaults; consumers skip unknown
-event types (see ``contracts/EVOLUTION.md``).
+event types (see ``contracts/EVOLUTION.md``). Every string and list has a documented maximum (JSON Schema
+``maxLength``/``maxItems``, :mod:`contracts.bounds`) that the producers guarantee; decoders do not enforce it,
+so old log entries stay decodable.
 """
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Annotated, Union
 
 import msgspec
 
+from contracts.bounds import (
+    MAX_BETS_PER_ROUND,
+    EvBurned,
+    EvCard,
+    EvCards,
+    EvCode,
+    EvDetail,
+    EvHand,
+    EvHex,
+    EvId,
+    EvText,
+)
 from contracts.tables import ShoeSpec, TableSpec
 
 
@@ -23,10 +37,10 @@ class CommandRejected(Event, frozen=True, tag="command_rejected"):
     """A command refused by a service. ``reason`` is a stable code (``unknown_table``, ``shoe_complete``,
     ``invalid_config`` …); ``detail`` says what exactly was wrong; ``command`` is the command's tag."""
 
-    command_id: str
-    command: str
-    reason: str
-    detail: str = ""
+    command_id: EvId
+    command: EvCode
+    reason: EvCode
+    detail: EvDetail = ""
 
 
 # ---- shoe.events -----------------------------------------------------------------------------------
@@ -35,17 +49,17 @@ class ShoeLoaded(Event, frozen=True, tag="shoe_loaded"):
     recorded before the first card so anyone can verify the order was fixed; empty for a physical shoe.
     ``source``: ``csprng`` | ``supplied`` | ``physical``."""
 
-    shoe_id: str
+    shoe_id: EvId
     rules: ShoeSpec
     cards: int
-    source: str
-    commitment: str = ""
+    source: EvCode
+    commitment: EvHex = ""
 
 
 class ShoeCut(Event, frozen=True, tag="shoe_cut"):
     """The patron's cut: ``cut_at`` cards moved from the front to the back."""
 
-    shoe_id: str
+    shoe_id: EvId
     cut_at: int
 
 
@@ -53,10 +67,10 @@ class ShoeBurned(Event, frozen=True, tag="shoe_burned"):
     """The burn: ``exposed`` was shown face up, then ``burned`` went to the discard rack face down.
     ``burned`` is surveillance information; the public view knows only ``exposed`` and ``burned_count``."""
 
-    shoe_id: str
-    exposed: str
+    shoe_id: EvId
+    exposed: EvCard
     burned_count: int
-    burned: list[str] = msgspec.field(default_factory=list)
+    burned: EvBurned = msgspec.field(default_factory=list)
 
 
 class CardDrawn(Event, frozen=True, tag="card_drawn"):
@@ -64,25 +78,25 @@ class CardDrawn(Event, frozen=True, tag="card_drawn"):
     in the shoe after the cut, 0-based. ``cutting_card_out``: the end-of-shoe cutting card came out just
     before this card. ``cards_left``: cards still in the shoe after it."""
 
-    shoe_id: str
-    round_id: str
+    shoe_id: EvId
+    round_id: EvId
     card_number: int
-    card: str
+    card: EvCard
     position: int
     cards_left: int
     cutting_card_out: bool = False
     #: where the dealer placed the card, when a physical shoe's reader says (``player`` | ``banker``)
-    dealt_to: str = ""
+    dealt_to: EvCode = ""
 
 
 class CardReadRefused(Event, frozen=True, tag="card_read_refused"):
     """An impossible card read from a physical shoe (no copy left): recorded as an irregularity."""
 
-    shoe_id: str
-    round_id: str
+    shoe_id: EvId
+    round_id: EvId
     card_number: int
-    card: str
-    reason: str
+    card: EvCard
+    reason: EvDetail
 
 
 class ShoeClosed(Event, frozen=True, tag="shoe_closed"):
@@ -90,20 +104,20 @@ class ShoeClosed(Event, frozen=True, tag="shoe_closed"):
     commitment of ``ShoeLoaded``: ``sha256(salt_bytes + ",".join(order).encode())``. ``cards_dealt``: cards
     that left the shoe, the burn included (the shoe's position when it closed)."""
 
-    shoe_id: str
-    reason: str
+    shoe_id: EvId
+    reason: EvText
     cards_dealt: int
-    order: list[str] = msgspec.field(default_factory=list)
-    salt: str = ""
+    order: EvCards = msgspec.field(default_factory=list)
+    salt: EvHex = ""
 
 
 class ShoeOrderSealed(Event, frozen=True, tag="shoe_order_sealed"):
     """``shoe.vault`` only (read by the shoe service alone): the order as loaded and the salt, kept so the
     shoe service can rebuild; published to everyone only by ``ShoeClosed``."""
 
-    shoe_id: str
-    order: list[str]
-    salt: str
+    shoe_id: EvId
+    order: EvCards
+    salt: EvHex
 
 
 # ---- dealing.events --------------------------------------------------------------------------------
@@ -116,8 +130,8 @@ class TableOpened(Event, frozen=True, tag="table_opened"):
 class RoundOpened(Event, frozen=True, tag="round_opened"):
     """A round opened on ``shoe_id``; ``number`` counts rounds of the shoe from 1."""
 
-    round_id: str
-    shoe_id: str
+    round_id: EvId
+    shoe_id: EvId
     number: int
 
 
@@ -126,21 +140,21 @@ class CardDealt(Event, frozen=True, tag="card_dealt"):
     ``rule``: ``initial`` | ``table_1`` | ``table_2``; ``row``/``column``: the table cell that required
     it; ``source``: the regulation; ``why``: the same in words."""
 
-    round_id: str
-    card: str
-    hand: str
+    round_id: EvId
+    card: EvCard
+    hand: EvCode
     position: int
-    rule: str
-    source: str
-    why: str
+    rule: EvCode
+    source: EvDetail
+    why: EvDetail
     row: int | None = None
-    column: str | None = None
+    column: EvCode | None = None
 
 
 class PointsAnnounced(Event, frozen=True, tag="points_announced"):
     """After the first four cards: both point counts and whether either is a natural (13:69F-3.8(a))."""
 
-    round_id: str
+    round_id: EvId
     player_points: int
     banker_points: int
     natural: bool
@@ -151,25 +165,25 @@ class Irregularity(Event, frozen=True, tag="irregularity"):
     ``unauthorised_player_third_card``: ``disposition`` ``banker_third`` (Table 2 obliged the Banker to draw,
     decided as if the Player had stood: the card is the Banker's third, dealt next) or ``discarded``."""
 
-    round_id: str
-    kind: str
-    detail: str
-    card: str = ""
+    round_id: EvId
+    kind: EvCode
+    detail: EvDetail
+    card: EvCard = ""
     card_number: int = 0
-    disposition: str = ""
+    disposition: EvCode = ""
 
 
 class RoundResolved(Event, frozen=True, tag="round_resolved"):
     """The result (13:69F-3.10(a)): both hands, point counts, the winner (``player`` | ``banker`` |
     ``tie``), naturals, cards the rules required, dragon 7 and panda 8."""
 
-    round_id: str
-    shoe_id: str
-    player_cards: list[str]
-    banker_cards: list[str]
+    round_id: EvId
+    shoe_id: EvId
+    player_cards: EvHand
+    banker_cards: EvHand
     player_points: int
     banker_points: int
-    winner: str
+    winner: EvCode
     player_natural: bool
     banker_natural: bool
     cards_required: int
@@ -180,14 +194,14 @@ class RoundResolved(Event, frozen=True, tag="round_resolved"):
 class RoundVoided(Event, frozen=True, tag="round_voided"):
     """The round is void: every bet on it is returned."""
 
-    round_id: str
-    reason: str
+    round_id: EvId
+    reason: EvText
 
 
 class ShoeFinished(Event, frozen=True, tag="shoe_finished"):
     """The end-of-shoe policy allows no further round on ``shoe_id`` (the cutting card is out)."""
 
-    shoe_id: str
+    shoe_id: EvId
     rounds: int
 
 
@@ -195,57 +209,62 @@ class ShoeFinished(Event, frozen=True, tag="shoe_finished"):
 class BettingOpened(Event, frozen=True, tag="betting_opened"):
     """Bets are taken for ``round_id``."""
 
-    round_id: str
+    round_id: EvId
 
 
 class BetPlaced(Event, frozen=True, tag="bet_placed"):
     """A bet accepted; ``bet_id`` is the id of the ``PlaceBet`` command."""
 
-    round_id: str
-    bet_id: str
+    round_id: EvId
+    bet_id: EvId
     seat: int
-    player_id: str
-    wager: str
+    player_id: EvId
+    wager: EvCode
     amount_cents: int
 
 
 class BetRejected(Event, frozen=True, tag="bet_rejected"):
     """A bet refused. ``reason``: ``betting_closed``, ``betting_not_open``, ``wager_not_offered``,
     ``unknown_wager``, ``under_table_min``, ``over_table_max``, ``invalid_amount``, ``invalid_seat``,
-    ``bonus_needs_base_bet``, ``unknown_bet``, ``unknown_round``."""
+    ``bonus_needs_base_bet``, ``unknown_bet``, ``unknown_round``, ``bonus_depends_on_bet`` (a withdrawal of the
+    base bet a bonus bet on the seat needs), ``stake_not_multiple_of_unit``, ``too_many_bets``."""
 
-    round_id: str
-    command_id: str
-    reason: str
-    detail: str
+    round_id: EvId
+    command_id: EvId
+    reason: EvCode
+    detail: EvDetail
     seat: int = 0
-    player_id: str = ""
-    wager: str = ""
+    player_id: EvId = ""
+    wager: EvCode = ""
     amount_cents: int = 0
 
 
 class BetWithdrawn(Event, frozen=True, tag="bet_withdrawn"):
     """A bet taken back before "No more bets"; its stake is returned."""
 
-    round_id: str
-    bet_id: str
+    round_id: EvId
+    bet_id: EvId
 
 
 class BetLine(msgspec.Struct, frozen=True):
     """One bet of a closed bet book."""
 
-    bet_id: str
+    bet_id: EvId
     seat: int
-    player_id: str
-    wager: str
+    player_id: EvId
+    wager: EvCode
     amount_cents: int
+
+
+#: a round's bet book: the wagering service takes at most MAX_BETS_PER_ROUND bets a round (``too_many_bets``)
+BetBook = Annotated[list[BetLine], msgspec.Meta(extra_json_schema={"maxItems": MAX_BETS_PER_ROUND})]
 
 
 class BettingClosed(Event, frozen=True, tag="betting_closed"):
     """ "No more bets": the round's bet book, final (13:69F-3.2(d))."""
 
-    round_id: str
-    bets: list[BetLine]
+    round_id: EvId
+    bets: BetBook
 
 
 # ---- settlement.events -----------------------------------------------------------------------------
@@ -254,36 +273,36 @@ class BetSettled(Event, frozen=True, tag="bet_settled"):
     (stake + win − deducted commission on a win, stake on a void, 0 on a loss); ``commission``: cents,
     accrued to the seat when ``commission_accrued``; ``category`` says why."""
 
-    round_id: str
-    bet_id: str
+    round_id: EvId
+    bet_id: EvId
     seat: int
-    player_id: str
-    wager: str
+    player_id: EvId
+    wager: EvCode
     stake: int
-    result: str
-    category: str
+    result: EvCode
+    category: EvCode
     win: int
     commission: int
     commission_accrued: bool
     payout: int
-    odds: str = ""
+    odds: EvCode = ""
 
 
 class CommissionAccrued(Event, frozen=True, tag="commission_accrued"):
     """Commission owed by a seat grew by ``amount_cents``; ``owed_cents`` is the new total."""
 
     seat: int
-    player_id: str
+    player_id: EvId
     amount_cents: int
     owed_cents: int
-    round_id: str = ""
+    round_id: EvId = ""
 
 
 class CommissionCollected(Event, frozen=True, tag="commission_collected"):
     """The commission a seat owed was collected."""
 
     seat: int
-    player_id: str
+    player_id: EvId
     amount_cents: int
 
 
@@ -291,7 +310,7 @@ class RoundSettled(Event, frozen=True, tag="round_settled"):
     """Every bet of the round is settled. Totals in cents; ``table_result`` = stakes − payouts +
     commission accrued (the house's result for the round)."""
 
-    round_id: str
+    round_id: EvId
     bets: int
     stakes: int
     payouts: int
@@ -304,12 +323,18 @@ class WagerOdds(msgspec.Struct, frozen=True):
     """One wager's exact odds for the next round: probabilities of winning and of a void, and the expected
     value per unit staked, as a float and exactly (``ev_num / ev_den``)."""
 
-    wager: str
+    wager: EvCode
     p_win: float
     p_void: float
     ev: float
     ev_num: int
     ev_den: int
+
+
+Composition = Annotated[list[int], msgspec.Meta(extra_json_schema={"maxItems": 10})]
+#: outcome counts by name (banker, player, tie, card counts, bonus classes ...)
+OutcomeCounts = Annotated[dict[EvCode, int], msgspec.Meta(extra_json_schema={"maxProperties": 64})]
+WagerOddsList = Annotated[list[WagerOdds], msgspec.Meta(extra_json_schema={"maxItems": 16})]
 
 
 class OddsUpdated(Event, frozen=True, tag="odds_updated"):
@@ -320,38 +345,41 @@ class OddsUpdated(Event, frozen=True, tag="odds_updated"):
     ``composition``: ten counts by value 0..9; ``counts``: integer outcome counts out of ``total`` =
     Permut(cards, 6) (odds-and-roads.md §1–§2)."""
 
-    shoe_id: str
-    view: str
-    trigger: str
+    shoe_id: EvId
+    view: EvCode
+    trigger: EvCode
     step: int
     cards_out: int
-    composition: list[int]
+    composition: Composition
     total: int
-    counts: dict[str, int]
-    wagers: list[WagerOdds]
-    round_id: str = ""
+    counts: OutcomeCounts
+    wagers: WagerOddsList
+    round_id: EvId = ""
 
 
 class LedgerLine(msgspec.Struct, frozen=True):
     """One line of a journal entry: ``amount_cents`` added to ``account`` (debits positive)."""
 
-    account: str
+    account: EvText
     amount_cents: int
+
+
+LedgerLines = Annotated[list[LedgerLine], msgspec.Meta(extra_json_schema={"maxItems": 16})]
 
 
 class LedgerPosted(Event, frozen=True, tag="ledger_posted"):
     """A balanced journal entry of the cage ledger (the lines sum to zero). ``entry_id`` is derived from the
     source event, so a re-delivered event posts nothing new."""
 
-    entry_id: str
-    kind: str
-    source_event_id: str
-    gaming_day: str
-    lines: list[LedgerLine]
-    shoe_id: str = ""
-    round_id: str = ""
+    entry_id: EvId
+    kind: EvCode
+    source_event_id: EvId
+    gaming_day: EvCode
+    lines: LedgerLines
+    shoe_id: EvId = ""
+    round_id: EvId = ""
     seat: int = 0
-    player_id: str = ""
+    player_id: EvId = ""
 
 
 class AdvantageBetFlagged(Event, frozen=True, tag="advantage_bet_flagged"):
@@ -359,12 +387,12 @@ class AdvantageBetFlagged(Event, frozen=True, tag="advantage_bet_flagged"):
     remaining composition before the round's first card) was positive. ``ev``: per unit staked
     (``ev_num / ev_den`` exactly); ``expected_gain_cents``: stake × ev, rounded down."""
 
-    round_id: str
-    shoe_id: str
-    bet_id: str
+    round_id: EvId
+    shoe_id: EvId
+    bet_id: EvId
     seat: int
-    player_id: str
-    wager: str
+    player_id: EvId
+    wager: EvCode
     stake_cents: int
     ev: float
     ev_num: int

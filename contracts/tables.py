@@ -2,11 +2,18 @@
 
 Plain values only: money in cents, odds as "X to Y" strings, enums as their snake_case names. The services
 turn it into the rules core's validated ``TableConfig``; an invalid spec is refused there with a reason.
+Strings, lists and maps are bounded on decode (:mod:`contracts.bounds`), in commands and events alike.
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
+
+from contracts.bounds import MAX_TABLE_ENTRIES, Code, CodeList, Ratio
+
+PayMap = Annotated[dict[Code, Code], msgspec.Meta(max_length=MAX_TABLE_ENTRIES)]
 
 
 class LimitSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
@@ -23,9 +30,12 @@ class ShoeSpec(msgspec.Struct, frozen=True):
 
     decks: int = 8
     end_card_offset: int = 14
-    burn: str = "tens_as_ten"
-    end_of_shoe: str = "one_more_round"
+    burn: Code = "tens_as_ten"
+    end_of_shoe: Code = "one_more_round"
     min_cut_depth: int = 10
+
+
+LimitMap = Annotated[dict[Code, LimitSpec], msgspec.Meta(max_length=MAX_TABLE_ENTRIES)]
 
 
 class TableSpec(msgspec.Struct, frozen=True):
@@ -34,20 +44,20 @@ class TableSpec(msgspec.Struct, frozen=True):
     won; ``commission_mode``: ``deduct_at_payout`` | ``accrue``; ``commission_scope``: ``banker_only`` |
     ``all_winners``; ``rounding``: ``house`` | ``patron`` | ``half_even`` to ``rounding_unit_cents``."""
 
-    variant: str = "punto_banco"
+    variant: Code = "punto_banco"
     shoe: ShoeSpec = msgspec.field(default_factory=ShoeSpec)
     regulated: bool = True
-    wagers: list[str] = msgspec.field(default_factory=lambda: ["banker", "player", "tie"])
+    wagers: CodeList = msgspec.field(default_factory=lambda: ["banker", "player", "tie"])
     no_vig: bool = False
     allow_extensions: bool = False
-    pay: dict[str, str] = msgspec.field(default_factory=dict)
-    commission_rate: list[int] = msgspec.field(default_factory=lambda: [1, 20])
-    commission_mode: str = "deduct_at_payout"
-    commission_scope: str = "banker_only"
-    rounding: str = "house"
+    pay: PayMap = msgspec.field(default_factory=dict)
+    commission_rate: Ratio = msgspec.field(default_factory=lambda: [1, 20])
+    commission_mode: Code = "deduct_at_payout"
+    commission_scope: Code = "banker_only"
+    rounding: Code = "house"
     rounding_unit_cents: int = 1
     tie_pushes_main_bets: bool = True
     bonus_requires_base_bet: bool = False
-    casino_night_banker_rule: str = "table_2"
+    casino_night_banker_rule: Code = "table_2"
     max_players: int = 14
-    limits: dict[str, LimitSpec] = msgspec.field(default_factory=dict)
+    limits: LimitMap = msgspec.field(default_factory=dict)

@@ -14,8 +14,8 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
 * every closed bet book is the bets placed minus the bets withdrawn;
 * every bet of every closed book is settled exactly once, as the rules core settles it under the table
   configuration in force when the round opened; every ``RoundSettled`` equals the sum of its bets; every
-  ``CommissionAccrued`` is the commission its seat's bets accrued in the round, with a running total that
-  ``CommissionCollected`` empties;
+  ``CommissionAccrued`` is the commission a player's bets at a seat accrued in the round, with a running
+  total per seat and player that ``CommissionCollected`` empties;
 * records that could not be decoded at all (passed in by the reader as :class:`UndecodableRecord`) are
   discrepancies of kind ``undecodable_record``; well-formed events of a type this version does not know
   (passed in as :class:`UnknownEvent`) are only counted (``unknown_types``), as the evolution rules say
@@ -409,7 +409,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     summaries: dict[str, list[RoundSettled]] = defaultdict(list)
     accrued_events: dict[str, list[CommissionAccrued]] = defaultdict(list)
     settled_rounds: set[str] = set()
-    owed: dict[int, int] = defaultdict(int)
+    owed: dict[tuple[int, str], int] = defaultdict(int)  # (seat, player id): each player's commission box
     for e in settle_ev:
         p = e.payload
         if isinstance(p, BetSettled):
@@ -420,15 +420,18 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             settled_rounds.add(p.round_id)
         elif isinstance(p, CommissionAccrued):
             accrued_events[p.round_id].append(p)
-            if p.owed_cents != owed[p.seat] + p.amount_cents and (not only_shoe or in_scope(p.round_id)):
+            box = (p.seat, p.player_id)
+            if p.owed_cents != owed[box] + p.amount_cents and (not only_shoe or in_scope(p.round_id)):
                 flag("commission_mismatch", f"settlement.events#{e.seq}",
-                     f"seat {p.seat} owed {owed[p.seat]} + {p.amount_cents} accrued, recorded {p.owed_cents}")
-            owed[p.seat] = p.owed_cents
+                     f"seat {p.seat} player {p.player_id} owed {owed[box]} + {p.amount_cents} accrued, "
+                     f"recorded {p.owed_cents}")
+            owed[box] = p.owed_cents
         elif isinstance(p, CommissionCollected):
-            if p.amount_cents != owed[p.seat] and not only_shoe:
+            box = (p.seat, p.player_id)
+            if p.amount_cents != owed[box] and not only_shoe:
                 flag("commission_mismatch", f"settlement.events#{e.seq}",
-                     f"seat {p.seat} owed {owed[p.seat]}, collected {p.amount_cents}")
-            owed[p.seat] -= p.amount_cents
+                     f"seat {p.seat} player {p.player_id} owed {owed[box]}, collected {p.amount_cents}")
+            owed[box] -= p.amount_cents
 
     # rounds in play at the table's tail: after the last round that was resolved, voided or settled
     position = {rid: i for i, rid in enumerate(opened_order)}
@@ -451,7 +454,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             rep.rounds_pending += 1  # resolved, settlement not published yet
             continue
         total_stake = total_payout = total_commission = total_accrued = 0
-        accrued_by_seat: dict[int, int] = defaultdict(int)
+        accrued_by_seat: dict[tuple[int, str], int] = defaultdict(int)  # (seat, player id)
         for bet in book.bets:
             rep.bets_checked += 1
             ss = settled.get(bet.bet_id, [])
@@ -484,7 +487,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             total_commission += s.commission
             if s.commission_accrued:
                 total_accrued += s.commission
-                accrued_by_seat[s.seat] += s.commission
+                accrued_by_seat[(s.seat, s.player_id)] += s.commission
         sums = summaries.get(rid, [])
         if len(sums) != 1:
             flag("round_settled_count", rid, f"{len(sums)} RoundSettled events")
@@ -495,7 +498,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             if got_t != want_t:
                 flag("round_totals", rid, f"recorded bets/stakes/payouts/commission/result {got_t}, "
                                           f"the bets add up to {want_t}")
-        got_acc = sorted((a.seat, a.amount_cents) for a in accrued_events.get(rid, []))
+        got_acc = sorted(((a.seat, a.player_id), a.amount_cents) for a in accrued_events.get(rid, []))
         if got_acc != sorted(accrued_by_seat.items()):
             flag("commission_mismatch", rid, f"accrued {got_acc}, the bets accrued {sorted(accrued_by_seat.items())}")
     known = {b.bet_id for bk in books.values() for b in bk.bets}

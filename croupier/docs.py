@@ -81,6 +81,7 @@ COMMAND_TOPICS: dict[type, str] = {
     C.LoadShoe: T.SHOE_COMMANDS,
     C.DrawCard: T.SHOE_COMMANDS,
     C.ReadCard: T.SHOE_COMMANDS,
+    C.ReadBurn: T.SHOE_COMMANDS,
     C.CloseShoe: T.SHOE_COMMANDS,
     C.OpenTable: T.DEALING_COMMANDS,
     C.OpenRound: T.DEALING_COMMANDS,
@@ -96,7 +97,7 @@ COMMAND_SENDERS: dict[type, tuple[str, ...]] = {C.DrawCard: ("dealing",)}
 CALLERS = "callers"
 
 TOPIC_SUMMARY: dict[str, str] = {
-    T.SHOE_COMMANDS: "Commands for the shoe service: load, draw (from the dealing service), read, close.",
+    T.SHOE_COMMANDS: "Commands for the shoe service: load, draw (from the dealing service), read a card or a burn, close.",
     T.SHOE_EVENTS: "The shoe's events: loaded (with the commitment), cut, burned, every card drawn, closed "
                    "(the reveal).",
     T.SHOE_VAULT: "The shoe service's sealed card orders, read only by the shoe service to rebuild.",

@@ -3,7 +3,9 @@
 Inputs: ``dealing.events`` (table configuration, ``RoundOpened``, ``RoundResolved``, ``RoundVoided``) and
 ``wagering.events`` (``BettingClosed``), whichever arrives first. Commands (``settlement.commands``):
 ``CollectCommission``. Events (``settlement.events``): one ``BetSettled`` per bet, ``CommissionAccrued``
-per seat that owes commission, then ``RoundSettled`` (totals), all in one decision; ``CommissionCollected``.
+per seat and player that owes commission, then ``RoundSettled`` (totals), all in one decision;
+``CommissionCollected`` per player collected. Accrued commission is owed by the player whose bet won, not by
+the seat: a second player at the seat never pays the first one's.
 
 The money is the rules core's (:func:`baccarat.wagers.settle`); a round's configuration is the one in force
 when the round opened. Settling is state-driven and checked against this service's own events, so a round
@@ -58,15 +60,15 @@ class SettlementState:
     ``settled``: the id of every round settled here, in a :class:`History` (O(log n) per round): an input
     about a settled round, live or replayed from the start of a topic on a rebuild, is ignored, so a round
     is never paid twice however old. ``spec`` is the wire configuration; :attr:`config` derives the rules
-    core's one. ``owed``/``seat_player``: per seat, so bounded by the table's seats.
+    core's one. ``owed``: per seat and player, so bounded by the players seated at the table.
     """
 
     table_id: str
     spec: TableSpec | None = None
     pending: dict[str, Pending] = field(default_factory=dict)
     settled: History = field(default_factory=History)
-    owed: dict[int, int] = field(default_factory=dict)  # seat -> commission owed, cents
-    seat_player: dict[int, str] = field(default_factory=dict)
+    #: (seat, player id) -> commission owed, cents: each player at a seat has his own commission box
+    owed: dict[tuple[int, str], int] = field(default_factory=dict)
 
     @property
     def config(self) -> TableConfig | None:
@@ -94,10 +96,10 @@ class SettlementCore:
             pending.pop(e.round_id, None)
             return replace(state, settled=state.settled.put(e.round_id), pending=pending)
         if isinstance(e, CommissionAccrued):
-            return replace(state, owed={**state.owed, e.seat: e.owed_cents},
-                           seat_player={**state.seat_player, e.seat: e.player_id})
+            return replace(state, owed={**state.owed, (e.seat, e.player_id): e.owed_cents})
         if isinstance(e, CommissionCollected):
-            return replace(state, owed={**state.owed, e.seat: state.owed.get(e.seat, 0) - e.amount_cents})
+            key = (e.seat, e.player_id)
+            return replace(state, owed={**state.owed, key: state.owed.get(key, 0) - e.amount_cents})
         return state
 
     def _update(self, state: SettlementState, round_id: str, **kw: object) -> SettlementState:
@@ -138,7 +140,7 @@ class SettlementCore:
         cause, at = (p.voided[1], p.voided[2]) if p.voided else (p.result[1], p.result[2])  # type: ignore[index]
         out: list[Emit | Send] = []
         stakes = payouts = commission = 0
-        accrued: dict[int, tuple[str, int]] = {}
+        accrued: dict[tuple[int, str], int] = {}
         o = outcome(p.result[0]) if p.result and not p.voided else None
         for bet in p.book:
             if o is None or config is None:
@@ -152,18 +154,18 @@ class SettlementCore:
                                 win=s.win, commission=s.commission, commission_accrued=s.commission_accrued,
                                 payout=s.payout, odds=str(s.odds) if s.odds else "")
                 if s.commission_accrued:
-                    pid, amt = accrued.get(bet.seat, (bet.player_id, 0))
-                    accrued[bet.seat] = (pid, amt + s.commission)
+                    key = (bet.seat, bet.player_id)
+                    accrued[key] = accrued.get(key, 0) + s.commission
             stakes += ev.stake
             payouts += ev.payout
             commission += ev.commission
             out.append(Emit(ev, round_id=round_id, causation_id=cause, occurred_at=at))
         owed_extra = 0
-        for seat in sorted(accrued):
-            pid, amt = accrued[seat]
+        for seat, pid in sorted(accrued):
+            amt = accrued[(seat, pid)]
             owed_extra += amt
             out.append(Emit(CommissionAccrued(seat=seat, player_id=pid, amount_cents=amt,
-                                              owed_cents=state.owed.get(seat, 0) + amt, round_id=round_id),
+                                              owed_cents=state.owed.get((seat, pid), 0) + amt, round_id=round_id),
                             round_id=round_id, causation_id=cause, occurred_at=at))
         out.append(Emit(RoundSettled(round_id=round_id, bets=len(p.book), stakes=stakes, payouts=payouts,
                                      commission=commission, table_result=stakes - payouts + owed_extra),
@@ -173,12 +175,14 @@ class SettlementCore:
     def decide(self, state: SettlementState, cmd: CommandEnvelope) -> list[Emit | Send]:
         c = cmd.payload
         if isinstance(c, CollectCommission):
-            owed = state.owed.get(c.seat, 0)
-            if owed <= 0:
+            # each player pays his own commission box; no player named: every box of the seat is collected
+            due = sorted((pid, amt) for (seat, pid), amt in state.owed.items()
+                         if seat == c.seat and amt > 0 and (not c.player_id or pid == c.player_id))
+            if not due:
+                who = f"player {c.player_id} at seat {c.seat}" if c.player_id else f"seat {c.seat}"
                 return [Emit(CommandRejected(command_id=cmd.command_id, command="collect_commission",
-                                             reason="nothing_owed", detail=f"seat {c.seat} owes no commission"))]
-            return [Emit(CommissionCollected(seat=c.seat, player_id=c.player_id or state.seat_player.get(c.seat, ""),
-                                             amount_cents=owed))]
+                                             reason="nothing_owed", detail=f"{who} owes no commission"))]
+            return [Emit(CommissionCollected(seat=c.seat, player_id=pid, amount_cents=amt)) for pid, amt in due]
         tag = type(c).__struct_config__.tag
         return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason="not_a_settlement_command",
                                      detail=f"{tag} is not handled by the settlement service"))]

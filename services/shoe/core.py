@@ -1,6 +1,7 @@
 """The shoe service's decider: one shoe per table, from a CSPRNG shuffle, a supplied order or a physical shoe.
 
-Commands (``shoe.commands``): ``LoadShoe``, ``DrawCard``, ``ReadCard``, ``CloseShoe``. Events
+Commands (``shoe.commands``): ``LoadShoe``, ``DrawCard``, ``ReadCard``, ``ReadBurn`` (a physical shoe's
+burn, read card by card), ``CloseShoe``. Events
 (``shoe.events``): ``ShoeLoaded`` (with the commitment), ``ShoeCut``, ``ShoeBurned``, ``CardDrawn``,
 ``CardReadRefused``, ``ShoeClosed`` (the reveal), ``CommandRejected``; and on ``shoe.vault`` (read by this
 service alone) ``ShoeOrderSealed``, so a restarted shoe service knows the order it committed to.
@@ -20,7 +21,7 @@ from baccarat import shoe as S
 from baccarat.cards import Card, parse_card, standard_deck
 from baccarat.errors import BaccaratError
 from contracts import topics as T
-from contracts.commands import CloseShoe, DrawCard, LoadShoe, ReadCard
+from contracts.commands import CloseShoe, DrawCard, LoadShoe, ReadBurn, ReadCard
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
     CardDrawn,
@@ -98,7 +99,10 @@ class ShoeCore:
             return replace(state, shoe_id=e.shoe_id, shoe=shoe, closed=False, source=e.source, drawn=frozenset())
         if isinstance(e, ShoeCut) and state.shoe is not None:
             return replace(state, shoe=S.cut(state.shoe, e.cut_at))
-        if isinstance(e, ShoeBurned) and state.shoe is not None and not state.shoe.physical:
+        if isinstance(e, ShoeBurned) and state.shoe is not None:
+            if state.shoe.physical:
+                burned = [parse_card(x) for x in e.burned]
+                return replace(state, shoe=S.read_burn(state.shoe, parse_card(e.exposed), burned)[0])
             return replace(state, shoe=S.burn(state.shoe)[0])
         if isinstance(e, CardDrawn) and state.shoe is not None:
             if state.shoe.physical:
@@ -127,6 +131,8 @@ class ShoeCore:
             return self._load(state, cmd, c)
         if isinstance(c, (DrawCard, ReadCard)):
             return self._card(state, cmd, c)
+        if isinstance(c, ReadBurn):
+            return self._read_burn(state, cmd, c)
         if isinstance(c, CloseShoe):
             if state.shoe is None or state.closed or c.shoe_id != state.shoe_id:
                 return _reject(cmd, "no_open_shoe", f"shoe {c.shoe_id} is not the open shoe of this table")
@@ -172,6 +178,22 @@ class ShoeCore:
             out.append(Emit(ShoeBurned(shoe_id=c.shoe_id, exposed=str(rec.exposed), burned_count=len(rec.burned),
                                        burned=[str(x) for x in rec.burned]), shoe_id=c.shoe_id))
         return out
+
+    def _read_burn(self, state: ShoeState, cmd: CommandEnvelope, c: ReadBurn) -> list[Emit | Send]:
+        """A physical shoe's burn, checked card by card (:func:`baccarat.shoe.burn_refusal` gives the codes;
+        ``invalid_card`` for a text that is not a card)."""
+        if state.shoe is None or state.closed or c.shoe_id != state.shoe_id:
+            return _reject(cmd, "no_open_shoe", f"shoe {c.shoe_id} is not the open shoe of this table")
+        try:
+            exposed = parse_card(c.exposed)
+            burned = [parse_card(t) for t in c.burned]
+        except BaccaratError as e:
+            return _reject(cmd, "invalid_card", str(e))
+        why = S.burn_refusal(state.shoe, exposed, burned)
+        if why:
+            return _reject(cmd, *why)
+        return [Emit(ShoeBurned(shoe_id=c.shoe_id, exposed=str(exposed), burned_count=len(burned),
+                                burned=[str(x) for x in burned]), shoe_id=c.shoe_id)]
 
     def _card(self, state: ShoeState, cmd: CommandEnvelope, c: DrawCard | ReadCard) -> list[Emit | Send]:
         if state.shoe is None or state.closed or c.shoe_id != state.shoe_id:

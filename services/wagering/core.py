@@ -7,7 +7,10 @@ Commands (``wagering.commands``): ``PlaceBet``, ``WithdrawBet``, ``CloseBetting`
 
 Rules enforced: the wagers the table offers, table minimum per bet and maximum per seat and wager, seats
 1..max players, the bonus wager only with a Banker or Player bet on the same seat when the table requires
-it (13:69F-3.2(b)), and nothing made, increased or withdrawn after "No more bets" (13:69F-3.2(d)).
+it (13:69F-3.2(b)) and no withdrawal of the base bet such a bonus bet needs (``bonus_depends_on_bet``: the
+bonus bet is withdrawn first), stakes in whole rounding units (``stake_not_multiple_of_unit``), at most ``MAX_BETS_PER_ROUND`` bets a
+round (``too_many_bets``: the closed book must fit one Kafka record), and nothing
+made, increased or withdrawn after "No more bets" (13:69F-3.2(d)).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from baccarat.errors import BaccaratError, InvalidAmount, UnknownWager, WagerNot
 from baccarat.table import TableConfig
 from baccarat.wagers import BONUS_WAGERS, MAIN_WAGERS, Wager
 from contracts import topics as T
+from contracts.bounds import MAX_BETS_PER_ROUND
 from contracts.commands import CloseBetting, PlaceBet, WithdrawBet
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
@@ -155,6 +159,11 @@ class WageringCore:
             assert b is not None
             if c.bet_id not in b.bets:
                 return [self._rejected(cmd, c.round_id, "unknown_bet", f"no open bet {c.bet_id} in this round")]
+            depends = self._bonus_depends_on(state, b, b.bets[c.bet_id])
+            if depends:
+                return [self._rejected(cmd, c.round_id, "bonus_depends_on_bet",
+                                       f"bonus bet {depends} on seat {b.bets[c.bet_id].seat} needs this base bet "
+                                       "(13:69F-3.2(b)): withdraw the bonus bet first")]
             return [Emit(BetWithdrawn(round_id=c.round_id, bet_id=c.bet_id), round_id=c.round_id)]
         if isinstance(c, CloseBetting):
             b = state.books.get(c.round_id)
@@ -167,6 +176,20 @@ class WageringCore:
         tag = type(c).__struct_config__.tag
         return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason="not_a_wagering_command",
                                      detail=f"{tag} is not handled by the wagering service"))]
+
+    @staticmethod
+    def _bonus_depends_on(state: WageringState, b: Book, bet: BetLine) -> str | None:
+        """The id of a bonus bet that would lose its base if ``bet`` were withdrawn, on a table whose bonus
+        wager requires a Banker or Player wager on the same seat (13:69F-3.2(b)); None when it may go."""
+        cfg = state.config
+        bases = {m.value for m in MAIN_WAGERS}
+        if cfg is None or not cfg.bonus_requires_base_bet or bet.wager not in bases:
+            return None
+        same_seat = [x for x in b.bets.values() if x.seat == bet.seat and x.bet_id != bet.bet_id]
+        if any(x.wager in bases for x in same_seat):
+            return None
+        bonuses = {w.value for w in BONUS_WAGERS}
+        return next((x.bet_id for x in same_seat if x.wager in bonuses), None)
 
     @staticmethod
     def _closed_reason(state: WageringState, round_id: str, b: Book | None) -> tuple[str, str] | None:
@@ -199,6 +222,9 @@ class WageringCore:
         cfg = state.config
         if cfg is None:
             return no("table_not_open", "the table has no configuration")
+        if len(b.bets) >= MAX_BETS_PER_ROUND:
+            return no("too_many_bets", f"the round holds {MAX_BETS_PER_ROUND} bets, the most one round's book "
+                                       "may (its BettingClosed must fit one Kafka record)")
         try:
             wager = Wager.parse(c.wager)
             cfg.require_offered(wager)
@@ -210,6 +236,10 @@ class WageringCore:
             return no("invalid_seat", f"seat {c.seat} is not 1..{cfg.max_players}")
         if c.amount_cents <= 0:
             return no("invalid_amount", f"{c.amount_cents} cents is not a positive amount")
+        unit = cfg.rounding.unit_cents
+        if c.amount_cents % unit:
+            return no("stake_not_multiple_of_unit", f"{c.amount_cents} cents is not a multiple of the table's "
+                                                    f"rounding unit of {unit} cents")
         lim = cfg.limits_for(wager)
         if c.amount_cents < lim.min_cents:
             return no("under_table_min", f"{c.amount_cents} cents is under the {wager.value} minimum {lim.min_cents}")

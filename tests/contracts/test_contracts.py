@@ -45,6 +45,7 @@ from contracts.commands import (
     OpenRound,
     OpenTable,
     PlaceBet,
+    ReadBurn,
     ReadCard,
     VoidRound,
     WithdrawBet,
@@ -118,8 +119,13 @@ def from_info(t: mi.Type) -> st.SearchStrategy[Any]:
     """Any value of a msgspec type (arbitrary text, 64-bit ints, ...): the adversarial half of the round trips.
 
     Raises TypeError for a type it does not know, so a new kind of field is noticed here first."""
-    if isinstance(t, mi.StrType):
-        return st.text(max_size=12)
+    if isinstance(t, mi.Metadata):  # a documented maximum (events): the value itself is unconstrained
+        return from_info(t.type)
+    if isinstance(t, mi.StrType):  # within the enforced bounds of a command (contracts.bounds)
+        size = min(12, t.max_length) if t.max_length is not None else 12
+        if t.pattern is not None:
+            return st.from_regex(t.pattern, fullmatch=True).filter(lambda x: len(x) <= size)
+        return st.text(max_size=size)
     if isinstance(t, mi.BoolType):  # before IntType: not a subclass there, but keep the order obvious
         return st.booleans()
     if isinstance(t, mi.IntType):
@@ -135,9 +141,9 @@ def from_info(t: mi.Type) -> st.SearchStrategy[Any]:
     if isinstance(t, mi.DateTimeType):
         return st.datetimes(timezones=st.just(UTC))
     if isinstance(t, mi.ListType):
-        return st.lists(from_info(t.item_type), max_size=4)
+        return st.lists(from_info(t.item_type), max_size=min(4, t.max_length or 4))
     if isinstance(t, mi.DictType):
-        return st.dictionaries(from_info(t.key_type), from_info(t.value_type), max_size=3)
+        return st.dictionaries(from_info(t.key_type), from_info(t.value_type), max_size=min(3, t.max_length or 3))
     if isinstance(t, mi.UnionType):
         return st.one_of([from_info(x) for x in t.types])
     if isinstance(t, mi.StructType):
@@ -184,7 +190,8 @@ odds = st.builds(lambda a, b: f"{a} to {b}", st.integers(1, 200), st.integers(1,
 reasons = st.sampled_from(
     ["betting_closed", "betting_not_open", "wager_not_offered", "unknown_wager", "under_table_min",
      "over_table_max", "invalid_amount", "invalid_seat", "bonus_needs_base_bet", "unknown_bet", "unknown_round",
-     "no_open_shoe", "round_in_progress", "invalid_config", "nothing_owed"]
+     "no_open_shoe", "round_in_progress", "invalid_config", "nothing_owed", "bonus_depends_on_bet",
+     "stake_not_multiple_of_unit", "burn_count_mismatch", "burn_done", "impossible_card", "no_burn_rule"]
 )
 details = st.text(max_size=80)
 hex64 = st.binary(min_size=32, max_size=32).map(bytes.hex)
@@ -383,6 +390,7 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
                         cut_at=st.one_of(st.none(), st.integers(10, 406))),
     DrawCard: realistic(DrawCard, shoe_id=shoe_ids, round_id=round_ids, card_number=st.integers(1, 6)),
     ReadCard: realistic(ReadCard, shoe_id=shoe_ids, round_id=round_ids, card_number=st.integers(1, 6), card=cards),
+    ReadBurn: realistic(ReadBurn, shoe_id=shoe_ids, exposed=cards, burned=st.lists(cards, max_size=10)),
     CloseShoe: realistic(CloseShoe, shoe_id=shoe_ids, reason=st.sampled_from(["end_of_shoe", "irregularity"])),
     OpenTable: realistic(OpenTable, config=table_specs),
     OpenRound: realistic(OpenRound, round_id=round_ids, shoe_id=shoe_ids),
@@ -530,6 +538,8 @@ def _structs_reachable(*roots: type) -> set[type]:
             seen.add(t.cls)
             for f in t.fields:
                 walk(f.type)
+        elif isinstance(t, mi.Metadata):  # a documented bound (contracts.bounds)
+            walk(t.type)
         elif isinstance(t, mi.UnionType):
             for x in t.types:
                 walk(x)

@@ -114,3 +114,81 @@ async def test_unauthorised_player_third_card_after_both_stand_is_discarded():
     assert results == {"banker": "void", "cards_5": "lose", "cards_4": "win"}
     rep = audit(events(bus))
     assert rep.clean, [str(d) for d in rep.discrepancies]
+
+
+# ---- a physical shoe records its cut and its burn (issue 9, finding 8) -----------------------------------
+async def test_a_physical_shoe_records_the_cut_and_reads_the_burn():
+    from contracts.commands import ReadBurn
+    from contracts.events import CardDrawn, CommandRejected, ShoeBurned, ShoeCut
+
+    from croupier.audit import audit
+    from tests.services.helpers import events
+
+    bus, _ = floor_bus()
+    n = iter(range(1, 1000))
+
+    def cmd(payload, cid=None):  # type: ignore[no-untyped-def]
+        return command("P1", cid or f"c{next(n)}", AT, payload)
+
+    bus.send(T.DEALING_COMMANDS, cmd(OpenTable(config=table_spec(punto_banco_full()))))
+    bus.send(T.SHOE_COMMANDS, cmd(LoadShoe(shoe_id="PS", physical=True, cut_at=150)))
+    await bus.pump()
+    assert [c.cut_at for c in payloads(bus, T.SHOE_EVENTS, ShoeCut)] == [150]
+    # refused burns, each with its reason code: too few cards after a 7, an impossible card, not a card
+    bus.send(T.SHOE_COMMANDS, cmd(ReadBurn(shoe_id="PS", exposed="7h", burned=["2c"] * 6), "short"))
+    bus.send(T.SHOE_COMMANDS, cmd(ReadBurn(shoe_id="PS", exposed="3h", burned=["9d"] * 9), "nine-9d"))
+    bus.send(T.SHOE_COMMANDS, cmd(ReadBurn(shoe_id="PS", exposed="Zz", burned=[]), "garbage"))
+    bus.send(T.SHOE_COMMANDS, cmd(ReadBurn(shoe_id="XX", exposed="As", burned=["2c"]), "other-shoe"))
+    bus.send(T.SHOE_COMMANDS, cmd(ReadBurn(shoe_id="PS", exposed="2h", burned=["Qs"] * 2), "good"))
+    await bus.pump()
+    rejected = {r.command_id: r.reason for r in payloads(bus, T.SHOE_EVENTS, CommandRejected)}
+    assert rejected == {"short": "burn_count_mismatch", "nine-9d": "impossible_card", "garbage": "invalid_card",
+                        "other-shoe": "no_open_shoe"}
+    # the one good burn was recorded; a second one is refused
+    burns = payloads(bus, T.SHOE_EVENTS, ShoeBurned)
+    assert [(b.exposed, b.burned_count, b.burned) for b in burns] == [("2h", 2, ["Qs", "Qs"])]
+    bus.send(T.SHOE_COMMANDS, cmd(ReadBurn(shoe_id="PS", exposed="As", burned=["2c"]), "again"))
+    await bus.pump()
+    assert [r.reason for r in payloads(bus, T.SHOE_EVENTS, CommandRejected) if r.command_id == "again"] == [
+        "burn_done"]
+    # the round's cards come after the burn: positions 3.., and the burned queens count against the shoe
+    bus.send(T.DEALING_COMMANDS, cmd(OpenRound(round_id="R1", shoe_id="PS")))
+    await bus.pump()
+    bus.send(T.WAGERING_COMMANDS, cmd(PlaceBet(round_id="R1", seat=1, player_id="p", wager="player",
+                                               amount_cents=2500)))
+    bus.send(T.WAGERING_COMMANDS, cmd(CloseBetting(round_id="R1")))
+    await bus.pump()
+    for i, card in enumerate(["4s", "Kd", "3d", "5d", "Qs"], 1):  # Player 7 stands; Banker 5 draws a queen
+        bus.send(T.SHOE_COMMANDS, cmd(ReadCard(shoe_id="PS", round_id="R1", card_number=i, card=card)))
+    await bus.pump()
+    drawn = payloads(bus, T.SHOE_EVENTS, CardDrawn)
+    assert [(d.card, d.position, d.cards_left) for d in drawn] == [
+        ("4s", 3, 412), ("Kd", 4, 411), ("3d", 5, 410), ("5d", 6, 409), ("Qs", 7, 408)]
+    (res,) = payloads(bus, T.DEALING_EVENTS, RoundResolved)
+    assert (res.player_points, res.banker_points, res.winner) == (7, 5, "player")
+    rep = audit(events(bus))
+    assert rep.clean, [str(d) for d in rep.discrepancies]
+
+
+async def test_a_restarted_shoe_service_rebuilds_the_physical_burn():
+    from contracts.commands import ReadBurn
+    from contracts.events import CardReadRefused, ShoeBurned
+    from services.shoe.core import ShoeCore
+    from tests.services.helpers import seeded_entropy
+
+    bus, hosts = floor_bus()
+    bus.send(T.SHOE_COMMANDS, command("P1", "load", AT, LoadShoe(shoe_id="PS", physical=True)))
+    # after a 9 the rule burns nine cards: the eight 9 of diamonds of an 8-deck shoe and a 2 of clubs
+    bus.send(T.SHOE_COMMANDS, command("P1", "burn", AT, ReadBurn(shoe_id="PS", exposed="9s",
+                                                                 burned=["9d"] * 8 + ["2c"])))
+    await bus.pump()
+    assert [b.burned_count for b in payloads(bus, T.SHOE_EVENTS, ShoeBurned)] == [9]
+    # a restarted shoe service folds the log: the eight 9d are out, so a read of a ninth is refused
+    bus.remove(hosts["shoe"])
+    fresh = bus.add(ShoeCore(seeded_entropy(2)))
+    await bus.rebuild(fresh)
+    bus.send(T.SHOE_COMMANDS, command("P1", "read", AT, ReadCard(shoe_id="PS", round_id="R1", card_number=1,
+                                                                 card="9d")))
+    await bus.pump()
+    refused = payloads(bus, T.SHOE_EVENTS, CardReadRefused)
+    assert [(r.card, "already been dealt" in r.reason) for r in refused] == [("9d", True)]

@@ -6,20 +6,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baccarat.cards import Card, Rank, Suit, standard_deck
+from baccarat.cards import Card, Rank, Suit, parse_card, standard_deck
 from baccarat.drawing import PUNTO_BANCO
 from baccarat.errors import ImpossibleCard, InsufficientCards, InvalidShoe, ShoeComplete
 from baccarat.round import resolve
 from baccarat.shoe import (
+    BurnRecord,
     BurnRule,
     EndOfShoePolicy,
     ShoeRules,
     begin_round,
     burn,
+    burn_refusal,
     check_read,
     cut,
     draw,
     load,
+    load_physical,
+    read,
+    read_burn,
     round_refusal,
 )
 
@@ -147,3 +152,70 @@ def test_cards_are_conserved_through_a_shoe(seed, at):
             seen.append(c)
     assert sorted(seen + list(shoe.cards[shoe.position:])) == sorted(order(8, seed))
     assert sum(shoe.remaining) == shoe.cards_left
+
+
+# ---- a physical shoe records its cut and its burn (issue 9, finding 8) ---------------------------------
+def test_a_physical_shoe_records_the_cut():
+    rules = ShoeRules(decks=8, min_cut_depth=10)
+    s = cut(load_physical(rules), 200)
+    assert (s.cut_at, s.position, s.cards_left, s.remaining) == (200, 0, 416, (8,) * 52)
+    for at in (9, 407):
+        with pytest.raises(InvalidShoe, match=r"10\.\.406"):
+            cut(load_physical(rules), at)
+    with pytest.raises(InvalidShoe, match="once"):
+        cut(s, 100)
+
+
+def _c(text: str) -> Card:
+    return parse_card(text)
+
+
+@pytest.mark.parametrize(("rule", "exposed", "burned"), [
+    (BurnRule.TENS_AS_TEN, "Ks", "2c 3c 4c 5c 6c 7c 8c 9c Tc Jc"),  # a king burns 10
+    (BurnRule.TENS_AS_TEN, "As", "2c"),
+    (BurnRule.TENS_AS_TEN, "7h", "2c 3c 4c 5c 6c 7c 8c"),
+    (BurnRule.BACCARAT_VALUE, "Ks", ""),  # a king is worth 0 in baccarat: burns none
+    (BurnRule.BACCARAT_VALUE, "3d", "Ad Ad Ad"),
+])
+def test_a_physical_burn_is_read_card_by_card(rule, exposed, burned):
+    shoe = load_physical(ShoeRules(burn=rule))
+    cards = [_c(t) for t in burned.split()]
+    assert burn_refusal(shoe, _c(exposed), cards) is None
+    s, rec = read_burn(shoe, _c(exposed), cards)
+    assert rec == BurnRecord(_c(exposed), tuple(cards))
+    assert s.burn_record == rec and s.position == 1 + len(cards) and s.cards_left == 415 - len(cards)
+    assert sum(s.remaining) == 415 - len(cards)
+    assert s.remaining[_index(exposed)] == 7 - sum(1 for c in cards if c == _c(exposed))
+    assert burn_refusal(s, _c(exposed), cards)[0] == "burn_done"  # once only
+
+
+def _index(text: str) -> int:
+    c = _c(text)
+    return (int(c.rank) - 1) * 4 + list(Suit).index(c.suit)
+
+
+def test_a_physical_burn_is_checked_against_the_rule_and_the_composition():
+    shoe = load_physical(ShoeRules(decks=1))
+    # the wrong number of cards after the exposed card
+    code, detail = burn_refusal(shoe, _c("5s"), [_c("2c")])
+    assert code == "burn_count_mismatch" and "5 card(s)" in detail and "got 1" in detail
+    # a card the shoe cannot hold: one deck has one 2 of clubs
+    code, detail = burn_refusal(shoe, _c("2s"), [_c("2c"), _c("2c")])
+    assert code == "impossible_card" and "2c" in detail
+    code, _ = burn_refusal(shoe, _c("As"), [_c("As")])  # the exposed As is out: no second As in one deck
+    assert code == "impossible_card"
+    # cards need their suit
+    assert burn_refusal(shoe, Card(Rank.ACE, None), [_c("2c")])[0] == "impossible_card"
+    # no burn under the 'none' rule; not once a card of a round is out; not on a shoe whose order is known
+    assert burn_refusal(load_physical(ShoeRules(burn=BurnRule.NONE)), _c("As"), [])[0] == "no_burn_rule"
+    dealt, _ = read(shoe, _c("9h"))
+    assert burn_refusal(dealt, _c("As"), [_c("2c")])[0] == "burn_done"
+    known = load(list(standard_deck()), ShoeRules(decks=1))
+    assert burn_refusal(known, _c("As"), [_c("2c")])[0] == "not_physical"
+    with pytest.raises(InvalidShoe, match="burn_count_mismatch"):
+        read_burn(shoe, _c("5s"), [])
+
+
+def test_the_automatic_burn_refuses_a_physical_shoe_with_a_clear_error():
+    with pytest.raises(InvalidShoe, match="read_burn"):
+        burn(load_physical(ShoeRules()))

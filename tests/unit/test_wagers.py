@@ -10,7 +10,7 @@ from baccarat.drawing import PUNTO_BANCO
 from baccarat.errors import InvalidAmount, UnknownWager, WagerNotOffered
 from baccarat.money import CommissionMode, Rounding, RoundingPolicy
 from baccarat.round import resolve
-from baccarat.table import casino_night, no_vig_dragon, punto_banco, punto_banco_full
+from baccarat.table import CommissionScope, casino_night, no_vig_dragon, punto_banco, punto_banco_full, unregulated
 from baccarat.wagers import BetResult, Wager, bonus_class, settle
 
 W, L, VOID = BetResult.WIN, BetResult.LOSE, BetResult.VOID
@@ -173,7 +173,9 @@ tables = st.sampled_from(
         for u in (1, 5, 25)
         for m in CommissionMode
     ]
-    + [no_vig_dragon(panda=True), casino_night(), casino_night(commission_mode=CommissionMode.ACCRUE)]
+    + [no_vig_dragon(panda=True), casino_night(),
+       # commission accrued on every winner: not casino night (13:47-20.20(d)5), an unregulated test table
+       unregulated(commission_mode=CommissionMode.ACCRUE, commission_scope=CommissionScope.ALL_WINNERS)]
 )
 
 
