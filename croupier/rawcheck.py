@@ -165,6 +165,8 @@ class RawReport:
     lost_by_kind: Counter[str] = field(default_factory=Counter)
     doubled_by_kind: Counter[str] = field(default_factory=Counter)
     findings: list[Finding] = field(default_factory=list)
+    #: account balances (cents, debits +) on ``projection.ledger``, each entry once
+    ledger: dict[str, int] = field(default_factory=dict)
     #: per table, the Kafka timestamps (ms) of its events on the service streams, sorted (stall measure)
     progress_ms: dict[str, list[int]] = field(default_factory=dict)
 
@@ -444,7 +446,7 @@ def ledger_balances(d: _Decoded, rep: RawReport) -> dict[str, int]:
 
 def _check_ledger(d: _Decoded, rep: RawReport) -> None:
     want = expected_ledger(d)
-    got = ledger_balances(d, rep)
+    got = rep.ledger = ledger_balances(d, rep)
     for account in sorted(set(want) | set(got)):
         diff = abs(got.get(account, 0) - want.get(account, 0))
         if diff:
