@@ -154,6 +154,8 @@ class Instance:
     proc: subprocess.Popen[bytes] | None = None
     paused: bool = False
     removed: bool = False
+    #: signalled to die (kill -9, SIGTERM) and not restarted yet
+    down: bool = False
     starts: int = 0
 
     @property
@@ -197,11 +199,12 @@ class Cluster:
         finally:
             log.close()
         inst.paused = False
+        inst.down = False
         inst.starts += 1
 
     def running(self, service: str | None = None) -> list[Instance]:
         """Live, not paused, not removed instances (of one service)."""
-        return [i for i in self.instances if i.alive and not i.paused and not i.removed
+        return [i for i in self.instances if i.alive and not i.paused and not i.removed and not i.down
                 and (service is None or i.service == service)]
 
     def stop_all(self, grace_s: float = 10.0) -> None:
@@ -394,6 +397,7 @@ class Injector:
         self.out = out
         self.tasks: set[asyncio.Task[None]] = set()
         self.broker_done = broker is None
+        self.armed: set[str] = set()
         # the first faults always include an instance added and a long pause
         self.forced = ["add_instance", "sigstop_long"]
         self.rng.shuffle(self.forced)
@@ -429,6 +433,7 @@ class Injector:
         return self.rng.choice(choices) if choices else None
 
     def _hit(self, kind: str, inst: Instance, sig: int, detail: str = "") -> None:
+        inst.down = True
         inst.signal(sig)
         self._record(kind, inst, detail)
         self._bg(self._restart_when_dead(inst))
@@ -437,11 +442,15 @@ class Injector:
         """Inject one fault of ``kind`` now (a targeted kind arms a listener that fires on its event)."""
         if kind in TARGETS:
             service, match = TARGETS[kind]
+            if kind in self.armed:
+                return  # one armed at a time per kind: a single event must not fire a volley
+            self.armed.add(kind)
 
             def listen(env: Envelope) -> None:
                 if not match(env):
                     return
                 self.log.listeners.remove(listen)
+                self.armed.discard(kind)
                 inst = self._pick(service)
                 if inst is not None:
                     self._hit(kind, inst, signal.SIGKILL, f"after {type(env.payload).__name__} at {env.table_id}")
@@ -504,6 +513,7 @@ class Injector:
     async def settle(self) -> None:
         """Stop injecting: drop armed targets, resume the paused, restart the dead (not the removed)."""
         self.log.listeners.clear()
+        self.armed.clear()
         for t in list(self.tasks):
             t.cancel()
         for inst in self.cluster.instances:
