@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from croupier.chaos import ChaosConfig, report_lines, run_chaos  # noqa: E402
+from croupier.chaos import ChaosConfig, report_lines, run_chaos
 
 
 def main(argv: list[str] | None = None) -> int:

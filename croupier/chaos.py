@@ -45,7 +45,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -241,7 +241,7 @@ class OwnBroker:
 
     def start(self) -> None:
         out = subprocess.run(["bash", str(REPO / "infra" / "kafka" / "kafka.sh"), "start"], env=self.env,
-                             capture_output=True, text=True, timeout=300)
+                             capture_output=True, text=True, timeout=300, check=False)
         if out.returncode != 0:
             raise RuntimeError(f"own broker did not start: {out.stderr.strip()[-300:]}")
 
@@ -251,7 +251,7 @@ class OwnBroker:
 
     def stop(self) -> None:
         subprocess.run(["bash", str(REPO / "infra" / "kafka" / "kafka.sh"), "stop"], env=self.env,
-                       capture_output=True, text=True, timeout=180)
+                       capture_output=True, text=True, timeout=180, check=False)
 
 
 # ---- the floor ----------------------------------------------------------------------------------------------
@@ -321,7 +321,7 @@ class ChaosDealer(TableDealer):
 
 
 def _clock() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 # ---- the run ------------------------------------------------------------------------------------------------
@@ -543,14 +543,14 @@ def run_audit(cfg: ChaosConfig) -> tuple[bool, str]:
     """``croupier audit --prefix P`` as a separate process: (clean, its output's last lines)."""
     try:
         out = subprocess.run([cfg.croupier, "audit", "--prefix", cfg.prefix, "--bootstrap", cfg.bootstrap],
-                             capture_output=True, text=True, timeout=600)
+                             capture_output=True, text=True, timeout=600, check=False)
     except subprocess.TimeoutExpired:
         return False, "audit did not finish in 600 s"
     return out.returncode == 0, (out.stdout + out.stderr).strip()
 
 
 def _get(url: str) -> object:
-    with urllib.request.urlopen(url, timeout=10) as r:  # noqa: S310 - our own replica on 127.0.0.1
+    with urllib.request.urlopen(url, timeout=10) as r:
         return json.loads(r.read())
 
 
@@ -694,4 +694,4 @@ def report_lines(res: ChaosResult) -> list[str]:
     return lines
 
 
-__all__ = ["ChaosConfig", "ChaosResult", "Fault", "run_chaos", "report_lines", "stall_p99"]
+__all__ = ["ChaosConfig", "ChaosResult", "Fault", "report_lines", "run_chaos", "stall_p99"]

@@ -183,14 +183,14 @@ class RawReport:
     def summary_lines(self) -> list[str]:
         """A few lines saying what was counted and, when not clean, what kinds of failures were found."""
         lines = [
-            f"rounds opened {self.rounds_opened}, resolved {self.rounds_resolved}, voided {self.rounds_voided}, "
-            f"settled {self.rounds_settled}; bets accepted {self.bets_accepted}, settled {self.bets_settled}; "
-            f"ledger entries {self.ledger_entries}",
+            (f"rounds opened {self.rounds_opened}, resolved {self.rounds_resolved}, voided {self.rounds_voided}, "
+             f"settled {self.rounds_settled}; bets accepted {self.bets_accepted}, settled {self.bets_settled}; "
+             f"ledger entries {self.ledger_entries}"),
             f"lost {self.lost} {dict(self.lost_by_kind)}; doubled {self.doubled} {dict(self.doubled_by_kind)}",
-            f"seq: {self.seq_duplicates_different} slots with different events, {self.seq_duplicates_identical} "
-            f"identical copies, {self.seq_gaps} gaps; ledger diff {self.ledger_diff_cents} cents",
-            f"broken-floor rejections {dict(self.broken_rejections)}; DLQ records {dict(self.dlq_records)}; "
-            f"undecodable {self.undecodable}; unknown types {dict(self.unknown_types)}",
+            (f"seq: {self.seq_duplicates_different} slots with different events, {self.seq_duplicates_identical} "
+             f"identical copies, {self.seq_gaps} gaps; ledger diff {self.ledger_diff_cents} cents"),
+            (f"broken-floor rejections {dict(self.broken_rejections)}; DLQ records {dict(self.dlq_records)}; "
+             f"undecodable {self.undecodable}; unknown types {dict(self.unknown_types)}"),
         ]
         return lines
 
@@ -268,7 +268,7 @@ def _tag(env: Envelope) -> str:
 
 
 def _check_seqs(d: _Decoded, rep: RawReport) -> None:
-    for topic, pairs in d.events.items():
+    for pairs in d.events.values():
         slots: dict[tuple[str, str, int], list[Envelope]] = defaultdict(list)
         for _, env in pairs:
             slots[(env.stream, env.table_id, env.seq)].append(env)
@@ -461,4 +461,4 @@ async def check_prefix(bootstrap: str, prefix: str) -> RawReport:
     return check(await read_all(bootstrap, prefix))
 
 
-__all__ = ["RawRecord", "RawReport", "Finding", "read_all", "check", "check_prefix", "BROKEN_REASONS"]
+__all__ = ["BROKEN_REASONS", "Finding", "RawRecord", "RawReport", "check", "check_prefix", "read_all"]
