@@ -94,7 +94,7 @@ class ChaosConfig:
     seed: int = 1
     fault_gap_s: tuple[float, float] = (2.0, 6.0)
     round_timeout_s: float = 90.0
-    quiet_s: float = 5.0
+    quiet_s: float = 20.0  # longer than a session timeout plus a rebuild: a restarted projection catches up
     own_broker: int | None = None  # a port: start our own broker there (and kill it once)
     workdir: Path | None = None
     replica_port: int = 18931
