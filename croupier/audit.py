@@ -16,6 +16,12 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   configuration in force when the round opened; every ``RoundSettled`` equals the sum of its bets; every
   ``CommissionAccrued`` is the commission a player's bets at a seat accrued in the round, with a running
   total per seat and player that ``CommissionCollected`` empties;
+* the floor worked: every round opened was dealt (resolved or voided: ``round_not_dealt``) and every round
+  dealt was settled (``round_not_settled``), beyond the rounds still in play at a table's tail (counted as
+  pending, below); and no command was rejected for a reason that means the floor is broken
+  (:data:`BROKEN_REASONS`: ``no_open_shoe``, a round that cannot open on the table's shoe;
+  ``unknown_round``, a bet or "No more bets" for a round the wagering service does not know): each such
+  rejection is a ``floor_broken`` discrepancy, and they are counted by reason (``broken_rejections``);
 * records that could not be decoded at all (passed in by the reader as :class:`UndecodableRecord`) are
   discrepancies of kind ``undecodable_record``; well-formed events of a type this version does not know
   (passed in as :class:`UnknownEvent`) are only counted (``unknown_types``), as the evolution rules say
@@ -31,7 +37,8 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``shoe_bookkeeping``, ``shoe_mismatch``, ``no_config``, ``round_underivable``, ``extra_cards``,
 ``outcome_mismatch``, ``draw_reason_mismatch``, ``dealt_card_mismatch``, ``points_mismatch``,
 ``book_mismatch``, ``unresolved_round``, ``settlement_count``, ``settlement_mismatch``,
-``round_settled_count``, ``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``.
+``round_settled_count``, ``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``,
+``round_not_dealt``, ``round_not_settled``, ``floor_broken``.
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ from contracts.events import (
     BetWithdrawn,
     CardDealt,
     CardDrawn,
+    BetRejected,
+    CommandRejected,
     CommissionAccrued,
     CommissionCollected,
     PointsAnnounced,
@@ -70,6 +79,10 @@ from contracts.events import (
     TableOpened,
 )
 from services.runtime.translate import shoe_rules, table_config
+
+#: rejection reasons that mean the floor is broken, not that a player or dealer erred (issue 8): a round that
+#: cannot open on the shoe the table just loaded, a bet or "No more bets" for a round wagering never heard of
+BROKEN_REASONS = frozenset({"no_open_shoe", "unknown_round"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +138,9 @@ class AuditReport:
     undecodable_records: int = 0
     #: well-formed events of types this version does not know, by type (skipped, not discrepancies)
     unknown_types: dict[str, int] = field(default_factory=dict)
+    #: rejections whose reason means the floor is broken (:data:`BROKEN_REASONS`), by reason; each one is
+    #: also a ``floor_broken`` discrepancy
+    broken_rejections: dict[str, int] = field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
@@ -142,6 +158,7 @@ class AuditReport:
             "bets_checked": self.bets_checked,
             "undecodable_records": self.undecodable_records,
             "unknown_types": dict(sorted(self.unknown_types.items())),
+            "broken_rejections": dict(sorted(self.broken_rejections.items())),
             "discrepancies": [
                 {"table_id": d.table_id, "kind": d.kind, "where": d.where, "detail": d.detail}
                 for d in self.discrepancies or []
@@ -225,6 +242,17 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             flag("seq_gap", f"{stream}#{missing}", "missing event")
     for es in streams.values():
         es.sort(key=lambda e: e.seq)
+
+    # ---- the floor worked: no rejection for a reason that means it is broken --------------------------
+    for stream, es in sorted(streams.items()):
+        for e in es:
+            p = e.payload
+            if isinstance(p, (CommandRejected, BetRejected)) and p.reason in BROKEN_REASONS:
+                if only_shoe and e.shoe_id not in (None, only_shoe):
+                    continue
+                rep.broken_rejections[p.reason] = rep.broken_rejections.get(p.reason, 0) + 1
+                what = p.command if isinstance(p, CommandRejected) else f"bet on {p.round_id}"
+                flag("floor_broken", f"{stream}#{e.seq}", f"{what} {p.command_id} rejected {p.reason}: {p.detail}")
 
     shoe_ev = streams.get("shoe.events", [])
     deal_ev = streams.get("dealing.events", [])
@@ -501,6 +529,23 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         got_acc = sorted(((a.seat, a.player_id), a.amount_cents) for a in accrued_events.get(rid, []))
         if got_acc != sorted(accrued_by_seat.items()):
             flag("commission_mismatch", rid, f"accrued {got_acc}, the bets accrued {sorted(accrued_by_seat.items())}")
+    for rid in opened_order:
+        if not in_scope(rid) or rid in books and (rid in resolved or rid in voided):
+            continue  # a closed book: its round was checked above
+        if rid not in resolved and rid not in voided:
+            if rid in books:
+                continue  # unresolved_round, above
+            if position[rid] > last_done:
+                rep.rounds_pending += 1
+            else:
+                flag("round_not_dealt", rid, "round opened, never dealt: neither resolved nor voided, and "
+                                             "later rounds of the table were")
+        elif rid not in settled_rounds and rid not in books:
+            if position[rid] > last_settled:
+                rep.rounds_pending += 1
+            else:
+                flag("round_not_settled", rid, "round dealt without a closed bet book, never settled, and later "
+                                               "rounds of the table were")
     known = {b.bet_id for bk in books.values() for b in bk.bets}
     for bet_id, ss in settled.items():
         if bet_id not in known and in_scope(ss[0].round_id):

@@ -545,6 +545,9 @@ def audit(
         typer.echo(f"undecodable records: {report.undecodable_records}; events of unknown types skipped: {skipped}"
                    + (f" ({', '.join(f'{k} {v}' for k, v in sorted(report.unknown_types.items()))})"
                       if skipped else ""))
+        if report.broken_rejections:
+            typer.echo("the floor is broken: commands rejected "
+                       + ", ".join(f"{k} {v}" for k, v in sorted(report.broken_rejections.items())))
         found = report.discrepancies or []
         typer.echo(f"{len(found)} discrepanc{'y' if len(found) == 1 else 'ies'}" + (":" if found else ": clean"))
         for d in found:

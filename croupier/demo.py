@@ -323,6 +323,11 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
     shoes = f"{report.shoes_verified} shoe{'' if report.shoes_verified == 1 else 's'}"
     console.print(f"Audit: {verdict} — {report.events} events, {shoes} verified, "
                   f"{report.rounds_checked} rounds and {report.bets_checked} bets re-derived with the rules core")
+    if report.rounds_pending:
+        console.print(f"Rounds still in play at the end (not checked): {report.rounds_pending}")
+    if report.broken_rejections:
+        console.print("The floor is broken: commands rejected "
+                      + ", ".join(f"{k} {v}" for k, v in sorted(report.broken_rejections.items())), markup=False)
     for d in (report.discrepancies or [])[:20]:
         console.print(f"  {d}", markup=False)
     where = f"Kafka at {settings.bootstrap_servers}, topics {settings.topic_prefix}*"

@@ -27,7 +27,10 @@ from contracts.events import (
     CardDealt,
     CardDrawn,
     CommissionAccrued,
+    BetRejected,
+    CommandRejected,
     PointsAnnounced,
+    RoundOpened,
     RoundResolved,
     RoundSettled,
     ShoeBurned,
@@ -142,7 +145,7 @@ def test_filters_by_table_and_shoe(floor):
     assert shoe.clean and shoe.shoes_verified == 1 and shoe.rounds_checked == 1 and shoe.bets_checked == 2
 
 
-@pytest.mark.parametrize("stopped", ["shoe", "settlement"])
+@pytest.mark.parametrize("stopped", ["wagering", "shoe", "settlement"])
 async def test_a_live_logs_tail_is_pending_not_a_discrepancy(stopped):
     # the log read while a round is in play: no cards yet (the shoe service is down), or the round resolved
     # and its settlements not out yet (the settlement service is down)
@@ -164,6 +167,8 @@ async def test_a_live_logs_tail_is_pending_not_a_discrepancy(stopped):
     log = events(bus)
     assert any(isinstance(e.payload, RoundResolved) and e.payload.round_id == "S-4" for e in log) == (
         stopped == "settlement")
+    # the round opened in every case; with wagering down its betting never even opened
+    assert any(isinstance(e.payload, RoundOpened) and e.payload.round_id == "S-4" for e in log)
     rep = audit(log)
     assert rep.clean and rep.rounds_pending == 1, [str(d) for d in rep.discrepancies]
     assert rep.bets_checked == sum(1 for e in log if isinstance(e.payload, BetSettled))
@@ -178,6 +183,74 @@ def test_a_round_left_unsettled_before_the_tail_is_a_discrepancy(log):
     forged = [e for e in log if not (e.table_id == "T1" and e.stream == T.SETTLEMENT_EVENTS)] + renumbered
     rep = audit(forged)
     assert kinds(rep) == {"settlement_count", "round_settled_count"} and rep.rounds_pending == 0
+
+
+def renumbered(log: list[Envelope], table: str, drop: Callable[[Envelope], bool]) -> list[Envelope]:
+    """The log without the events ``drop`` selects, the table's streams renumbered so that no seq is missing
+    (what a forger, or a runtime that lost a whole round, leaves)."""
+    out: list[Envelope] = []
+    next_seq: dict[str, int] = {}
+    for e in log:
+        if e.table_id != table:
+            out.append(e)
+        elif not drop(e):
+            n = next_seq[e.stream] = next_seq.get(e.stream, 0) + 1
+            out.append(replace(e, seq=n, event_id=event_id(e.stream, table, n)))
+    return out
+
+
+def test_a_round_opened_but_never_dealt_before_the_tail_is_a_discrepancy(log):
+    # the round opened, its bets were taken, then nothing: no "No more bets", no card, no result, no settlement,
+    # while the table went on to later rounds (issue 8: rounds never resolved after an instance joined)
+    rid = middle_round(log)
+    gone = (CardDealt, PointsAnnounced, RoundResolved, BettingClosed)
+    forged = renumbered(log, "T1", lambda e: e.round_id == rid and (
+        isinstance(e.payload, gone) or e.stream == T.SETTLEMENT_EVENTS))
+    rep = audit(forged)
+    assert kinds(rep) == {"round_not_dealt"} and rep.rounds_pending == 0
+    assert [d.where for d in rep.discrepancies] == [rid]
+
+
+def test_a_round_dealt_but_never_settled_before_the_tail_is_a_discrepancy(log):
+    # resolved, but without a closed book and no settlement at all, while later rounds were settled
+    rid = middle_round(log)
+    forged = renumbered(log, "T1", lambda e: e.round_id == rid and (
+        isinstance(e.payload, BettingClosed) or e.stream == T.SETTLEMENT_EVENTS))
+    rep = audit(forged)
+    assert kinds(rep) == {"round_not_settled"} and rep.rounds_pending == 0
+    assert [d.where for d in rep.discrepancies] == [rid]
+
+
+async def test_rejections_that_mean_the_floor_is_broken_make_the_audit_dirty():
+    bus, _ = floor_bus(seed=5)
+    io = MemoryFloorIO(bus)
+    dealer = TableDealer(io, "R1", punto_banco_full(), SEATS, random.Random(5), Clock())
+    await dealer.open_table()
+    from contracts.commands import LoadShoe
+
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    await io.send(T.SHOE_COMMANDS, command("R1", "load", at, LoadShoe(shoe_id="S", cut_at=40)))
+    assert await dealer.play_round("S", "S-1")
+    # a bet after "No more bets" is the player's error, not the floor's: still clean
+    await io.send(T.WAGERING_COMMANDS, command("R1", "late", at, PlaceBet(
+        round_id="S-1", seat=1, player_id="p1", wager="banker", amount_cents=2500)))
+    clean = audit(events(bus))
+    assert clean.clean and clean.broken_rejections == {}, [str(d) for d in clean.discrepancies]
+    # a round on a shoe the table never loaded, and a bet on a round wagering never heard of
+    await io.send(T.DEALING_COMMANDS, command("R1", "open-x", at, OpenRound(round_id="X-1", shoe_id="other")))
+    await io.send(T.WAGERING_COMMANDS, command("R1", "bet-x", at, PlaceBet(
+        round_id="nowhere", seat=1, player_id="p1", wager="banker", amount_cents=2500)))
+    log = events(bus)
+    rejected = sorted((type(e.payload).__name__, e.payload.reason) for e in log
+                      if isinstance(e.payload, (CommandRejected, BetRejected)))
+    assert rejected == [("BetRejected", "betting_closed"), ("BetRejected", "unknown_round"),
+                        ("CommandRejected", "no_open_shoe")]
+    rep = audit(log)
+    assert not rep.clean and kinds(rep) == {"floor_broken"}
+    assert rep.broken_rejections == {"no_open_shoe": 1, "unknown_round": 1}
+    assert sorted(d.detail.split(" rejected ")[0] for d in rep.discrepancies) == [
+        "bet on nowhere bet-x", "open_round open-x"]
+    assert rep.to_dict()["broken_rejections"] == {"no_open_shoe": 1, "unknown_round": 1}
 
 
 # ---- tampering ---------------------------------------------------------------------------------------------

@@ -1,0 +1,697 @@
+"""A chaos run: every service instance its own OS process, a floor at full speed, faults from a seeded RNG,
+then an independent check of the raw topics (:mod:`croupier.rawcheck`), ``croupier audit`` and a fresh
+projection replica.
+
+The harness (:func:`run_chaos`):
+
+1. creates the topics under a fresh prefix, and starts ``instances`` copies of each service as
+   ``croupier serve --services <name> --prefix P`` (each its own process group, with a distinct
+   ``CROUPIER_INSTANCE`` such as ``dealing-2``; a restarted instance keeps its id, as a pod does);
+2. drives ``tables`` tables in this process (:class:`ChaosDealer`, a :class:`TableDealer` that retries a send
+   the broker refused and gives up a round only after ``round_timeout_s``) until ``rounds`` rounds are settled
+   and ``min_faults`` faults were injected, or ``max_seconds`` passed;
+3. meanwhile injects a fault every ``fault_gap_s`` (uniform) seconds, drawn by ``random.Random(seed)``:
+   ``kill -9``, SIGTERM, SIGSTOP then SIGCONT after 2–6 s or, one time in four, 12–20 s (longer than the
+   groups' 10 s session timeout); targeted ones, fired on the next matching event the floor sees (a
+   settlement instance right after a ``RoundResolved``, a dealing instance after the first ``CardDealt``, a
+   shoe instance after a ``CardDrawn``, a wagering instance after ``BettingOpened``: the instance killed is
+   one of that service's, not necessarily the table's owner); a third instance of a service added, and an
+   added one removed; with ``own_broker`` the broker killed (``kill -9``) and restarted once. Killed and
+   terminated instances are restarted 0.5–3 s after they exited. The first faults always include an
+   instance added and a long SIGSTOP, so even a short run has both;
+4. stops the faults, resumes every paused instance, restarts every dead one, lets the tables finish their
+   round and close their shoe, waits until no topic grows for ``quiet_s`` seconds, then checks.
+
+**Stall.** For each fault (its moment ``t``) and each table, the table's stall is the length of its gap with
+no event on the four service streams (Kafka timestamps) that contains ``t``: from its last event before ``t``
+to its first after (or to the end of the floor, for a table that never moved again). ``stall_p99_s`` is the
+99th percentile (nearest rank) over every (fault, table) pair: how long a table stood still because of a
+fault, in seconds.
+
+Every process the harness starts is stopped in a ``finally`` (SIGCONT, SIGTERM to its process group,
+SIGKILL after 10 s); every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+
+from baccarat.table import no_vig_dragon, punto_banco_full
+from contracts import topics as T
+from contracts.commands import Command
+from contracts.envelope import Envelope
+from contracts.events import BettingOpened, CardDealt, CardDrawn, RoundResolved
+from croupier.rawcheck import RawReport, check, read_all
+from services.floor.bettors import Seat
+from services.floor.dealer import TableDealer
+from services.floor.io import EventLog, FloorTimeout, KafkaFloorIO
+from services.runtime.settings import Settings
+
+REPO = Path(__file__).resolve().parents[1]
+SERVICES = ("shoe", "dealing", "wagering", "settlement", "projection")
+#: fault kinds and their weights in the draw
+FAULT_WEIGHTS = {
+    "kill9": 4, "sigterm": 2, "sigstop": 3,
+    "settlement_after_result": 2, "dealing_mid_round": 2, "shoe_mid_draw": 1, "wagering_while_betting": 1,
+    "projection_kill9": 1, "add_instance": 1, "remove_instance": 1,
+}
+#: what a targeted fault waits for, and which service it hits
+TARGETS: dict[str, tuple[str, Callable[[Envelope], bool]]] = {
+    "settlement_after_result": ("settlement", lambda e: isinstance(e.payload, RoundResolved)),
+    "dealing_mid_round": ("dealing", lambda e: isinstance(e.payload, CardDealt) and e.payload.position == 1),
+    "shoe_mid_draw": ("shoe", lambda e: isinstance(e.payload, CardDrawn)),
+    "wagering_while_betting": ("wagering", lambda e: isinstance(e.payload, BettingOpened)),
+}
+
+
+@dataclass
+class ChaosConfig:
+    """One chaos run's size and pace. Times in seconds."""
+
+    bootstrap: str
+    prefix: str
+    rounds: int = 300
+    min_faults: int = 15
+    max_seconds: float = 600.0
+    tables: int = 6
+    instances: int = 2
+    seed: int = 1
+    fault_gap_s: tuple[float, float] = (2.0, 6.0)
+    round_timeout_s: float = 90.0
+    quiet_s: float = 20.0  # longer than a session timeout plus a rebuild: a restarted projection catches up
+    own_broker: int | None = None  # a port: start our own broker there (and kill it once)
+    workdir: Path | None = None
+    replica_port: int = 18931
+    croupier: str = str(REPO / ".venv" / "bin" / "croupier")
+
+
+@dataclass
+class Fault:
+    """A fault injected: wall-clock moment (ms since the epoch), kind, the instance hit, detail."""
+
+    at_ms: int
+    kind: str
+    target: str
+    detail: str = ""
+
+
+@dataclass
+class ChaosResult:
+    """What a run did and what the checks found."""
+
+    rounds_asked: int
+    faults: list[Fault]
+    raw: RawReport
+    audit_clean: bool
+    audit_output: str
+    replica_diff_cents: int | None
+    stall_p99_s: float
+    floor_rounds: int
+    floor_errors: list[str]
+    elapsed_s: float
+
+    @property
+    def ok(self) -> bool:
+        return (self.raw.clean and self.audit_clean and self.raw.rounds_settled >= self.rounds_asked
+                and self.replica_diff_cents == 0 and not self.floor_errors)
+
+    def line(self) -> str:
+        """The last line the bench prints (issue 8)."""
+        r = self.raw
+        return (f"chaos: rounds={r.rounds_settled} faults={len(self.faults)} lost={r.lost} doubled={r.doubled} "
+                f"seq_conflicts={r.seq_conflicts} ledger_diff_cents={r.ledger_diff_cents} "
+                f"audit={'clean' if self.audit_clean else 'dirty'} stall_p99_s={self.stall_p99_s:.1f}")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# ---- processes ----------------------------------------------------------------------------------------------
+@dataclass
+class Instance:
+    """One service instance: a ``croupier serve`` process in its own process group."""
+
+    service: str
+    ident: str
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    paused: bool = False
+    removed: bool = False
+    #: signalled to die (kill -9, SIGTERM) and not restarted yet
+    down: bool = False
+    starts: int = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        if self.alive:
+            assert self.proc is not None
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+class Cluster:
+    """The service instances of one run: start, signal, restart, stop them all."""
+
+    def __init__(self, cfg: ChaosConfig, workdir: Path):
+        self.cfg = cfg
+        self.workdir = workdir
+        self.instances: list[Instance] = []
+        self._next: dict[str, int] = {}
+
+    def add(self, service: str) -> Instance:
+        """A new instance of ``service`` (a new ``CROUPIER_INSTANCE``), started."""
+        n = self._next[service] = self._next.get(service, 0) + 1
+        inst = Instance(service, f"{service}-{n}", self.workdir / f"{service}-{n}.log")
+        self.instances.append(inst)
+        self.start(inst)
+        return inst
+
+    def start(self, inst: Instance) -> None:
+        env = dict(os.environ, CROUPIER_INSTANCE=inst.ident, KAFKA_BOOTSTRAP_SERVERS=self.cfg.bootstrap)
+        log = open(inst.log_path, "ab")  # noqa: SIM115 - the child holds it; closed here right after
+        try:
+            inst.proc = subprocess.Popen(
+                [self.cfg.croupier, "serve", "--services", inst.service, "--prefix", self.cfg.prefix,
+                 "--bootstrap", self.cfg.bootstrap],
+                env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            log.close()
+        inst.paused = False
+        inst.down = False
+        inst.starts += 1
+
+    def running(self, service: str | None = None) -> list[Instance]:
+        """Live, not paused, not removed instances (of one service)."""
+        return [i for i in self.instances if i.alive and not i.paused and not i.removed and not i.down
+                and (service is None or i.service == service)]
+
+    def stop_all(self, grace_s: float = 10.0) -> None:
+        """SIGCONT and SIGTERM every process group, SIGKILL what is still there after ``grace_s``."""
+        for i in self.instances:
+            i.signal(signal.SIGCONT)
+            i.signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for i in self.instances:
+            if i.proc is None:
+                continue
+            try:
+                i.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                i.signal(signal.SIGKILL)
+                try:
+                    i.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+
+
+class OwnBroker:
+    """A broker this run starts itself (``infra/kafka/kafka.sh`` on its own port and data dir) and may kill."""
+
+    def __init__(self, port: int, data_dir: Path):
+        self.port = port
+        self.env = dict(os.environ, KAFKA_DATA_DIR=str(data_dir), KAFKA_PORT=str(port),
+                        KAFKA_CONTROLLER_PORT=str(port + 1))
+        self.data_dir = data_dir
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        out = subprocess.run(["bash", str(REPO / "infra" / "kafka" / "kafka.sh"), "start"], env=self.env,
+                             capture_output=True, text=True, timeout=300, check=False)
+        if out.returncode != 0:
+            raise RuntimeError(f"own broker did not start: {out.stderr.strip()[-300:]}")
+
+    def kill9(self) -> None:
+        pid = int((self.data_dir / "kafka.pid").read_text().strip())
+        os.kill(pid, signal.SIGKILL)  # the pid of the broker this run started, from its own data dir
+
+    def stop(self) -> None:
+        subprocess.run(["bash", str(REPO / "infra" / "kafka" / "kafka.sh"), "stop"], env=self.env,
+                       capture_output=True, text=True, timeout=180, check=False)
+
+
+# ---- the floor ----------------------------------------------------------------------------------------------
+class WatchedLog(EventLog):
+    """The floor's event log, telling listeners of every event as it arrives (targeted faults)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listeners: list[Callable[[Envelope], None]] = []
+
+    async def add(self, env: Envelope) -> None:
+        await super().add(env)
+        for listen in list(self.listeners):
+            listen(env)
+
+
+@dataclass
+class FloorState:
+    """Shared by the tables: settled rounds, whether to stop, what went wrong."""
+
+    rounds: int = 0
+    stop: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+class ChaosDealer(TableDealer):
+    """A table dealer that survives a broker that refuses sends for a while (it retries the same command, same
+    id, for up to a minute) and stops starting rounds when the floor says so."""
+
+    def __init__(self, *a: object, floor: FloorState, **kw: object):
+        super().__init__(*a, **kw)  # type: ignore[arg-type]
+        self.floor = floor
+
+    async def _send(self, topic: str, payload: Command, correlation: str = "") -> str:
+        from services.runtime.core import command
+
+        cid = self._id()
+        cmd = command(self.table_id, cid, self.clock(), payload, correlation)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                await self.io.send(topic, cmd)
+                return cid
+            except KafkaError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(1.0)
+
+    async def play_round(self, shoe_id: str, round_id: str) -> bool:
+        if self.floor.stop:
+            return False
+        ok = await super().play_round(shoe_id, round_id)
+        if ok:
+            self.floor.rounds += 1
+        return ok
+
+    async def run_until_stopped(self) -> None:
+        """Open the table, then shoe after shoe until the floor stops; a wait that times out ends the table."""
+        try:
+            await self.open_table()
+            n = 0
+            while not self.floor.stop:
+                n += 1
+                await self.play_shoe(n)
+        except (FloorTimeout, KafkaError, RuntimeError) as e:
+            self.floor.errors.append(f"{self.table_id}: {type(e).__name__}: {e}")
+
+
+def _clock() -> datetime:
+    return datetime.now(UTC)
+
+
+# ---- the run ------------------------------------------------------------------------------------------------
+async def create_topics(bootstrap: str, prefix: str) -> None:
+    """Every topic of :mod:`contracts.topics` under ``prefix``, as the services create them
+    (``CROUPIER_PARTITIONS`` each, the services' configs; the service processes inherit this environment)."""
+    from services.runtime.kafka import ensure_topics
+    from services.runtime.settings import Settings
+
+    await ensure_topics(replace(Settings.from_env(), bootstrap_servers=bootstrap, topic_prefix=prefix), T.ALL_TOPICS)
+
+
+def _partitions() -> int:
+    from services.runtime.settings import Settings
+
+    return Settings.from_env().partitions
+
+
+async def _ends(bootstrap: str, prefix: str) -> dict[TopicPartition, int]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed")
+    await consumer.start()
+    try:
+        tps = [TopicPartition(prefix + t, p) for t in T.ALL_TOPICS for p in range(_partitions())]
+        return await consumer.end_offsets(tps)
+    finally:
+        await consumer.stop()
+
+
+async def wait_quiet(bootstrap: str, prefix: str, quiet_s: float, bound_s: float = 120.0) -> bool:
+    """Wait until no topic under ``prefix`` grows for ``quiet_s`` seconds (at most ``bound_s``)."""
+    deadline = time.monotonic() + bound_s
+    last = await _ends(bootstrap, prefix)
+    still_since = time.monotonic()
+    while time.monotonic() < deadline:
+        await asyncio.sleep(1.0)
+        now = await _ends(bootstrap, prefix)
+        if now != last:
+            last, still_since = now, time.monotonic()
+        elif time.monotonic() - still_since >= quiet_s:
+            return True
+    return False
+
+
+def stall_p99(faults: list[Fault], progress_ms: dict[str, list[int]], end_ms: int) -> float:
+    """The 99th percentile (nearest rank) of the stalls (see the module docstring), in seconds; 0 without
+    faults."""
+    import bisect
+
+    stalls = []
+    for f in faults:
+        for ts in progress_ms.values():
+            i = bisect.bisect_right(ts, f.at_ms)
+            if i == 0:
+                continue  # the table had not started
+            after = ts[i] if i < len(ts) else end_ms
+            stalls.append((after - ts[i - 1]) / 1000)
+    if not stalls:
+        return 0.0
+    stalls.sort()
+    return stalls[max(0, math.ceil(0.99 * len(stalls)) - 1)]
+
+
+class Injector:
+    """Draws and injects the faults (see the module docstring)."""
+
+    def __init__(self, cfg: ChaosConfig, cluster: Cluster, log: WatchedLog, broker: OwnBroker | None,
+                 out: Callable[[str], None]):
+        self.cfg = cfg
+        self.cluster = cluster
+        self.log = log
+        self.broker = broker
+        self.rng = random.Random(cfg.seed)
+        self.faults: list[Fault] = []
+        self.out = out
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.broker_done = broker is None
+        self.armed: set[str] = set()
+        # the first faults always include an instance added and a long pause
+        self.forced = ["add_instance", "sigstop_long"]
+        self.rng.shuffle(self.forced)
+
+    def _bg(self, coro) -> None:  # type: ignore[no-untyped-def]
+        t = asyncio.create_task(coro)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+
+    def _record(self, kind: str, inst: Instance | None, detail: str = "") -> None:
+        f = Fault(_now_ms(), kind, inst.ident if inst else "broker", detail)
+        self.faults.append(f)
+        self.out(f"fault {len(self.faults)}: {kind} {f.target} {detail}".rstrip())
+
+    async def _restart_when_dead(self, inst: Instance) -> None:
+        deadline = time.monotonic() + 30
+        while inst.alive and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        if inst.alive:
+            inst.signal(signal.SIGKILL)
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(self.rng.uniform(0.5, 3.0))
+        if not inst.removed and not inst.alive:
+            self.cluster.start(inst)
+
+    async def _resume(self, inst: Instance, after_s: float) -> None:
+        await asyncio.sleep(after_s)
+        inst.signal(signal.SIGCONT)
+        inst.paused = False
+
+    def _pick(self, service: str | None = None) -> Instance | None:
+        choices = self.cluster.running(service)
+        return self.rng.choice(choices) if choices else None
+
+    def _hit(self, kind: str, inst: Instance, sig: int, detail: str = "") -> None:
+        inst.down = True
+        inst.signal(sig)
+        self._record(kind, inst, detail)
+        self._bg(self._restart_when_dead(inst))
+
+    def fire(self, kind: str) -> None:
+        """Inject one fault of ``kind`` now (a targeted kind arms a listener that fires on its event)."""
+        if kind in TARGETS:
+            service, match = TARGETS[kind]
+            if kind in self.armed:
+                return  # one armed at a time per kind: a single event must not fire a volley
+            self.armed.add(kind)
+
+            def listen(env: Envelope) -> None:
+                if not match(env):
+                    return
+                self.log.listeners.remove(listen)
+                self.armed.discard(kind)
+                inst = self._pick(service)
+                if inst is not None:
+                    self._hit(kind, inst, signal.SIGKILL, f"after {type(env.payload).__name__} at {env.table_id}")
+
+            self.log.listeners.append(listen)
+            return
+        if kind in ("kill9", "sigterm", "projection_kill9"):
+            inst = self._pick("projection" if kind == "projection_kill9" else None)
+            if inst is not None:
+                self._hit(kind, inst, signal.SIGTERM if kind == "sigterm" else signal.SIGKILL)
+        elif kind in ("sigstop", "sigstop_long"):
+            inst = self._pick()
+            if inst is not None:
+                pause = self.rng.uniform(12, 20) if kind == "sigstop_long" or self.rng.random() < 0.25 else (
+                    self.rng.uniform(2, 6))
+                inst.signal(signal.SIGSTOP)
+                inst.paused = True
+                self._record("sigstop", inst, f"for {pause:.1f} s")
+                self._bg(self._resume(inst, pause))
+        elif kind == "add_instance":
+            service = self.rng.choice(SERVICES)
+            if len([i for i in self.cluster.instances if i.service == service and not i.removed]) <= self.cfg.instances:
+                inst = self.cluster.add(service)
+                self._record(kind, inst)
+        elif kind == "remove_instance":
+            extra = [i for i in self.cluster.instances if not i.removed and i.alive and not i.paused
+                     and int(i.ident.rsplit("-", 1)[1]) > self.cfg.instances]
+            if extra:
+                inst = self.rng.choice(extra)
+                inst.removed = True
+                inst.signal(signal.SIGTERM)
+                self._record(kind, inst)
+        elif kind == "broker" and self.broker is not None:
+            self.broker_done = True
+            self._record("broker_kill9", None)
+            self._bg(self._broker_restart())
+
+    async def _broker_restart(self) -> None:
+        assert self.broker is not None
+        self.broker.kill9()
+        await asyncio.sleep(self.rng.uniform(2, 5))
+        await asyncio.to_thread(self.broker.start)
+
+    def draw(self) -> str:
+        if self.forced:
+            return self.forced.pop()
+        if not self.broker_done and len(self.faults) >= 5:
+            return "broker"
+        kinds, weights = zip(*FAULT_WEIGHTS.items())
+        return self.rng.choices(kinds, weights)[0]
+
+    async def run(self, floor: FloorState) -> None:
+        """Inject faults until the floor stops."""
+        while not floor.stop:
+            await asyncio.sleep(self.rng.uniform(*self.cfg.fault_gap_s))
+            if floor.stop:
+                break
+            self.fire(self.draw())
+
+    async def settle(self) -> None:
+        """Stop injecting: drop armed targets, resume the paused, restart the dead (not the removed)."""
+        self.log.listeners.clear()
+        self.armed.clear()
+        for t in list(self.tasks):
+            t.cancel()
+        for inst in self.cluster.instances:
+            if inst.paused:
+                inst.signal(signal.SIGCONT)
+                inst.paused = False
+            if not inst.removed and not inst.alive:
+                self.cluster.start(inst)
+
+
+async def _wait_started(cluster: Cluster, bound_s: float = 180.0) -> None:
+    """Wait until every instance logged ``service_started`` (or died: then it is restarted)."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        pending = [i for i in cluster.instances if not (i.log_path.exists() and b"service_started" in i.log_path.read_bytes())]
+        if not pending:
+            return
+        for i in pending:
+            if not i.alive:
+                cluster.start(i)
+        await asyncio.sleep(0.5)
+    raise TimeoutError("services did not start: " + ", ".join(
+        i.ident for i in cluster.instances if b"service_started" not in i.log_path.read_bytes()))
+
+
+def run_audit(cfg: ChaosConfig) -> tuple[bool, str]:
+    """``croupier audit --prefix P`` as a separate process: (clean, its output's last lines)."""
+    try:
+        out = subprocess.run([cfg.croupier, "audit", "--prefix", cfg.prefix, "--bootstrap", cfg.bootstrap],
+                             capture_output=True, text=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired:
+        return False, "audit did not finish in 600 s"
+    return out.returncode == 0, (out.stdout + out.stderr).strip()
+
+
+def _get(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
+
+
+async def replica_diff(cfg: ChaosConfig, raw: RawReport, tables: list[str], workdir: Path) -> int | None:
+    """Start a fresh read-only projection replica (``croupier api``), wait until its digest is stable, and sum
+    the absolute differences between its ledger balances and those on ``projection.ledger`` (what the live
+    projection instances published), over every account of every table; None if it never came up."""
+    log = open(workdir / "replica.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen([cfg.croupier, "api", "--port", str(cfg.replica_port), "--prefix", cfg.prefix,
+                             "--bootstrap", cfg.bootstrap], stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    log.close()
+    base = f"http://127.0.0.1:{cfg.replica_port}"
+    try:
+        deadline = time.monotonic() + 120
+        last = None
+        while time.monotonic() < deadline:
+            await asyncio.sleep(2.0)
+            try:
+                h = await asyncio.to_thread(_get, f"{base}/health")
+            except OSError:
+                continue
+            assert isinstance(h, dict)
+            if h.get("tables") == len(tables) and h.get("digest") == last:
+                break
+            last = h.get("digest")
+        else:
+            return None
+        diff = 0
+        for t in tables:
+            got = await asyncio.to_thread(_get, f"{base}/tables/{t}/ledger")
+            assert isinstance(got, dict)
+            bal: dict[str, int] = got["balances"]
+            for account in set(bal) | {a for a in raw.ledger if a.startswith((f"table:{t}:", f"patron:{t}-"))}:
+                diff += abs(bal.get(account, 0) - raw.ledger.get(account, 0))
+        return diff
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> ChaosResult:
+    """Run one chaos run (see the module docstring) and check it. Always stops what it started."""
+    t0 = time.monotonic()
+    workdir = cfg.workdir or REPO / "var" / "chaos" / cfg.prefix.rstrip(".")
+    workdir.mkdir(parents=True, exist_ok=True)
+    broker = None
+    if cfg.own_broker is not None:
+        broker = OwnBroker(cfg.own_broker, Path(f"/tmp/croupier-chaos-kafka-{cfg.own_broker}"))
+        await asyncio.to_thread(broker.start)
+        cfg.bootstrap = broker.bootstrap
+    cluster = Cluster(cfg, workdir)
+    floor = FloorState()
+    io = KafkaFloorIO(Settings(bootstrap_servers=cfg.bootstrap, topic_prefix=cfg.prefix))
+    log = WatchedLog()
+    io.log = log
+    injector = Injector(cfg, cluster, log, broker, out)
+    tables = [f"CH-{n:02d}" for n in range(1, cfg.tables + 1)]
+    end_ms = 0
+    try:
+        await create_topics(cfg.bootstrap, cfg.prefix)
+        for service in SERVICES:
+            for _ in range(cfg.instances):
+                cluster.add(service)
+        await _wait_started(cluster)
+        out(f"{len(cluster.instances)} instances started under prefix {cfg.prefix} (logs in {workdir})")
+        await io.start()
+        rng = random.Random(cfg.seed + 1)
+        dealers = [ChaosDealer(io, tid, no_vig_dragon(panda=True) if n % 3 == 0 else punto_banco_full(),
+                               [Seat(i, f"{tid}-player-{i}") for i in range(1, 7)], random.Random(rng.random()),
+                               _clock, timeout=cfg.round_timeout_s, floor=floor)
+                   for n, tid in enumerate(tables, 1)]
+        work = asyncio.gather(*(d.run_until_stopped() for d in dealers))
+        faults = asyncio.create_task(injector.run(floor))
+        deadline = t0 + cfg.max_seconds
+        last_report = time.monotonic()
+        while not work.done():
+            await asyncio.sleep(0.5)
+            enough = floor.rounds >= cfg.rounds and len(injector.faults) >= cfg.min_faults
+            if not floor.stop and (enough or time.monotonic() > deadline):
+                floor.stop = True
+                out(f"stopping the floor: {floor.rounds} rounds, {len(injector.faults)} faults, "
+                    f"{time.monotonic() - t0:.0f} s")
+            if time.monotonic() - last_report > 15:
+                last_report = time.monotonic()
+                out(f"... {floor.rounds} rounds, {len(injector.faults)} faults, {time.monotonic() - t0:.0f} s")
+            if floor.stop and time.monotonic() > deadline + cfg.round_timeout_s + 60:
+                work.cancel()
+                floor.errors.append("the floor did not finish within its bound")
+                break
+        try:
+            await work
+        except asyncio.CancelledError:
+            pass
+        end_ms = _now_ms()
+        faults.cancel()
+        await injector.settle()
+        await wait_quiet(cfg.bootstrap, cfg.prefix, cfg.quiet_s)
+        raw = check(await read_all(cfg.bootstrap, cfg.prefix))
+        audit_clean, audit_output = await asyncio.to_thread(run_audit, cfg)
+        try:
+            rdiff = await replica_diff(cfg, raw, [t for t in tables if t in raw.progress_ms], workdir)
+        except (OSError, ValueError, KeyError) as e:
+            out(f"replica check failed: {type(e).__name__}: {e}")
+            rdiff = None
+        return ChaosResult(cfg.rounds, injector.faults, raw, audit_clean, audit_output, rdiff,
+                           stall_p99(injector.faults, raw.progress_ms, end_ms), floor.rounds, floor.errors,
+                           time.monotonic() - t0)
+    finally:
+        for t in list(injector.tasks):
+            t.cancel()
+        await io.stop()
+        await asyncio.to_thread(cluster.stop_all)
+        if broker is not None:
+            await asyncio.to_thread(broker.stop)
+
+
+def report_lines(res: ChaosResult) -> list[str]:
+    """The run's report, ending with the ``chaos:`` line."""
+    kinds: dict[str, int] = {}
+    for f in res.faults:
+        kinds[f.kind] = kinds.get(f.kind, 0) + 1
+    lines = [f"floor: {res.floor_rounds} rounds dealt in {res.elapsed_s:.0f} s; faults {kinds}"]
+    lines += [f"floor error: {e}" for e in res.floor_errors[:10]]
+    lines += res.raw.summary_lines()
+    shown: dict[str, int] = {}
+    for f in res.raw.findings:
+        shown[f.kind] = shown.get(f.kind, 0) + 1
+        if shown[f.kind] <= 3:
+            lines.append(f"  {f}")
+    lines.append("replica: " + ("did not come up" if res.replica_diff_cents is None else
+                                f"ledger differs from projection.ledger by {res.replica_diff_cents} cents"))
+    lines += ["audit: " + ln for ln in res.audit_output.splitlines()[:12]]
+    lines.append(res.line())
+    return lines
+
+
+__all__ = ["ChaosConfig", "ChaosResult", "Fault", "report_lines", "run_chaos", "stall_p99"]
