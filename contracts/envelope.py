@@ -2,8 +2,9 @@
 
 ``event_id`` is derived from (``stream``, ``table_id``, ``seq``) so an event re-emitted after a crash is
 byte-identical and consumers drop the duplicate. ``seq`` counts a table's events in one stream from 1,
-gapless. ``occurred_at`` is the time of the command that caused the event, never a clock inside a service's
-domain. ``schema`` is the envelope/payload schema version.
+gapless. ``occurred_at`` is the broker's append time of the command record that caused the event (command topics
+use ``LogAppendTime``), so a sender cannot choose it and a replay reproduces it; the sender's own
+``issued_at`` is kept as ``claimed_at``. Never a clock inside a service's domain. ``schema`` is the envelope/payload schema version.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class Envelope(msgspec.Struct, frozen=True, kw_only=True):
     schema: int = SCHEMA_VERSION
     round_id: EvId | None = None
     shoe_id: EvId | None = None
+    #: the causing command's own ``issued_at`` (its sender's claim) when ``occurred_at`` is the broker's
+    #: append time of the command record; None for events caused by events
+    claimed_at: datetime | None = None
     payload: AnyEvent
 
 

@@ -83,6 +83,9 @@ from services.runtime.translate import shoe_rules, table_config
 #: rejection reasons that mean the floor is broken, not that a player or dealer erred (issue 8): a round that
 #: cannot open on the shoe the table just loaded, a bet or "No more bets" for a round wagering never heard of
 BROKEN_REASONS = frozenset({"no_open_shoe", "unknown_round"})
+#: the commands whose rejection for a broken-floor reason means the floor did not work (a dealer's read of a
+#: burn naming the wrong shoe is refused ``no_open_shoe`` too, but that is the dealer's slip, not the floor's)
+BROKEN_COMMANDS = frozenset({"open_round", "place_bet", "withdraw_bet", "close_betting", "draw_card"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +250,8 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     for stream, es in sorted(streams.items()):
         for e in es:
             p = e.payload
-            if isinstance(p, (CommandRejected, BetRejected)) and p.reason in BROKEN_REASONS:
+            if (isinstance(p, (CommandRejected, BetRejected)) and p.reason in BROKEN_REASONS
+                    and (isinstance(p, BetRejected) or p.command in BROKEN_COMMANDS)):
                 if only_shoe and e.shoe_id not in (None, only_shoe):
                     continue
                 rep.broken_rejections[p.reason] = rep.broken_rejections.get(p.reason, 0) + 1

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from datetime import datetime, timezone
 from typing import Callable, Protocol
 
+import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from contracts import topics as T
@@ -140,7 +142,10 @@ class KafkaFloorIO:
             await self.producer.stop()
 
     async def send(self, topic: str, cmd: CommandEnvelope) -> None:
+        """Send a command as a console does: stamped with the wall clock as it leaves (its ``issued_at`` claim;
+        the event's time is the broker's append time of the record)."""
         assert self.producer is not None
+        cmd = msgspec.structs.replace(cmd, issued_at=datetime.now(timezone.utc))
         await self.producer.send_and_wait(self.settings.topic(topic), encode(cmd), key=T.key(cmd.table_id))
 
     async def wait(self, table_id: str, match: Match, since: int, timeout: float = 30.0) -> Envelope:

@@ -20,12 +20,12 @@ Kafka publisher writes it in one transaction, so a crash never leaves half a dec
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, Protocol, TypeVar
 
 from contracts.commands import Command
 from contracts.envelope import CommandEnvelope, Envelope, event_id
-from contracts.events import Event
+from contracts.events import CommandRejected, Event
 
 S = TypeVar("S")
 #: the time given to a reaction whose core set none (cores set the time of the input that made it due)
@@ -174,7 +174,7 @@ class Runner(Generic[S]):
 
     # -- deciding --------------------------------------------------------------------------------
     def _wrap(self, table_id: str, outs: list[Emit | Send], cause_id: str, at: datetime,
-              corr: str) -> Decision:
+              corr: str, claimed_at: datetime | None = None) -> Decision:
         s = self.slot(table_id)
         envs: list[Envelope] = []
         sends: list[Send] = []
@@ -194,6 +194,7 @@ class Runner(Generic[S]):
                     causation_id=o.causation_id or cause_id,
                     correlation_id=o.correlation_id or o.round_id or corr or table_id,
                     occurred_at=o.occurred_at or at,
+                    claimed_at=claimed_at if o.occurred_at is None else None,
                     round_id=o.round_id,
                     shoe_id=o.shoe_id,
                     payload=o.payload,
@@ -201,16 +202,34 @@ class Runner(Generic[S]):
             )
         return Decision(table_id, tuple(envs), tuple(sends))
 
-    def decide(self, cmd: CommandEnvelope) -> Decision:
-        """Decide a command (nothing if its id already caused an event of ours)."""
+    def decide(self, cmd: CommandEnvelope, logged_at: datetime | None = None,
+               max_skew: timedelta | None = None) -> Decision:
+        """Decide a command (nothing if its id already caused an event of ours).
+
+        ``logged_at``: the broker's append time of the command record (``LogAppendTime`` on command
+        topics): the events take it as ``occurred_at`` and keep the sender's ``issued_at`` as its claim
+        (``claimed_at``), so a sender cannot back-date what it causes. Without it (the in-memory bus) the
+        claim is the time. ``max_skew``: a command whose claim is further than this from ``logged_at`` is
+        refused ``clock_skew`` (a ``CommandRejected``) and decides nothing else.
+        """
         s = self.slot(cmd.table_id)
         if cmd.command_id in s.causes:
             return Decision(cmd.table_id)
-        outs = self.core.decide(s.state, cmd)
+        at = logged_at or cmd.issued_at
+        claimed = cmd.issued_at if logged_at is not None else None
+        if logged_at is not None and max_skew is not None and abs(cmd.issued_at - logged_at) > max_skew:
+            tag = type(cmd.payload).__struct_config__.tag
+            skew = (cmd.issued_at - logged_at).total_seconds()
+            outs: list[Emit | Send] = [Emit(CommandRejected(
+                command_id=cmd.command_id, command=tag, reason="clock_skew",
+                detail=f"issued_at {cmd.issued_at.isoformat()} is {skew:+.3f} s from the log's time "
+                       f"{logged_at.isoformat()} (at most {max_skew.total_seconds():g} s)"))]
+        else:
+            outs = self.core.decide(s.state, cmd)
         round_id = getattr(cmd.payload, "round_id", None)
         if round_id:  # events caused by a command about a round carry that round
             outs = [o if isinstance(o, Send) or o.round_id else replace(o, round_id=round_id) for o in outs]
-        return self._wrap(cmd.table_id, outs, cmd.command_id, cmd.issued_at, cmd.correlation_id)
+        return self._wrap(cmd.table_id, outs, cmd.command_id, at, cmd.correlation_id, claimed)
 
     def react(self, table_id: str, last: Envelope | None) -> Decision:
         """What the table's state makes due now (after an input event, a decision, or a rebuild)."""

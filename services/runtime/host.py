@@ -9,7 +9,7 @@ service's own events and its inputs from offset zero before anything new is hand
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Awaitable, Callable, Protocol
 
 from contracts.codecs import Undecodable, UnknownMessageType, decode_command, decode_event
@@ -143,7 +143,8 @@ class ServiceHost:
         async with self.lock:
             await self._handle(topic, partition, offset, key, body)
 
-    async def _handle(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes) -> None:
+    async def _handle(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes,
+                      logged_ms: int | None = None) -> None:
         base = self.settings.base(topic)
         is_command = base == self.core.command_stream
         try:
@@ -159,7 +160,10 @@ class ServiceHost:
             return
         try:
             if is_command:
-                decision = self.runner.decide(msg)  # type: ignore[arg-type]
+                logged = datetime.fromtimestamp(logged_ms / 1000, timezone.utc) if logged_ms is not None else None
+                skew = self.settings.max_clock_skew_s
+                decision = self.runner.decide(msg, logged,  # type: ignore[arg-type]
+                                              timedelta(seconds=skew) if skew > 0 else None)
                 if not decision:
                     self.duplicate_commands += 1
                     self.log.info("duplicate_command", table_id=msg.table_id, command_id=msg.command_id)
@@ -205,16 +209,16 @@ class ServiceHost:
             self._log_events(d)
         return len(decisions)
 
-    async def collect(self, records: list[tuple[str, int, int, bytes | None, bytes]],
-                      ) -> tuple[list[Decision], list[DeadLetter]]:
+    async def collect(self, records: list[tuple[Any, ...]]) -> tuple[list[Decision], list[DeadLetter]]:
         """Handle records without publishing: the decisions they caused (already folded into the state, in
-        order) and the dead letters they made. The caller publishes both in one transaction together with
+        order) and the dead letters they made. ``records``: (topic, partition, offset, key, value[, broker
+        append time in ms of a command record]). The caller publishes both in one transaction together with
         the records' offsets, or, if that fails, restores the state from the log (it has run ahead).
         The caller holds :attr:`lock`."""
         self._batch, self._letters = [], []
         try:
-            for topic, partition, offset, key, body in records:
-                await self._handle(topic, partition, offset, key, body)
+            for rec in records:
+                await self._handle(*rec)
             return self._batch, self._letters
         finally:
             self._batch, self._letters = None, None

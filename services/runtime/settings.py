@@ -26,6 +26,9 @@ class Settings:
     snapshot_interval_s: float = 5.0
     #: ... or after this many handled records, whichever comes first
     snapshot_every_records: int = 2000
+    #: a command whose ``issued_at`` is further than this from the broker's append time is refused
+    #: ``clock_skew`` (0: no check)
+    max_clock_skew_s: float = 120.0
     #: aiokafka security options: security_protocol, sasl_mechanism, sasl_plain_username, sasl_plain_password
     security: dict[str, str] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
@@ -42,6 +45,7 @@ class Settings:
             partitions=_int_env("CROUPIER_PARTITIONS", 12, low=1),
             snapshot_interval_s=float(os.environ.get("CROUPIER_SNAPSHOT_INTERVAL_S", "5")),
             snapshot_every_records=_int_env("CROUPIER_SNAPSHOT_EVERY_RECORDS", 2000, low=1),
+            max_clock_skew_s=float(os.environ.get("CROUPIER_MAX_CLOCK_SKEW_S", "120")),
             security=_security_from_env(),
         )
 

@@ -62,6 +62,12 @@ def snapshot_topic(service: str) -> str:
     return f"{service}.snapshots"
 
 
+def _log_time(record: Any) -> int | None:
+    """The broker's append time (ms) of a record of a ``LogAppendTime`` topic (timestamp type 1), else None:
+    a producer-chosen timestamp is the sender's claim, never the log's time."""
+    return record.timestamp if getattr(record, "timestamp_type", 0) == 1 else None
+
+
 def _unpublishable(e: BaseException) -> bool:
     """An error no retry can fix: the outcome of a record is too large or malformed for the broker, or
     encoding it failed (not a connection, timeout or fencing problem)."""
@@ -445,7 +451,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                                   received_at=self.host.clock())]
         else:
             decisions, letters = await self.host.collect(
-                [(r.topic, r.partition, r.offset, r.key, r.value) for r in recs])
+                [(r.topic, r.partition, r.offset, r.key, r.value, _log_time(r)) for r in recs])
         if not self.transactional:
             self.positions[p].update(offsets)
             return True

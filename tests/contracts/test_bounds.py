@@ -69,7 +69,7 @@ def _undocumented(node: Any, path: str) -> list[str]:
 def test_every_string_and_list_of_an_event_has_a_documented_maximum() -> None:
     (_, defs) = msgspec.json.schema_components([Envelope])
     # the envelope's own datetimes are strings of a fixed format; everything else needs its maximum
-    missing = [p for p in _undocumented(defs, "#") if not p.endswith("occurred_at")]
+    missing = [p for p in _undocumented(defs, "#") if not p.endswith(("occurred_at", "claimed_at/anyOf/0"))]
     assert missing == []
 
 
