@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from contracts import topics as T  # noqa: E402
+from contracts import topics as T
 
 #: the super user (``super.users``): the broker itself (inter-broker and controller) and ``kafka.sh acl``
 ADMIN = "admin"

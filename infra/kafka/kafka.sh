@@ -341,11 +341,17 @@ acl_apply() {
     if [[ -s "$cds.$$.tmp" ]]; then mv -f "$cds.$$.tmp" "$cds"; else rm -f "$cds.$$.tmp"; fi
     i=1
   fi
+  # Two at a time; wait only for these pids (the broker started by `start` is a job of this shell too).
+  local pids=()
   for ((; i < ${#calls[@]}; i++)); do
-    while (($(jobs -rp | wc -l) >= 2)); do wait -n || true; done
     acl_call "$i" "-XX:SharedArchiveFile=$cds" &
+    pids+=($!)
+    if ((${#pids[@]} == 2)); then
+      wait "${pids[@]}" || true
+      pids=()
+    fi
   done
-  wait
+  if ((${#pids[@]})); then wait "${pids[@]}" || true; fi
   for ((i = 0; i < ${#calls[@]}; i++)); do
     if [[ -e "$out/$i.failed" ]]; then
       cat "$out/$i.out" >&2
