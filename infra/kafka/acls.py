@@ -21,7 +21,7 @@ needs only Write on a topic (KIP-679); nothing is allowed without an ACL
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -53,7 +53,6 @@ class Grant:
     groups: bool = False
     transactional: bool = False
     note: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def _service(name: str, own: tuple[str, ...], inputs: tuple[str, ...], sends: tuple[str, ...] = (),
