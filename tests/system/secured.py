@@ -60,7 +60,7 @@ class SecuredBroker:
         base = Settings(bootstrap_servers=self.bootstrap, topic_prefix=self.prefix if prefix is None else prefix)
         return base.as_principal(principal, self.password(principal))
 
-    def kafka_sh(self, *args: str, prefix: str | None = None, timeout: float = 180) -> str:
+    def kafka_sh(self, *args: str, prefix: str | None = None, timeout: float = 300) -> str:
         env = {**os.environ, **self.env, "CROUPIER_TOPIC_PREFIX": self.prefix if prefix is None else prefix}
         proc = subprocess.run(["bash", str(KAFKA_SH), *args], env=env, capture_output=True, text=True,
                               timeout=timeout)
