@@ -43,7 +43,7 @@ import sys
 import time
 import uuid
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,11 @@ from services.runtime.app import Service, build_service
 from services.runtime.kafka import ensure_topics
 from services.runtime.settings import DEFAULT_BOOTSTRAP, Settings
 from tests.services.helpers import make_cores
+
+
+def client_options(bootstrap: str) -> dict[str, Any]:
+    """aiokafka connection options for ``bootstrap`` with the environment's security settings."""
+    return replace(Settings.from_env(), bootstrap_servers=bootstrap).client_options()
 
 EXTRA = {"dealing": (T.SHOE_COMMANDS,)}  # as tests/system: dealing also writes the shoe's commands
 clock = time.perf_counter
@@ -290,7 +295,7 @@ def route_service_logs(where: str) -> None:
 
 async def probe(bootstrap: str, timeout: float = 10.0) -> str | None:
     """None if the broker answers metadata requests, else why not."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout * 1000))
+    admin = AIOKafkaAdminClient(**client_options(bootstrap), request_timeout_ms=int(timeout * 1000))
     try:
         await asyncio.wait_for(admin.start(), timeout)
         await asyncio.wait_for(admin.list_topics(), timeout)
@@ -310,7 +315,7 @@ async def raw_roundtrip(bootstrap: str, topic: str, n: int, *, transactional_id:
     """``n`` sequential round trips: send one message, wait until the consumer (assigned, positioned at the
     end, long-polling) returns it. With ``transactional_id``: each message in its own transaction and a
     ``read_committed`` consumer (one service hop's Kafka cost)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(**client_options(bootstrap))
     await admin.start()
     try:
         await admin.create_topics([NewTopic(topic, 1, 1)])
@@ -322,11 +327,11 @@ async def raw_roundtrip(bootstrap: str, topic: str, n: int, *, transactional_id:
     finally:
         await admin.close()
     if transactional_id:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id,
+        producer = AIOKafkaProducer(**client_options(bootstrap), transactional_id=transactional_id,
                                     enable_idempotence=True, linger_ms=0)
     else:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+        producer = AIOKafkaProducer(**client_options(bootstrap), linger_ms=0)
+    consumer = AIOKafkaConsumer(**client_options(bootstrap), enable_auto_commit=False,
                                 isolation_level="read_committed" if transactional_id else "read_uncommitted")
     await producer.start()
     await consumer.start()
@@ -409,7 +414,7 @@ class Bench:
 async def partitions_ready(settings: Settings, names: tuple[str, ...], timeout: float = 30.0) -> None:
     """Wait until every partition answers ListOffsets: right after creation the metadata may already name a
     leader that does not serve the partition yet (NotLeaderForPartition, retried by aiokafka with warnings)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap_servers)
+    consumer = AIOKafkaConsumer(**settings.client_options())
     await consumer.start()
     client_log = logging.getLogger("aiokafka")
     level = client_log.level
@@ -482,7 +487,7 @@ async def run(args: argparse.Namespace) -> int:
     route_service_logs(args.service_logs)  # also sets the aiokafka/faststream loggers back to WARNING
 
     prefix = f"bench{uuid.uuid4().hex[:8]}."
-    settings = Settings(bootstrap_servers=args.bootstrap, topic_prefix=prefix)
+    settings = replace(Settings.from_env(), bootstrap_servers=args.bootstrap, topic_prefix=prefix)
     print(f"broker {args.bootstrap}, topic prefix {prefix!r}, {os.cpu_count()} CPUs, "
           f"tables={args.tables} rounds/table={args.rounds} seats={args.seats}"
           f"{' batch mode' if args.batch else ''}")
@@ -595,7 +600,7 @@ async def cleanup(bootstrap: str, prefix: str, settings: Settings, *, keep: bool
         return
     from aiokafka.protocol.admin import DeleteGroupsRequest
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(**client_options(bootstrap))
     try:
         await admin.start()
         mine = [t for t in await admin.list_topics() if t.startswith(prefix)]

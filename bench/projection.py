@@ -24,6 +24,7 @@ import sys
 import time
 import uuid
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -109,7 +110,8 @@ async def main() -> int:
     print(f"dealt {args.tables} tables x {args.rounds} rounds in memory: {n_inputs} input events "
           f"({time.perf_counter() - t0:.1f} s)")
 
-    settings = Settings(bootstrap_servers=args.bootstrap, topic_prefix=f"benchproj{uuid.uuid4().hex[:6]}.")
+    settings = replace(Settings.from_env(), bootstrap_servers=args.bootstrap,
+                       topic_prefix=f"benchproj{uuid.uuid4().hex[:6]}.")
     try:
         await ensure_topics(settings, T.ALL_TOPICS)
     except Exception as e:
@@ -121,7 +123,7 @@ async def main() -> int:
         sys.executable, "-m", "croupier.cli", "serve", "--services", "projection", "--bootstrap", args.bootstrap,
         "--prefix", settings.topic_prefix, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         cwd=str(Path(__file__).resolve().parents[1]))
-    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap, linger_ms=0)
+    producer = AIOKafkaProducer(**settings.client_options(), linger_ms=0)
     await producer.start()
     try:
         await asyncio.sleep(6.0)  # process start, group join and (empty) rebuild

@@ -70,7 +70,7 @@ async def read_for_audit(settings: Settings, table: str | None = None):  # type:
     from croupier.audit import UndecodableRecord, UnknownEvent
     from services.runtime.kafka import read_log
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+    admin = AIOKafkaAdminClient(**settings.client_options())
     await admin.start()
     try:
         existing = set(await admin.list_topics())

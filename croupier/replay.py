@@ -543,7 +543,7 @@ def _quiet_aiokafka() -> Iterator[None]:
 async def _existing_topics(settings: Any) -> set[str]:
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers, request_timeout_ms=10_000)
+    admin = AIOKafkaAdminClient(**settings.client_options(), request_timeout_ms=10_000)
     try:
         await admin.start()
         return set(await admin.list_topics())

@@ -93,7 +93,7 @@ async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1", toke
 
     from contracts import topics as T
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+    admin = AIOKafkaAdminClient(**settings.client_options())
     await admin.start()
     try:
         existing = set(await admin.list_topics())

@@ -8,6 +8,16 @@
 #   start     fetch if needed, render server.properties, format storage once, start the broker in the
 #             background and wait until it is ready; prints KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:<port> on
 #             stdout (everything else goes to stderr). Already running: just reports.
+#   start --secure   the same, secured (also KAFKA_SECURE=1): a SASL_PLAINTEXT listener with SCRAM-SHA-512,
+#             the KRaft StandardAuthorizer (deny by default), the super user `admin` and one principal per
+#             service and role (infra/kafka/acls.py), passwords generated on the first start into
+#             <data dir>/credentials.env and <data dir>/passwords/<principal> (mode 600), and the ACLs of
+#             the topic prefix CROUPIER_TOPIC_PREFIX (default none). Also prints KAFKA_SECURITY_PROTOCOL,
+#             KAFKA_SASL_MECHANISM and KAFKA_CREDENTIALS_FILE. A data dir formatted in one mode refuses the
+#             other (reset it or use another KAFKA_DATA_DIR).
+#   acl [PREFIX]  secured broker only: add the ACLs of infra/kafka/acls.py for topic prefix PREFIX
+#             (default CROUPIER_TOPIC_PREFIX) and group prefix CROUPIER_GROUP_PREFIX (default croupier);
+#             idempotent, remembered in <data dir>/acls.applied
 #   stop      SIGTERM the broker from the pid file, SIGKILL after KAFKA_STOP_TIMEOUT seconds
 #   restart   stop + start
 #   status    exit 0 and print KAFKA_BOOTSTRAP_SERVERS=... if running, exit 3 if not
@@ -23,6 +33,12 @@
 #   KAFKA_HEAP_OPTS         JVM heap flags                           (default "-Xms256m -Xmx1g")
 #   KAFKA_JAVA_OPTS         extra JVM flags
 #   KAFKA_MVN_ARGS          extra Maven arguments for `fetch` (e.g. -o, -s settings.xml)
+#   KAFKA_SECURE            1: `start` starts the broker secured (same as --secure)
+#   CROUPIER_TOPIC_PREFIX   topic prefix whose ACLs `start --secure` and `acl` add (default none)
+#   CROUPIER_GROUP_PREFIX   consumer-group / transactional-id prefix of those ACLs (default croupier)
+#
+# Passwords never appear on a command line: StorageTool reads the SCRAM credentials from an argument file
+# (java @file), AclCommand the admin's from --command-config, both mode 600 in the data dir.
 #
 # The broker is only ever stopped through the pid in its pid file, after checking that this pid is the
 # java process started with this data directory's server.properties; never by process name.
@@ -33,6 +49,8 @@ REPO_ROOT="$(cd -- "$SCRIPT_DIR/../.." && pwd -P)"
 
 POM="$SCRIPT_DIR/pom.xml"
 TEMPLATE="$SCRIPT_DIR/server.properties.template"
+SECURE_TEMPLATE="$SCRIPT_DIR/server.secure.properties.template"
+ACLS_PY="$SCRIPT_DIR/acls.py"
 LOG4J_CONFIG="$SCRIPT_DIR/log4j2.properties"
 LIBS="$SCRIPT_DIR/libs"
 STAMP="$LIBS/.pom.sha256"
@@ -45,6 +63,9 @@ STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
 HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx1g}"
 EXTRA_JAVA_OPTS="${KAFKA_JAVA_OPTS:-}"
 MVN_ARGS="${KAFKA_MVN_ARGS:-}"
+SECURE="${KAFKA_SECURE:-0}"
+TOPIC_PREFIX="${CROUPIER_TOPIC_PREFIX:-}"
+GROUP_PREFIX="${CROUPIER_GROUP_PREFIX:-croupier}"
 
 DATA_DIR="${KAFKA_DATA_DIR:-$REPO_ROOT/var/kafka}"
 case "$DATA_DIR" in
@@ -62,6 +83,11 @@ SERVER_LOG="$LOG_DIR/server.log"
 STDOUT_LOG="$LOG_DIR/kafka.out"
 MARKER="$DATA_DIR/.croupier-kafka"
 LOCK_FILE="$DATA_DIR/.lock"
+MODE_FILE="$DATA_DIR/security.mode"
+CREDENTIALS="$DATA_DIR/credentials.env"
+PASSWORD_DIR="$DATA_DIR/passwords"
+ADMIN_CONFIG="$DATA_DIR/admin-client.properties"
+ACLS_APPLIED="$DATA_DIR/acls.applied"
 BOOTSTRAP="127.0.0.1:$KAFKA_PORT"
 READY_LINE="Kafka Server started"
 
@@ -199,9 +225,150 @@ render_config() {
   t="${t//@BROKER_PORT@/"$KAFKA_PORT"}"
   t="${t//@CONTROLLER_PORT@/"$KAFKA_CONTROLLER_PORT"}"
   t="${t//@LOG_DIRS@/"$PARTITION_DIR"}"
+  if [[ "$SECURE" == 1 ]]; then
+    local s
+    s="$(<"$SECURE_TEMPLATE")"
+    s="${s//@BROKER_PORT@/"$KAFKA_PORT"}"
+    s="${s//@CONTROLLER_PORT@/"$KAFKA_CONTROLLER_PORT"}"
+    s="${s//@ADMIN_PASSWORD@/"$(password_of admin)"}"
+    t="$t"$'\n'"$s"
+  fi
   ! [[ "$t" =~ @[A-Z_]+@ ]] || die "unrendered placeholder left in $TEMPLATE"
-  printf '%s\n' "$t" >"$PROPS.tmp"
+  (umask 077 && printf '%s\n' "$t" >"$PROPS.tmp")
   mv "$PROPS.tmp" "$PROPS"
+}
+
+# ---------------------------------------------------------------------------------------------- secured
+
+# The mode the storage was formatted in ("plain" or "secure"; a dir formatted before modes existed: plain).
+formatted_mode() {
+  if [[ -s "$MODE_FILE" ]]; then
+    cat "$MODE_FILE"
+  elif [[ -f "$PARTITION_DIR/meta.properties" ]]; then
+    echo plain
+  fi
+}
+
+check_mode() {
+  local want have
+  want="$([[ "$SECURE" == 1 ]] && echo secure || echo plain)"
+  have="$(formatted_mode)"
+  if [[ -n "$have" && "$have" != "$want" ]]; then
+    die "$DATA_DIR was formatted for the $have broker, not $want; start it as before" \
+      "($([[ "$have" == secure ]] && echo 'with --secure' || echo 'without --secure')), or use another" \
+      "KAFKA_DATA_DIR, or \`kafka.sh reset\` it (deletes its data)"
+  fi
+}
+
+password_of() {
+  local f="$PASSWORD_DIR/$1"
+  [[ -s "$f" ]] || die "no password for principal '$1' in $PASSWORD_DIR (reset the data dir to regenerate)"
+  printf '%s' "$(<"$f")"
+}
+
+new_password() {
+  local p
+  p="$(head -c 32 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | cut -c1-32)"
+  [[ ${#p} -ge 24 ]] || die "could not generate a password"
+  printf '%s' "$p"
+}
+
+# Generate the passwords of every principal (infra/kafka/acls.py), once, before the first format.
+make_credentials() {
+  need python3 "reading the principals from infra/kafka/acls.py"
+  local names name upper
+  mapfile -t names < <(python3 "$ACLS_PY" principals)
+  ((${#names[@]} > 1)) || die "acls.py listed no principals"
+  (
+    umask 077
+    mkdir -p "$PASSWORD_DIR"
+    for name in "${names[@]}"; do
+      [[ -s "$PASSWORD_DIR/$name" ]] || new_password >"$PASSWORD_DIR/$name"
+    done
+    {
+      printf '# Croupier Kafka principals (SCRAM-SHA-512) of the broker in %s. Secret: mode 600.\n' "$DATA_DIR"
+      printf '# One password file per principal in %s (for KAFKA_SASL_PASSWORD_FILE).\n' "$PASSWORD_DIR"
+      printf 'KAFKA_BOOTSTRAP_SERVERS=%s\nKAFKA_SECURITY_PROTOCOL=SASL_PLAINTEXT\nKAFKA_SASL_MECHANISM=SCRAM-SHA-512\n' \
+        "$BOOTSTRAP"
+      for name in "${names[@]}"; do
+        upper="$(printf '%s' "$name" | tr 'a-z-' 'A-Z_')"
+        printf 'CROUPIER_KAFKA_PASSWORD_%s=%s\n' "$upper" "$(<"$PASSWORD_DIR/$name")"
+      done
+    } >"$CREDENTIALS.tmp"
+    mv "$CREDENTIALS.tmp" "$CREDENTIALS"
+    printf 'security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n' >"$ADMIN_CONFIG"
+    printf 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="%s";\n' \
+      "$(<"$PASSWORD_DIR/admin")" >>"$ADMIN_CONFIG"
+  )
+  chmod 700 "$DATA_DIR"
+}
+
+# Java flags for the short-lived tools (AclCommand, StorageTool): a small heap, quick start-up.
+tool_java_opts() {
+  printf '%s\n' -Xmx192m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto
+}
+
+# acl_apply PREFIX: add the ACLs of acls.py for PREFIX (skipped when this policy was applied already).
+# AclCommand is one JVM per call (about 1 s of CPU each): a class-data-sharing archive of the tool, made by
+# the first call and kept with the jars, and two calls at a time keep this to a few seconds.
+acl_apply() {
+  local prefix="$1" stamp opts jopts t0=$SECONDS out calls=() i=0 failed=0
+  [[ "$(formatted_mode)" == secure ]] || die "the broker in $DATA_DIR is not secured (start it with --secure)"
+  [[ "$prefix" =~ ^[A-Za-z0-9._-]*$ ]] || die "topic prefix '$prefix' has characters Kafka topic names cannot have"
+  [[ "$GROUP_PREFIX" =~ ^[A-Za-z0-9._-]+$ ]] || die "group prefix '$GROUP_PREFIX' is not a valid name"
+  need python3 "reading the ACLs from infra/kafka/acls.py"
+  stamp="$(cat "$ACLS_PY" "$REPO_ROOT/contracts/topics.py" | sha256sum | cut -c1-16) $GROUP_PREFIX $prefix"
+  if [[ -f "$ACLS_APPLIED" ]] && grep -qxF -- "$stamp" "$ACLS_APPLIED"; then
+    log "ACLs for topic prefix '$prefix' already in place"
+    return 0
+  fi
+  mapfile -t calls < <(python3 "$ACLS_PY" calls "$prefix" "$GROUP_PREFIX")
+  ((${#calls[@]})) || die "acls.py produced no ACLs"
+  # The tool logs apart from the broker's server.log.
+  opts=("-Dlog4j2.configurationFile=$LOG4J_CONFIG" "-Dkafka.logs.dir=$LOG_DIR/tools" -Djava.awt.headless=true)
+  mapfile -t jopts < <(tool_java_opts)
+  out="$(mktemp -d "$DATA_DIR/.acl.XXXXXX")"
+  local cds="$LIBS/.acl-tool.jsa"
+  acl_call() { # acl_call INDEX CDS-FLAG ARGS...
+    local idx="$1" flag="$2" args
+    read -r -a args <<<"${calls[$idx]}"
+    java "${jopts[@]}" "$flag" "${opts[@]}" -cp "$LIBS/*" org.apache.kafka.tools.AclCommand \
+      --bootstrap-server "$BOOTSTRAP" --command-config "$ADMIN_CONFIG" "${args[@]}" >"$out/$idx.out" 2>&1 \
+      || touch "$out/$idx.failed"
+  }
+  if [[ ! -s "$cds" ]]; then
+    acl_call 0 "-XX:ArchiveClassesAtExit=$cds.$$.tmp"
+    if [[ -s "$cds.$$.tmp" ]]; then mv -f "$cds.$$.tmp" "$cds"; else rm -f "$cds.$$.tmp"; fi
+    i=1
+  fi
+  # Two at a time; wait only for these pids (the broker started by `start` is a job of this shell too).
+  local pids=()
+  for ((; i < ${#calls[@]}; i++)); do
+    acl_call "$i" "-XX:SharedArchiveFile=$cds" &
+    pids+=($!)
+    if ((${#pids[@]} == 2)); then
+      wait "${pids[@]}" || true
+      pids=()
+    fi
+  done
+  if ((${#pids[@]})); then wait "${pids[@]}" || true; fi
+  for ((i = 0; i < ${#calls[@]}; i++)); do
+    if [[ -e "$out/$i.failed" ]]; then
+      cat "$out/$i.out" >&2
+      log "AclCommand failed: ${calls[$i]}"
+      failed=1
+    fi
+  done
+  rm -rf "$out"
+  ((failed == 0)) || die "adding the ACLs for topic prefix '$prefix' failed"
+  printf '%s\n' "$stamp" >>"$ACLS_APPLIED"
+  log "added the ACLs for topic prefix '$prefix' (${#calls[@]} AclCommand calls, $((SECONDS - t0)) s)"
+}
+
+cmd_acl() {
+  local prefix="${1-$TOPIC_PREFIX}"
+  running_pid >/dev/null || die "the broker in $DATA_DIR is not running"
+  acl_apply "$prefix"
 }
 
 # A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 chars), not starting with '-'.
@@ -230,14 +397,32 @@ format_storage_once() {
     printf '%s\n' "$cid" >"$CLUSTER_ID_FILE"
   fi
   log "formatting $PARTITION_DIR with cluster id $cid"
-  local opts
+  local opts scram=()
   mapfile -t opts < <(java_base_opts)
+  if [[ "$SECURE" == 1 ]]; then
+    # The SCRAM credentials go into the metadata log at format time, through a mode-600 argument file
+    # (java @file: the passwords never show in a process list). CLASSPATH, since -cp wildcards are not
+    # expanded inside an argument file.
+    local argfile="$DATA_DIR/.format.args" name
+    (
+      umask 077
+      printf '%s\n' kafka.tools.StorageTool format -c "\"$PROPS\"" -t "$cid" --ignore-formatted >"$argfile"
+      while read -r name; do
+        printf -- '--add-scram\nSCRAM-SHA-512=[name=%s,password=%s]\n' "$name" "$(<"$PASSWORD_DIR/$name")"
+      done < <(python3 "$ACLS_PY" principals) >>"$argfile"
+    )
+    scram=("@$argfile")
+  else
+    scram=(kafka.tools.StorageTool format -c "$PROPS" -t "$cid" --ignore-formatted)
+  fi
   # Static controller.quorum.voters: no --standalone.
-  if ! java -Xmx256m "${opts[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format \
-      -c "$PROPS" -t "$cid" --ignore-formatted >"$LOG_DIR/format.out" 2>&1; then
+  if ! CLASSPATH="$LIBS/*" java -Xmx256m "${opts[@]}" "${scram[@]}" >"$LOG_DIR/format.out" 2>&1; then
+    rm -f "$DATA_DIR/.format.args"
     cat "$LOG_DIR/format.out" >&2
     die "formatting the storage failed"
   fi
+  rm -f "$DATA_DIR/.format.args"
+  if [[ "$SECURE" == 1 ]]; then echo secure >"$MODE_FILE"; else echo plain >"$MODE_FILE"; fi
 }
 
 rotate_logs() {
@@ -252,10 +437,16 @@ rotate_logs() {
 report_running() {
   log "running (pid $1), bootstrap servers $BOOTSTRAP, data in $DATA_DIR"
   printf 'KAFKA_BOOTSTRAP_SERVERS=%s\n' "$BOOTSTRAP"
+  if [[ "$(formatted_mode)" == secure ]]; then
+    printf 'KAFKA_SECURITY_PROTOCOL=SASL_PLAINTEXT\nKAFKA_SASL_MECHANISM=SCRAM-SHA-512\nKAFKA_CREDENTIALS_FILE=%s\n' \
+      "$CREDENTIALS"
+  fi
 }
 
 cmd_start() {
   take_lock
+  [[ "$SECURE" == 0 || "$SECURE" == 1 ]] || die "KAFKA_SECURE must be 0 or 1, got '$SECURE'"
+  check_mode
   local pid
   if pid="$(running_pid)"; then
     log "already running"
@@ -275,6 +466,9 @@ cmd_start() {
   cmd_fetch
   mkdir -p "$LOG_DIR" "$PARTITION_DIR"
   touch "$MARKER"
+  if [[ "$SECURE" == 1 ]]; then
+    make_credentials
+  fi
   render_config
   format_storage_once
   rotate_logs
@@ -312,6 +506,9 @@ cmd_start() {
     sleep 0.5
   done
   log "ready in $((SECONDS - t0)) s"
+  if [[ "$SECURE" == 1 ]]; then
+    acl_apply "$TOPIC_PREFIX"
+  fi
   report_running "$pid"
 }
 
@@ -394,9 +591,19 @@ main() {
   shift || true
   case "$cmd" in
     fetch) cmd_fetch "$@" ;;
-    start) cmd_start ;;
+    start | restart)
+      local a
+      for a in "$@"; do
+        case "$a" in
+          --secure) SECURE=1 ;;
+          *) die "unknown option for $cmd: $a" ;;
+        esac
+      done
+      if [[ "$cmd" == restart ]]; then cmd_stop; fi
+      cmd_start
+      ;;
     stop) cmd_stop ;;
-    restart) cmd_stop && cmd_start ;;
+    acl) cmd_acl "$@" ;;
     status) cmd_status ;;
     reset) cmd_reset ;;
     logs) cmd_logs "$@" ;;

@@ -101,10 +101,10 @@ class KafkaFloorIO:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self, from_beginning: bool = False) -> None:
-        self.producer = AIOKafkaProducer(bootstrap_servers=self.settings.bootstrap_servers,
+        self.producer = AIOKafkaProducer(**self.settings.client_options(),
                                          enable_idempotence=True, linger_ms=0)
         await self.producer.start()
-        self.consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.bootstrap_servers,
+        self.consumer = AIOKafkaConsumer(**self.settings.client_options(),
                                          enable_auto_commit=False, isolation_level="read_committed",
                                          auto_offset_reset="earliest")
         await self.consumer.start()

@@ -185,12 +185,6 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
 
 
 def _broker_security(settings: Settings) -> dict[str, Any]:
-    """FastStream's ``security=`` for the SASL/SCRAM options in ``settings`` (none in plain mode)."""
-    sec = settings.security
-    if not sec.get("security_protocol", "").startswith("SASL"):
-        return {}
-    from faststream.security import SASLScram256, SASLScram512
-
-    cls = SASLScram256 if sec.get("sasl_mechanism") == "SCRAM-SHA-256" else SASLScram512
-    return {"security": cls(username=sec.get("sasl_plain_username", ""),
-                            password=sec.get("sasl_plain_password", ""))}
+    """FastStream's ``security=`` for the SASL options in ``settings`` (none in plain mode)."""
+    security = settings.faststream_security()
+    return {"security": security} if security is not None else {}

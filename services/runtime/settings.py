@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from collections.abc import Mapping
+from typing import Any
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
+
+#: security protocols a client here can speak (no TLS context is configured, so no SSL / SASL_SSL)
+PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
+#: SASL mechanisms accepted (the secured broker of infra/kafka/kafka.sh offers SCRAM-SHA-512)
+MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
+
+
+class SecuritySettingsError(ValueError):
+    """The Kafka security settings in the environment are incomplete or contradictory (the message names
+    the variable)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,6 +27,12 @@ class Settings:
 
     ``topic_prefix`` is prepended to every topic name (tests use a unique prefix per run, production none);
     ``group_prefix`` likewise for consumer groups and transactional ids.
+
+    Security (the broker of ``infra/kafka/kafka.sh start --secure``): ``security_protocol`` is
+    ``PLAINTEXT`` (default, no identity) or ``SASL_PLAINTEXT``; then ``sasl_mechanism`` (``SCRAM-SHA-512``),
+    ``sasl_username`` (the principal, e.g. ``shoe`` or ``console``) and ``sasl_password`` are required. The
+    password is never shown by ``repr``. Every Kafka client takes its connection options from
+    :meth:`client_options` (aiokafka) or :meth:`faststream_security` (FastStream).
     """
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP
@@ -29,29 +48,91 @@ class Settings:
     #: a command whose ``issued_at`` is further than this from the broker's append time is refused
     #: ``clock_skew`` (0: no check)
     max_clock_skew_s: float = 120.0
-    #: aiokafka security options: security_protocol, sasl_mechanism, sasl_plain_username, sasl_plain_password
-    security: dict[str, str] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.security_protocol not in PROTOCOLS:
+            raise SecuritySettingsError(
+                f"KAFKA_SECURITY_PROTOCOL={self.security_protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+        if self.security_protocol == "SASL_PLAINTEXT":
+            if self.sasl_mechanism not in MECHANISMS:
+                raise SecuritySettingsError(
+                    f"KAFKA_SASL_MECHANISM={self.sasl_mechanism!r}: SASL_PLAINTEXT needs one of "
+                    f"{', '.join(MECHANISMS)}")
+            if not self.sasl_username:
+                raise SecuritySettingsError("SASL_PLAINTEXT needs KAFKA_SASL_USERNAME (the principal)")
+            if not self.sasl_password:
+                raise SecuritySettingsError(
+                    f"SASL_PLAINTEXT needs a password for {self.sasl_username!r}: set KAFKA_SASL_PASSWORD_FILE "
+                    "(or KAFKA_SASL_PASSWORD)")
 
     @classmethod
-    def from_env(cls) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """``KAFKA_BOOTSTRAP_SERVERS``, ``CROUPIER_TOPIC_PREFIX``, ``CROUPIER_GROUP_PREFIX``,
-        ``CROUPIER_INSTANCE``."""
+        ``CROUPIER_INSTANCE``; security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
+        ``KAFKA_SASL_MECHANISM`` (default ``SCRAM-SHA-512`` when the protocol is SASL), ``KAFKA_SASL_USERNAME``
+        and the password from ``KAFKA_SASL_PASSWORD_FILE`` (a file holding it, e.g.
+        ``var/kafka/passwords/shoe``; trailing newline ignored) or ``KAFKA_SASL_PASSWORD``, not both.
+
+        Raises :class:`SecuritySettingsError` for an unknown protocol or mechanism, a missing user name or
+        password, both password variables, or an unreadable password file.
+        """
+        env = os.environ if environ is None else environ
+        protocol = env.get("KAFKA_SECURITY_PROTOCOL", "").strip().upper() or "PLAINTEXT"
+        sasl = protocol.startswith("SASL")
+        mechanism = env.get("KAFKA_SASL_MECHANISM", "").strip().upper() or ("SCRAM-SHA-512" if sasl else None)
         return cls(
-            bootstrap_servers=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP),
-            topic_prefix=os.environ.get("CROUPIER_TOPIC_PREFIX", ""),
-            group_prefix=os.environ.get("CROUPIER_GROUP_PREFIX", "croupier"),
-            instance=os.environ.get("CROUPIER_INSTANCE", "0"),
-            partitions=_int_env("CROUPIER_PARTITIONS", 12, low=1),
-            snapshot_interval_s=float(os.environ.get("CROUPIER_SNAPSHOT_INTERVAL_S", "5")),
-            snapshot_every_records=_int_env("CROUPIER_SNAPSHOT_EVERY_RECORDS", 2000, low=1),
-            max_clock_skew_s=float(os.environ.get("CROUPIER_MAX_CLOCK_SKEW_S", "120")),
-            security=_security_from_env(),
+            bootstrap_servers=env.get("KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP),
+            topic_prefix=env.get("CROUPIER_TOPIC_PREFIX", ""),
+            group_prefix=env.get("CROUPIER_GROUP_PREFIX", "croupier"),
+            instance=env.get("CROUPIER_INSTANCE", "0"),
+            partitions=_int_env(env, "CROUPIER_PARTITIONS", 12, low=1),
+            snapshot_interval_s=float(env.get("CROUPIER_SNAPSHOT_INTERVAL_S", "5")),
+            snapshot_every_records=_int_env(env, "CROUPIER_SNAPSHOT_EVERY_RECORDS", 2000, low=1),
+            max_clock_skew_s=float(env.get("CROUPIER_MAX_CLOCK_SKEW_S", "120")),
+            security_protocol=protocol,
+            sasl_mechanism=mechanism if sasl else None,
+            sasl_username=(env.get("KAFKA_SASL_USERNAME") or None) if sasl else None,
+            sasl_password=_password(env) if sasl else None,
         )
 
-    def client_options(self) -> dict[str, object]:
-        """Keyword arguments for every aiokafka client: the bootstrap servers and the security options."""
-        return {"bootstrap_servers": self.bootstrap_servers, **self.security}
+    @property
+    def secured(self) -> bool:
+        """True when clients authenticate (SASL)."""
+        return self.security_protocol != "PLAINTEXT"
+
+    def as_principal(self, username: str, password: str, mechanism: str = "SCRAM-SHA-512") -> "Settings":
+        """The same settings, connecting as another principal over ``SASL_PLAINTEXT`` (tests, tools)."""
+        return replace(self, security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
+                       sasl_username=username, sasl_password=password)
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments for every aiokafka client (``AIOKafkaProducer``, ``AIOKafkaConsumer``,
+        ``AIOKafkaAdminClient``): ``bootstrap_servers`` and, when secured, ``security_protocol``,
+        ``sasl_mechanism``, ``sasl_plain_username`` and ``sasl_plain_password``.
+
+        Use as ``AIOKafkaProducer(**settings.client_options(), linger_ms=0)``.
+        """
+        options: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers}
+        if self.secured:
+            options.update(security_protocol=self.security_protocol, sasl_mechanism=self.sasl_mechanism,
+                           sasl_plain_username=self.sasl_username, sasl_plain_password=self.sasl_password)
+        return options
+
+    def faststream_security(self) -> Any:
+        """The ``security=`` object for ``faststream.kafka.KafkaBroker`` (None when not secured): a
+        ``SASLScram512`` / ``SASLScram256`` / ``SASLPlaintext`` without TLS."""
+        if not self.secured:
+            return None
+        from faststream.security import SASLPlaintext, SASLScram256, SASLScram512
+
+        kind = {"SCRAM-SHA-512": SASLScram512, "SCRAM-SHA-256": SASLScram256, "PLAIN": SASLPlaintext}
+        return kind[self.sasl_mechanism or ""](username=self.sasl_username or "", password=self.sasl_password or "",
+                                               use_ssl=False)
 
     def topic(self, name: str) -> str:
         """The full topic name for a base name from :mod:`contracts.topics`."""
@@ -70,8 +151,9 @@ class Settings:
         return f"{self.group_prefix}.{self.topic_prefix}{service}.{self.instance}"
 
 
-def _int_env(name: str, default: int, *, low: int) -> int:
-    raw = os.environ.get(name)
+def _int_env(env: Mapping[str, str], name: str, default: int, *, low: int) -> int:
+    """A whole number from the environment (``default`` when unset); raises ``ValueError`` naming it."""
+    raw = env.get(name)
     if raw is None or raw == "":
         return default
     try:
@@ -83,21 +165,14 @@ def _int_env(name: str, default: int, *, low: int) -> int:
     return value
 
 
-def _security_from_env() -> dict[str, str]:
-    """``KAFKA_SECURITY_PROTOCOL`` (e.g. ``SASL_PLAINTEXT``), ``KAFKA_SASL_MECHANISM`` (default
-    ``SCRAM-SHA-512``), ``KAFKA_SASL_USERNAME`` and ``KAFKA_SASL_PASSWORD`` or ``KAFKA_SASL_PASSWORD_FILE``
-    (the password never needs to be on a command line). Empty when no protocol is set (plain mode)."""
-    proto = os.environ.get("KAFKA_SECURITY_PROTOCOL", "").strip()
-    if not proto or proto == "PLAINTEXT":
-        return {}
-    out = {"security_protocol": proto}
-    if proto.startswith("SASL"):
-        password = os.environ.get("KAFKA_SASL_PASSWORD", "")
-        pfile = os.environ.get("KAFKA_SASL_PASSWORD_FILE", "")
-        if pfile:
-            with open(pfile, encoding="utf-8") as f:
-                password = f.read().strip()
-        out.update(sasl_mechanism=os.environ.get("KAFKA_SASL_MECHANISM", "SCRAM-SHA-512"),
-                   sasl_plain_username=os.environ.get("KAFKA_SASL_USERNAME", ""),
-                   sasl_plain_password=password)
-    return out
+def _password(env: Mapping[str, str]) -> str | None:
+    """The SASL password from ``KAFKA_SASL_PASSWORD_FILE`` or ``KAFKA_SASL_PASSWORD`` (not both)."""
+    path, value = env.get("KAFKA_SASL_PASSWORD_FILE", ""), env.get("KAFKA_SASL_PASSWORD", "")
+    if path and value:
+        raise SecuritySettingsError("set KAFKA_SASL_PASSWORD_FILE or KAFKA_SASL_PASSWORD, not both")
+    if not path:
+        return value or None
+    try:
+        return Path(path).read_text(encoding="utf-8").rstrip("\r\n") or None
+    except OSError as exc:
+        raise SecuritySettingsError(f"KAFKA_SASL_PASSWORD_FILE={path}: {exc.strerror or exc}") from exc

@@ -18,11 +18,18 @@ import re
 import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
+
+from services.runtime.settings import Settings
+
+if TYPE_CHECKING:
+    from tests.system.secured import SecuredBroker
 
 _SYSTEM_DIR = Path(__file__).resolve().parent
 
@@ -96,6 +103,12 @@ def kafka_bootstrap() -> Iterator[str]:
         yield container.get_bootstrap_server()
 
 
+def client_options(bootstrap: str) -> dict[str, object]:
+    """aiokafka connection options for ``bootstrap`` with the security settings of the environment
+    (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``; none on the plain broker)."""
+    return replace(Settings.from_env(), bootstrap_servers=bootstrap).client_options()
+
+
 _TOPIC_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")
 
 
@@ -130,7 +143,7 @@ async def create_topics(
     Raises on any error other than "already exists".
     """
     topics = [names] if isinstance(names, str) else list(names)
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout_s * 1000))
+    admin = AIOKafkaAdminClient(**client_options(bootstrap), request_timeout_ms=int(timeout_s * 1000))
     await admin.start()
     try:
         response = await admin.create_topics(
@@ -175,7 +188,7 @@ async def create_topics(
 
 
 async def delete_topics(bootstrap: str, names: list[str]) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(**client_options(bootstrap))
     await admin.start()
     try:
         await admin.delete_topics(names)
@@ -211,3 +224,19 @@ async def kafka_topic(
             await delete_topics(kafka_bootstrap, created)
         except Exception as exc:  # noqa: BLE001 - best effort: names are unique, leftovers harm no test
             logging.getLogger(__name__).warning("could not delete test topics %s: %s", created, exc)
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator["SecuredBroker"]:
+    """A broker started by ``infra/kafka/kafka.sh start --secure`` (SASL/SCRAM, ACLs), with the ACLs of one
+    topic prefix: ``CROUPIER_SECURE_KAFKA`` (a running secured broker's data dir) or one of its own on free
+    ports, stopped at the end of the session (see tests/system/secured.py)."""
+    from tests.system.secured import start_secured
+
+    broker = start_secured(tmp_path_factory.mktemp("kafka"))
+    logging.getLogger(__name__).warning("secured broker at %s ready in %.1f s (prefix %s):\n%s", broker.bootstrap,
+                                        broker.start_seconds, broker.prefix, broker.start_log)
+    try:
+        yield broker
+    finally:
+        broker.stop()

@@ -22,6 +22,7 @@ from croupier.cli import app
 from services.floor.dealer import Clock, TableDealer
 from services.runtime.core import command
 from services.runtime.kafka import read_log
+from tests.system.conftest import client_options
 from tests.system.test_floor_kafka import SEATS, Floor
 
 ROUNDS = 4
@@ -83,7 +84,7 @@ async def test_croupier_audit_on_kafka_clean_then_catches_a_forged_settlement(ka
     nxt = 1 + max(e.seq for e in log if e.table_id == "K1" and e.stream == T.SETTLEMENT_EVENTS)
     unknown = encode(replace(real, seq=nxt, event_id=event_id(T.SETTLEMENT_EVENTS, "K1", nxt))).replace(
         b'"type":"bet_settled"', b'"type":"bet_teleported"')
-    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
+    producer = AIOKafkaProducer(**client_options(kafka_bootstrap))
     await producer.start()
     try:
         await producer.send_and_wait(topic, encode(forged), key=T.key("K1"))

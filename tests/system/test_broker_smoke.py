@@ -9,6 +9,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
+from tests.system.conftest import client_options
+
 N_MESSAGES = 100
 N_KEYS = 7
 PARTITIONS = 4
@@ -18,7 +20,7 @@ async def test_produce_and_replay_keyed_messages(kafka_bootstrap: str, kafka_top
     topic = await kafka_topic("events", partitions=PARTITIONS, config={"retention.ms": "-1"})
 
     # The per-topic retention override reads back (event topics must never expire).
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    admin = AIOKafkaAdminClient(**client_options(kafka_bootstrap))
     await admin.start()
     try:
         [response] = await admin.describe_configs(
@@ -35,7 +37,7 @@ async def test_produce_and_replay_keyed_messages(kafka_bootstrap: str, kafka_top
     sent: list[tuple[bytes, bytes]] = [
         (f"table-{i % N_KEYS}".encode(), f"event-{i:03d}".encode()) for i in range(N_MESSAGES)
     ]
-    producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", enable_idempotence=True)
+    producer = AIOKafkaProducer(**client_options(kafka_bootstrap), acks="all", enable_idempotence=True)
     await producer.start()
     try:
         futures = [await producer.send(topic, key=k, value=v) for k, v in sent]
@@ -57,7 +59,7 @@ async def test_produce_and_replay_keyed_messages(kafka_bootstrap: str, kafka_top
 
     # Replay the whole topic from the beginning, as a service rebuilding its state would.
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=kafka_bootstrap,
+        **client_options(kafka_bootstrap),
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         isolation_level="read_committed",

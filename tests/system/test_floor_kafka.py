@@ -205,7 +205,7 @@ async def test_rejections_and_duplicates_and_the_table_carries_on(floor: Floor):
 async def test_garbage_is_dead_lettered_and_unknown_types_skipped_and_services_keep_serving(floor: Floor):
     from aiokafka import AIOKafkaProducer
 
-    producer = AIOKafkaProducer(bootstrap_servers=floor.settings.bootstrap_servers)
+    producer = AIOKafkaProducer(**floor.settings.client_options())
     await producer.start()
     try:
         unknown = encode(command("G1", "u1", datetime(2026, 1, 1, tzinfo=timezone.utc),

@@ -1,0 +1,159 @@
+"""Who may do what on the secured broker: the principals and their ACLs, in one table.
+
+Run by ``infra/kafka/kafka.sh`` (plain ``python3``, standard library and :mod:`contracts.topics` only):
+
+    python3 infra/kafka/acls.py principals            one principal name a line (admin first)
+    python3 infra/kafka/acls.py calls PREFIX GROUPS   AclCommand arguments, one call a line (space separated)
+    python3 infra/kafka/acls.py table                 the policy as a Markdown table (README "Running secured")
+
+``PREFIX`` is the topic prefix (``CROUPIER_TOPIC_PREFIX``, e.g. ``t-1234.``, may be empty) and ``GROUPS`` the
+group prefix (``CROUPIER_GROUP_PREFIX``, default ``croupier``). Topic ACLs are on the full names (prefix +
+base name, pattern type PREFIXED, see :func:`calls`), so one broker holds many prefixes, each with its own
+ACLs; consumer-group and transactional-id ACLs are PREFIXED on ``<GROUPS>.<PREFIX><principal>``, which is what
+``Settings.group()`` and ``Settings.transactional_id()`` produce (``croupier.t-1234.shoe``, ``…shoe.0``).
+
+Kafka semantics relied on (Kafka 4.x ``StandardAuthorizer``): Read and Write on a topic imply Describe;
+Read on a group implies Describe; Write on a transactional id implies Describe; an idempotent producer
+needs only Write on a topic (KIP-679); nothing is allowed without an ACL
+(``allow.everyone.if.no.acl.found=false``) except for the super user ``admin``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from contracts import topics as T
+
+#: the super user (``super.users``): the broker itself (inter-broker and controller) and ``kafka.sh acl``
+ADMIN = "admin"
+
+EVENTS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
+"""The four public event topics (``shoe.vault`` is not one of them: it holds the sealed shoe orders)."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one principal may do (base topic names, before the prefix).
+
+    ``read``: topics it may consume; ``write``: topics it may produce to; ``create``: topics it may create
+    (the services create the topics they touch on start-up, see ``services.runtime.kafka.ensure_topics``);
+    ``groups``: may use consumer groups and, with ``transactional``, transactional ids named
+    ``<group prefix>.<topic prefix><principal>…``.
+    """
+
+    principal: str
+    kind: str
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    create: tuple[str, ...] = ()
+    groups: bool = False
+    transactional: bool = False
+    note: str = ""
+
+
+def _service(name: str, own: tuple[str, ...], inputs: tuple[str, ...], sends: tuple[str, ...] = (),
+             transactional: bool = True, note: str = "") -> Grant:
+    """A service: reads its inputs and (to rebuild) its own topics, writes its own topics, its dead letters
+    and the command topics it sends to, creates every topic it touches."""
+    own = (*own, T.dlq(name))
+    touched = tuple(dict.fromkeys((*own, *inputs, *sends)))
+    return Grant(name, "service", read=tuple(dict.fromkeys((*inputs, *own))), write=(*own, *sends),
+                 create=touched, groups=True, transactional=transactional, note=note)
+
+
+GRANTS: tuple[Grant, ...] = (
+    _service("shoe", (T.SHOE_EVENTS, T.SHOE_VAULT), (T.SHOE_COMMANDS,),
+             note="the only principal that can read or write shoe.vault"),
+    _service("dealing", (T.DEALING_EVENTS,), (T.DEALING_COMMANDS, T.SHOE_EVENTS, T.WAGERING_EVENTS),
+             sends=(T.SHOE_COMMANDS,), note="sends DrawCard to shoe.commands"),
+    _service("wagering", (T.WAGERING_EVENTS,), (T.WAGERING_COMMANDS, T.DEALING_EVENTS)),
+    _service("settlement", (T.SETTLEMENT_EVENTS,), (T.SETTLEMENT_COMMANDS, T.DEALING_EVENTS, T.WAGERING_EVENTS)),
+    _service("projection", (T.PROJECTION_ODDS, T.PROJECTION_LEDGER, T.PROJECTION_ALERTS), EVENTS,
+             transactional=False, note="idempotent, not transactional; also the query API's replica groups"),
+    Grant("console", "role", read=EVENTS, write=T.COMMAND_TOPICS, groups=True,
+          note="dealer console (and the simulated floor): the only writer of command topics besides "
+               "dealing's DrawCard"),
+    Grant("pit", "role", read=(*EVENTS, *T.PROJECTION_TOPICS), groups=True, note="watches play and ledgers"),
+    Grant("surveillance", "role", read=(*EVENTS, *T.COMMAND_TOPICS, *T.PROJECTION_TOPICS, *T.DLQ_TOPICS),
+          groups=True, note="the investigator: every record except the vault"),
+    Grant("cage", "role", read=(T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS, T.PROJECTION_LEDGER), groups=True,
+          note="pays from settlements and the ledger"),
+    Grant("analytics", "role", read=EVENTS, groups=True, note="event topics only"),
+)
+
+
+def principals() -> list[str]:
+    """Every principal kafka.sh creates a SCRAM credential for, ``admin`` first."""
+    return [ADMIN, *(g.principal for g in GRANTS)]
+
+
+def calls(prefix: str, group_prefix: str) -> list[list[str]]:
+    """AclCommand ``--add`` argument lists (without the connection options) that grant :data:`GRANTS`
+    for ``prefix``: per principal at most three calls (AclCommand grants every listed operation on every
+    listed resource, so each call holds the resources of one operation): Read on the topics it reads and
+    its consumer groups, Write on the topics it writes and its transactional ids, Create on the topics it
+    creates. Every pattern is PREFIXED (one pattern type per call): a topic pattern is the full name, and no
+    base name in :mod:`contracts.topics` is the beginning of another, so it matches that topic alone among
+    the project's topics."""
+    out: list[list[str]] = []
+    for g in GRANTS:
+        head = ["--add", "--allow-principal", f"User:{g.principal}", "--resource-pattern-type", "PREFIXED"]
+        named = f"{group_prefix}.{prefix}{g.principal}"
+        read = [a for n in g.read for a in ("--topic", f"{prefix}{n}")]
+        if g.groups:
+            read += ["--group", named]
+        write = [a for n in g.write for a in ("--topic", f"{prefix}{n}")]
+        if g.transactional:
+            write += ["--transactional-id", named]
+        create = [a for n in g.create for a in ("--topic", f"{prefix}{n}")]
+        for op, resources in (("Read", read), ("Write", write), ("Create", create)):
+            if resources:
+                out.append([*head, "--operation", op, *resources])
+    return out
+
+
+def _check_no_base_name_prefixes_another() -> None:
+    names = sorted(T.ALL_TOPICS)
+    clash = [(a, b) for a in names for b in names if a != b and b.startswith(a)]
+    if clash:
+        raise SystemExit(f"acls.py: PREFIXED topic ACLs need distinct beginnings, but {clash} clash")
+
+
+def table() -> str:
+    """The policy as a Markdown table (``<p>`` = topic prefix, ``<g>`` = group prefix)."""
+    rows = ["| principal | kind | reads | writes | groups / transactional ids | note |",
+            "|---|---|---|---|---|---|"]
+    for g in GRANTS:
+        ids = f"`<g>.<p>{g.principal}*`" if g.groups else "-"
+        if g.transactional:
+            ids += " (groups and transactional ids)"
+        elif g.groups:
+            ids += " (groups)"
+        rows.append(f"| `{g.principal}` | {g.kind} | {', '.join(g.read) or '-'} | {', '.join(g.write) or '-'} "
+                    f"| {ids} | {g.note} |")
+    rows.append(f"| `{ADMIN}` | super user | everything | everything | everything | the broker itself and "
+                "`kafka.sh acl` |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str]) -> int:
+    _check_no_base_name_prefixes_another()
+    if argv[:1] == ["principals"]:
+        print("\n".join(principals()))
+    elif argv[:1] == ["calls"] and len(argv) == 3:
+        for c in calls(argv[1], argv[2]):
+            print(" ".join(c))
+    elif argv[:1] == ["table"]:
+        print(table())
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,117 @@
+"""A secured Kafka broker for the ACL tests: ``infra/kafka/kafka.sh start --secure`` in a data dir of its own.
+
+``CROUPIER_SECURE_KAFKA=<data dir>`` points at a secured broker already running (started with
+``KAFKA_DATA_DIR=<data dir> infra/kafka/kafka.sh start --secure``); its ports are read from the rendered
+``server.properties`` and ``kafka.sh acl`` adds the ACLs of the test's topic prefix. Without it,
+:func:`start_secured` starts one on two free loopback ports (its own data dir, stopped at the end), with the
+ACLs of the prefix applied during start-up, so the main broker that ``.ci/run`` starts is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from services.runtime.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+KAFKA_SH = REPO / "infra" / "kafka" / "kafka.sh"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class SecuredBroker:
+    """A running secured broker: where it is, its principals' passwords, one topic prefix with ACLs."""
+
+    data_dir: Path
+    port: int
+    controller_port: int
+    prefix: str
+    started_here: bool = False
+    start_seconds: float = 0.0
+    env: dict[str, str] = field(default_factory=dict)
+    last_stderr: str = ""
+    start_log: str = ""
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def password(self, principal: str) -> str:
+        """The generated password of ``principal`` (``<data dir>/passwords/<principal>``)."""
+        return (self.data_dir / "passwords" / principal).read_text().strip()
+
+    def password_file(self, principal: str) -> Path:
+        return self.data_dir / "passwords" / principal
+
+    def settings(self, principal: str, prefix: str | None = None) -> Settings:
+        """Settings connecting as ``principal`` under the broker's topic prefix."""
+        base = Settings(bootstrap_servers=self.bootstrap, topic_prefix=self.prefix if prefix is None else prefix)
+        return base.as_principal(principal, self.password(principal))
+
+    def kafka_sh(self, *args: str, prefix: str | None = None, timeout: float = 300) -> str:
+        env = {**os.environ, **self.env, "CROUPIER_TOPIC_PREFIX": self.prefix if prefix is None else prefix}
+        proc = subprocess.run(["bash", str(KAFKA_SH), *args], env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        self.last_stderr = proc.stderr
+        if proc.returncode != 0:
+            raise RuntimeError(f"kafka.sh {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        return proc.stdout
+
+    def add_prefix(self, prefix: str) -> "SecuredBroker":
+        """ACLs for another topic prefix on the same broker (``kafka.sh acl <prefix>``)."""
+        self.kafka_sh("acl", prefix, prefix=prefix)
+        return replace(self, prefix=prefix, started_here=False)
+
+    def stop(self) -> None:
+        if self.started_here:
+            self.kafka_sh("stop")
+
+
+def _ports_of(data_dir: Path) -> tuple[int, int]:
+    props = (data_dir / "server.properties").read_text()
+    broker = re.search(r"^advertised\.listeners=SASL_PLAINTEXT://127\.0\.0\.1:(\d+)", props, re.M)
+    ctl = re.search(r"^controller\.quorum\.voters=1@127\.0\.0\.1:(\d+)", props, re.M)
+    if not broker or not ctl:
+        raise RuntimeError(f"{data_dir}/server.properties is not a secured kafka.sh broker's")
+    return int(broker.group(1)), int(ctl.group(1))
+
+
+def start_secured(tmp_dir: Path) -> SecuredBroker:
+    """The secured broker of ``CROUPIER_SECURE_KAFKA``, or a fresh one in ``tmp_dir`` (see the module)."""
+    prefix = f"acl{uuid.uuid4().hex[:8]}."
+    given = os.environ.get("CROUPIER_SECURE_KAFKA", "").strip()
+    if given:
+        data_dir = Path(given).resolve()
+        port, ctl = _ports_of(data_dir)
+        env = {"KAFKA_DATA_DIR": str(data_dir), "KAFKA_PORT": str(port), "KAFKA_CONTROLLER_PORT": str(ctl)}
+        broker = SecuredBroker(data_dir, port, ctl, prefix, env=env)
+        broker.kafka_sh("acl", prefix)
+        return broker
+    data_dir = tmp_dir / "secured-kafka"
+    port, ctl = _free_port(), _free_port()
+    while ctl == port:
+        ctl = _free_port()
+    env = {"KAFKA_DATA_DIR": str(data_dir), "KAFKA_PORT": str(port), "KAFKA_CONTROLLER_PORT": str(ctl),
+           "KAFKA_HEAP_OPTS": "-Xms128m -Xmx512m"}
+    broker = SecuredBroker(data_dir, port, ctl, prefix, started_here=True, env=env)
+    t0 = time.monotonic()
+    try:
+        broker.kafka_sh("start", "--secure")
+    except BaseException:
+        broker.kafka_sh("stop")
+        raise
+    broker.start_seconds = time.monotonic() - t0
+    broker.start_log = broker.last_stderr
+    return broker

@@ -1,0 +1,117 @@
+"""The client's security settings (services/runtime/settings.py) and the ACL policy (infra/kafka/acls.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from faststream.security import SASLScram512
+
+from contracts import topics as T
+from services.runtime.settings import SecuritySettingsError, Settings
+
+REPO = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("kafka_acls", REPO / "infra" / "kafka" / "acls.py")
+assert _spec and _spec.loader
+acls = importlib.util.module_from_spec(_spec)
+sys.modules["kafka_acls"] = acls
+_spec.loader.exec_module(acls)
+
+
+def test_plain_by_default_gives_only_the_bootstrap_servers():
+    s = Settings.from_env({"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"})
+    assert s.client_options() == {"bootstrap_servers": "127.0.0.1:1"}
+    assert s.faststream_security() is None and not s.secured
+
+
+def test_sasl_from_a_password_file(tmp_path: Path):
+    pw = tmp_path / "shoe"
+    pw.write_text("s3cret\n")
+    s = Settings.from_env({"KAFKA_BOOTSTRAP_SERVERS": "h:1", "KAFKA_SECURITY_PROTOCOL": "sasl_plaintext",
+                           "KAFKA_SASL_USERNAME": "shoe", "KAFKA_SASL_PASSWORD_FILE": str(pw)})
+    assert s.client_options() == {"bootstrap_servers": "h:1", "security_protocol": "SASL_PLAINTEXT",
+                                  "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "shoe",
+                                  "sasl_plain_password": "s3cret"}
+    sec = s.faststream_security()
+    assert isinstance(sec, SASLScram512)
+    assert (sec.username, sec.password, sec.use_ssl) == ("shoe", "s3cret", False)
+    assert "s3cret" not in repr(s)
+
+
+@pytest.mark.parametrize("env, names", [
+    ({"KAFKA_SECURITY_PROTOCOL": "SSL"}, "KAFKA_SECURITY_PROTOCOL"),
+    ({"KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "KAFKA_SASL_PASSWORD": "x"}, "KAFKA_SASL_USERNAME"),
+    ({"KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "KAFKA_SASL_USERNAME": "shoe"}, "KAFKA_SASL_PASSWORD_FILE"),
+    ({"KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "KAFKA_SASL_USERNAME": "shoe", "KAFKA_SASL_MECHANISM": "MD5",
+      "KAFKA_SASL_PASSWORD": "x"}, "KAFKA_SASL_MECHANISM"),
+    ({"KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "KAFKA_SASL_USERNAME": "shoe", "KAFKA_SASL_PASSWORD": "x",
+      "KAFKA_SASL_PASSWORD_FILE": "/p"}, "not both"),
+    ({"KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "KAFKA_SASL_USERNAME": "shoe",
+      "KAFKA_SASL_PASSWORD_FILE": "/nonexistent/pw"}, "/nonexistent/pw"),
+])
+def test_incomplete_security_settings_name_the_variable(env: dict[str, str], names: str):
+    with pytest.raises(SecuritySettingsError, match=names):
+        Settings.from_env(env)
+
+
+def _writers(base: str) -> set[str]:
+    return {g.principal for g in acls.GRANTS if base in g.write}
+
+
+def _readers(base: str) -> set[str]:
+    return {g.principal for g in acls.GRANTS if base in g.read}
+
+
+def test_the_vault_is_the_shoe_services_alone():
+    assert _readers(T.SHOE_VAULT) == _writers(T.SHOE_VAULT) == {"shoe"}
+    assert {g.principal for g in acls.GRANTS if T.SHOE_VAULT in g.create} == {"shoe"}
+
+
+def test_command_topics_take_writes_from_the_console_and_dealings_draws_only():
+    assert {c: _writers(c) for c in T.COMMAND_TOPICS} == {
+        T.SHOE_COMMANDS: {"console", "dealing"}, T.DEALING_COMMANDS: {"console"},
+        T.WAGERING_COMMANDS: {"console"}, T.SETTLEMENT_COMMANDS: {"console"}}
+
+
+def test_each_service_writes_only_its_own_topics_and_analytics_reads_events_only():
+    for g in acls.GRANTS:
+        if g.kind == "service":
+            own = {t for t in T.ALL_TOPICS if t.startswith(f"{g.principal}.")}
+            sends = {T.SHOE_COMMANDS} if g.principal == "dealing" else set()
+            assert set(g.write) == (own - {f"{g.principal}.commands"}) | sends, g.principal
+        else:
+            assert g.write == () or g.principal == "console", g.principal
+    analytics = next(g for g in acls.GRANTS if g.principal == "analytics")
+    assert set(analytics.read) == set(acls.EVENTS) and T.SHOE_VAULT not in acls.EVENTS
+
+
+def test_acl_calls_name_every_grant_with_the_prefix():
+    calls = acls.calls("t-1.", "croupier")
+    granted = set()
+    for c in calls:
+        principal = c[c.index("--allow-principal") + 1].removeprefix("User:")
+        op = c[c.index("--operation") + 1]
+        assert c[c.index("--resource-pattern-type") + 1] == "PREFIXED"
+        granted |= {(principal, op, c[i + 1]) for i, a in enumerate(c) if a in ("--topic", "--group",
+                                                                              "--transactional-id")}
+    expected = set()
+    for g in acls.GRANTS:
+        expected |= {(g.principal, "Read", f"t-1.{n}") for n in g.read}
+        expected |= {(g.principal, "Write", f"t-1.{n}") for n in g.write}
+        expected |= {(g.principal, "Create", f"t-1.{n}") for n in g.create}
+        if g.groups:
+            expected.add((g.principal, "Read", f"croupier.t-1.{g.principal}"))
+        if g.transactional:
+            expected.add((g.principal, "Write", f"croupier.t-1.{g.principal}"))
+    assert granted == expected
+    assert len(calls) == 21
+
+
+def test_the_readme_table_is_the_policy():
+    out = subprocess.run([sys.executable, str(REPO / "infra" / "kafka" / "acls.py"), "table"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == acls.table()
+    assert out in (REPO / "infra" / "kafka" / "README.md").read_text()
