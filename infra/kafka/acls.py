@@ -59,7 +59,7 @@ def _service(name: str, own: tuple[str, ...], inputs: tuple[str, ...], sends: tu
              transactional: bool = True, note: str = "") -> Grant:
     """A service: reads its inputs and (to rebuild) its own topics, writes its own topics, its dead letters
     and the command topics it sends to, creates every topic it touches."""
-    own = (*own, T.dlq(name))
+    own = (*own, T.dlq(name), f"{name}.snapshots")  # the service's compacted snapshots (its state: its alone)
     touched = tuple(dict.fromkeys((*own, *inputs, *sends)))
     return Grant(name, "service", read=tuple(dict.fromkeys((*inputs, *own))), write=(*own, *sends),
                  create=touched, groups=True, transactional=transactional, note=note)
@@ -67,13 +67,13 @@ def _service(name: str, own: tuple[str, ...], inputs: tuple[str, ...], sends: tu
 
 GRANTS: tuple[Grant, ...] = (
     _service("shoe", (T.SHOE_EVENTS, T.SHOE_VAULT), (T.SHOE_COMMANDS,),
-             note="the only principal that can read or write shoe.vault"),
+             note="the only principal that can read or write shoe.vault (and shoe.snapshots, which holds the live order)"),
     _service("dealing", (T.DEALING_EVENTS,), (T.DEALING_COMMANDS, T.SHOE_EVENTS, T.WAGERING_EVENTS),
              sends=(T.SHOE_COMMANDS,), note="sends DrawCard to shoe.commands"),
     _service("wagering", (T.WAGERING_EVENTS,), (T.WAGERING_COMMANDS, T.DEALING_EVENTS)),
     _service("settlement", (T.SETTLEMENT_EVENTS,), (T.SETTLEMENT_COMMANDS, T.DEALING_EVENTS, T.WAGERING_EVENTS)),
     _service("projection", (T.PROJECTION_ODDS, T.PROJECTION_LEDGER, T.PROJECTION_ALERTS), EVENTS,
-             transactional=False, note="idempotent, not transactional; also the query API's replica groups"),
+             note="also the query API's replica groups (which restore from projection.snapshots)"),
     Grant("console", "role", read=EVENTS, write=T.COMMAND_TOPICS, groups=True,
           note="dealer console (and the simulated floor): the only writer of command topics besides "
                "dealing's DrawCard"),

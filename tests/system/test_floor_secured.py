@@ -1,9 +1,5 @@
 """The whole floor on the secured broker: each service under its own principal, the dealer and bettors as
 ``console``, the audit reading as ``surveillance``; one full shoe, audited clean.
-
-Expected to fail until ``services/runtime/kafka.py`` and ``services/runtime/app.py`` pass
-``Settings.client_options()`` / ``Settings.faststream_security()`` to their clients (the services cannot
-authenticate before that). Remove the xfail marker then.
 """
 
 from __future__ import annotations
@@ -26,10 +22,6 @@ from services.runtime.kafka import ensure_topics, read_log
 from tests.system.secured import SecuredBroker
 from tests.system.test_floor_kafka import EXTRA, SEATS, Floor
 
-    reason="needs the lead's runtime (services/runtime/kafka.py, app.py) to take Settings.client_options() "
-           "and Settings.faststream_security(); until then no service can authenticate",
-    strict=False,
-)
 
 
 class SecuredFloor(Floor):

@@ -79,7 +79,7 @@ def test_command_topics_take_writes_from_the_console_and_dealings_draws_only():
 def test_each_service_writes_only_its_own_topics_and_analytics_reads_events_only():
     for g in acls.GRANTS:
         if g.kind == "service":
-            own = {t for t in T.ALL_TOPICS if t.startswith(f"{g.principal}.")}
+            own = {t for t in T.ALL_TOPICS if t.startswith(f"{g.principal}.")} | {f"{g.principal}.snapshots"}
             sends = {T.SHOE_COMMANDS} if g.principal == "dealing" else set()
             assert set(g.write) == (own - {f"{g.principal}.commands"}) | sends, g.principal
         else:
