@@ -33,6 +33,9 @@ from services.runtime.tasks import Tasks, snapshot_topic
 #: the longest one batch may be (records), and how long the consumer waits to fill one (ms)
 MAX_RECORDS = 500
 BATCH_TIMEOUT_MS = 5
+#: how long a member may be silent before the group hands its tasks on: the broker's minimum (a killed or
+#: paused instance's tables stall at most this long plus the rebalance), with a heartbeat every second
+SESSION_TIMEOUT_MS = 6_000
 
 
 class TasksOnly:
@@ -158,7 +161,7 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
         isolation_level="read_committed",
         ack_policy=AckPolicy.MANUAL,  # offsets are committed inside each task's transaction
         partition_assignment_strategy=(TableTaskAssignor.for_member(),),
-        session_timeout_ms=10_000,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
         heartbeat_interval_ms=1_000,
         listener=tasks,
         include_in_schema=False,
