@@ -247,12 +247,19 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         es.sort(key=lambda e: e.seq)
 
     # ---- the floor worked: no rejection for a reason that means it is broken --------------------------
+    # a round refused ``no_open_shoe`` that opened when the dealer tried again moments later (the dealing
+    # service learns of a just-loaded shoe from the shoe's stream, a few ms after the dealer sees it) is the
+    # floor working; a round that never opened is not
+    opened_rounds = {e.payload.round_id for e in streams.get("dealing.events", []) if isinstance(e.payload, RoundOpened)}
     for stream, es in sorted(streams.items()):
         for e in es:
             p = e.payload
             if (isinstance(p, (CommandRejected, BetRejected)) and p.reason in BROKEN_REASONS
                     and (isinstance(p, BetRejected) or p.command in BROKEN_COMMANDS)):
                 if only_shoe and e.shoe_id not in (None, only_shoe):
+                    continue
+                if (isinstance(p, CommandRejected) and p.command == "open_round" and p.reason == "no_open_shoe"
+                        and e.round_id in opened_rounds):
                     continue
                 rep.broken_rejections[p.reason] = rep.broken_rejections.get(p.reason, 0) + 1
                 what = p.command if isinstance(p, CommandRejected) else f"bet on {p.round_id}"

@@ -446,3 +446,25 @@ def test_cli_unreachable_broker_is_one_line_and_exit_1():
     err = r.stderr.strip()
     assert err.startswith("error: cannot reach Kafka at 127.0.0.1:1") and "\n" not in err
     assert "Traceback" not in r.output
+
+
+async def test_a_round_refused_no_open_shoe_that_opens_when_tried_again_is_the_floor_working():
+    bus, _ = floor_bus(seed=6)
+    io = MemoryFloorIO(bus)
+    dealer = TableDealer(io, "R2", punto_banco_full(), SEATS, random.Random(6), Clock())
+    await dealer.open_table()
+    from contracts.commands import LoadShoe
+
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    # the dealer opens round S-1 before the dealing service has heard of shoe S (it lags the shoe's stream)
+    await io.send(T.DEALING_COMMANDS, command("R2", "early", at, OpenRound(round_id="S-1", shoe_id="S")))
+    await io.send(T.SHOE_COMMANDS, command("R2", "load", at, LoadShoe(shoe_id="S", cut_at=40)))
+    assert await dealer.play_round("S", "S-1")  # tried again: it opens, is dealt and settled
+    log = events(bus)
+    assert [e.payload.reason for e in log if isinstance(e.payload, CommandRejected)] == ["no_open_shoe"]
+    rep = audit(log)
+    assert rep.clean and rep.broken_rejections == {}, [str(d) for d in rep.discrepancies]
+    # the same refusal for a round that never opened is the floor broken
+    await io.send(T.DEALING_COMMANDS, command("R2", "never", at, OpenRound(round_id="S-9", shoe_id="T")))
+    rep = audit(events(bus))
+    assert rep.broken_rejections == {"no_open_shoe": 1} and [d.kind for d in rep.discrepancies] == ["floor_broken"]
