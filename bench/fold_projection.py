@@ -7,13 +7,15 @@ then what is due; ``ServiceHost.rebuild``) and times the fold alone (median of `
 
 Last line: ``fold_projection: us_per_event_at_1k=<a> us_per_event_at_8k=<b> ratio=<b/a>``; a ratio near 1
 means the per-event cost does not grow with history. ``--root DIR`` folds with another checkout's code
-(e.g. ``--root /work/main`` with that checkout's interpreter) to compare against it.
+(e.g. ``--root /work/main`` with that checkout's interpreter) to compare against it; with ``--cache DIR``
+both fold the same saved records (the first run deals and saves them).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import statistics
 import sys
@@ -25,6 +27,8 @@ _ap.add_argument("--root", default=str(Path(__file__).resolve().parents[1]), hel
 _ap.add_argument("--small", type=int, default=1000, help="rounds of the small history")
 _ap.add_argument("--large", type=int, default=8000, help="rounds of the large history")
 _ap.add_argument("--repeat", type=int, default=3, help="folds per history (median reported)")
+_ap.add_argument("--cache", default="", help="directory: save each dealt history there, or fold a saved one "
+                                             "(so two checkouts fold the very same records)")
 ARGS = _ap.parse_args()
 sys.path.insert(0, ARGS.root)
 
@@ -36,7 +40,7 @@ from services.floor.dealer import Clock, TableDealer  # noqa: E402
 from services.floor.io import MemoryFloorIO  # noqa: E402
 from services.projection.core import ProjectionCore  # noqa: E402
 from services.runtime.host import NullPublisher, ServiceHost  # noqa: E402
-from services.runtime.memory import MemoryBus  # noqa: E402
+from services.runtime.memory import MemoryBus, Record  # noqa: E402
 from services.runtime.logging import configure  # noqa: E402
 from services.runtime.settings import Settings  # noqa: E402
 from services.settlement.core import SettlementCore  # noqa: E402
@@ -67,6 +71,27 @@ async def deal(rounds: int) -> tuple[MemoryBus, int]:
     return bus, dealer.run_state.rounds
 
 
+def save(bus: MemoryBus, rounds: int, path: str) -> None:
+    """Write ``bus``'s topics (key and value of every record) and the rounds dealt to ``path`` (msgpack)."""
+    import msgspec
+
+    data = {"rounds": rounds, "topics": {t: [[r.key, r.value] for r in recs] for t, recs in bus.topics.items()}}
+    with open(path, "wb") as f:
+        f.write(msgspec.msgpack.encode(data))
+
+
+def load(path: str) -> tuple[MemoryBus, int]:
+    """The bus and rounds :func:`save` wrote."""
+    import msgspec
+
+    with open(path, "rb") as f:
+        data = msgspec.msgpack.decode(f.read())
+    bus = MemoryBus()
+    for t, recs in data["topics"].items():
+        bus.topics[t] = [Record(t, 0, i, k, v) for i, (k, v) in enumerate(recs)]
+    return bus, data["rounds"]
+
+
 async def fold(bus: MemoryBus) -> tuple[float, int]:
     """Seconds to rebuild a fresh projection from ``bus`` and the records it folded."""
     host = ServiceHost(ProjectionCore(), Settings(), NullPublisher())
@@ -84,7 +109,14 @@ async def main() -> None:
     per_event = []
     for target in (ARGS.small, ARGS.large):
         t0 = time.perf_counter()
-        bus, rounds = await deal(target)
+        path = os.path.join(ARGS.cache, f"fold-history-{target}.msgpack") if ARGS.cache else ""
+        if path and os.path.exists(path):
+            bus, rounds = load(path)
+        else:
+            bus, rounds = await deal(target)
+            if path:
+                os.makedirs(ARGS.cache, exist_ok=True)
+                save(bus, rounds, path)
         dealt_s = time.perf_counter() - t0
         runs = [await fold(bus) for _ in range(ARGS.repeat)]
         s = statistics.median(r[0] for r in runs)
