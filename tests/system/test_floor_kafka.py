@@ -261,7 +261,7 @@ async def test_projection_replay_from_zero_equals_live(kafka_bootstrap: str):
             settled = [e.payload.table_result for e in await floor.log()
                        if e.table_id == tid and isinstance(e.payload, RoundSettled)]
             assert st.ledger.table_result(tid) == sum(settled)
-            assert len(st.results[f"{tid}-shoe-1"]) == next(r.rounds for r in runs if r.table_id == tid)
+            assert len(st.results(f"{tid}-shoe-1")) == next(r.rounds for r in runs if r.table_id == tid)
         odds = [decode_event(r.value).payload for r in await read(floor.settings.topic(T.PROJECTION_ODDS))]
         assert len(odds) > 1000 and {o.view for o in odds} == {"public", "surveillance"}
     finally:
