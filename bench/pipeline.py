@@ -66,8 +66,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 import services
 from baccarat.table import punto_banco_full
-from bench.rawloop import STAGES as RAW_STAGES
 from bench.rawloop import NOT_ENOUGH_REPLICAS, RawLoop, run_raw, transactions_on_path
+from bench.rawloop import STAGES as RAW_STAGES
 from bench.readiness import LogWatch, wait_restored, watch_service_logs
 from contracts import topics as T
 from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe

@@ -24,6 +24,7 @@ from typing import Any
 FLAG_NAMES = ("ready", "is_ready", "restored")
 #: structlog event names that mean "this service finished restoring its state"
 LOG_EVENTS = ("rebuilt", "restored", "ready")
+_QUOTED = tuple(f'"{w}"' for w in (*LOG_EVENTS, "warning", "error", "critical", "exception"))
 
 
 class LogWatch:
@@ -37,7 +38,8 @@ class LogWatch:
 
     def line(self, rendered: str) -> None:
         """Inspect one rendered JSON log line."""
-        if '"event"' not in rendered:
+        # fast path: a service logs one line per event (and per duplicate command on a replay)
+        if not any(q in rendered for q in _QUOTED):
             return
         try:
             rec = json.loads(rendered)
