@@ -13,11 +13,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench import rebuild  # noqa: E402
-from bench.rawloop import FLOOR, close_route, transactions_on_path  # noqa: E402
-from bench.readiness import LogWatch, flag  # noqa: E402
-from contracts import topics as T  # noqa: E402
-from services.runtime.settings import Settings  # noqa: E402
+from bench import rebuild
+from bench.rawloop import FLOOR, close_route, transactions_on_path
+from bench.readiness import LogWatch, flag
+from contracts import topics as T
+from services.runtime.settings import Settings
 
 
 def test_close_route_follows_the_services_topic_hops():
