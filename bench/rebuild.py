@@ -319,11 +319,18 @@ async def start_once(settings: Settings, name: str, tag: str, watch: LogWatch, d
             left = timeout - (clock() - t0)
             out.done = await asyncio.wait_for(probe_watch.wait_for(cid), max(left, 0.1)) - t0
         else:
+            errors: Counter[str] = Counter()
             while True:
-                have, tables = await projection_digest(svc.host)
+                try:
+                    have, tables = await projection_digest(svc.host)
+                except Exception as e:  # noqa: BLE001 - /health read mid-rebuild; counted, polled again
+                    errors[f"{type(e).__name__}: {e}"] += 1
+                    have, tables = "", -1
+                if errors and have == digest:
+                    out.note = f"/health failed {sum(errors.values())}x while restoring ({errors.most_common(1)[0][0]}); "
                 if have == digest:
                     out.done = clock() - t0
-                    out.note = f"{tables} tables"
+                    out.note += f"{tables} tables"
                     break
                 if clock() - t0 > timeout:
                     raise TimeoutError(f"digest {have[:12]} != {digest[:12]} after {timeout:.0f} s")
@@ -424,6 +431,9 @@ async def run(args: argparse.Namespace) -> int:
             print(f"rebuild: {n} rounds not measured: {e}")
             r = "-"
         except Exception as e:  # noqa: BLE001 - report and go on to print the line
+            import traceback
+
+            traceback.print_exc()
             print(f"rebuild: {n} rounds FAILED: {type(e).__name__}: {e}", file=sys.stderr)
             r = "failed"
         results[label(n)] = f"{r:.2f}" if isinstance(r, float) else r
