@@ -130,11 +130,15 @@ class RawLoop:
         with backoff by the client, which would be timed): write one marker to every partition first."""
         probe = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=0, request_timeout_ms=2000)
         await probe.start()
+        sender = logging.getLogger("aiokafka.producer.sender")
+        level = sender.level
+        sender.setLevel(logging.ERROR)  # the retries this waits out are expected here
         try:
             marker = _enc.encode(Hop("", "", "marker", []))
             await asyncio.wait_for(asyncio.gather(*(probe.send_and_wait(n, marker, partition=p)
                                                     for n in names for p in range(self.partitions))), timeout)
         finally:
+            sender.setLevel(level)
             await probe.stop()
 
     async def _consumer(self, stage: str, group: str | None) -> AIOKafkaConsumer:
