@@ -52,7 +52,7 @@ async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, 
 
     from services.projection.api import create_api
 
-    server = uvicorn.Server(uvicorn.Config(create_api(service.host, tokens), host=host, port=port,
+    server = uvicorn.Server(uvicorn.Config(create_api(service.host, tokens, ready=lambda: service.ready), host=host, port=port,
                                            log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve())
     await stop.wait()

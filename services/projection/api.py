@@ -25,9 +25,12 @@ from services.projection.digest import state_digest
 from services.runtime.host import ServiceHost
 
 
-def create_api(host: ServiceHost, tokens: Mapping[str, str]) -> FastAPI:
+def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[], bool] | None = None) -> FastAPI:
     """The query API over ``host``'s projection state. ``tokens``: ``{role: bearer token}`` (roles in
     :data:`services.projection.auth.ROLES`; load them with :func:`services.projection.auth.load_tokens`).
+    ``ready``: whether the projection has restored its tasks (``Service.ready``); until it has, every data
+    endpoint answers 503 (never a 404 or zero balances from a half-restored state) and ``/health/ready``
+    says so.
     Raises :class:`~services.projection.auth.NoCredentials` if ``tokens`` is empty and ``ValueError`` for an
     unknown role: there is no default credential."""
     if not tokens:
@@ -65,9 +68,29 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str]) -> FastAPI:
     ledger_reader = requires(LEDGER_ROLES, "ledgers and balances")
     surveillance = requires(SURVEILLANCE_ROLES, "the surveillance view")
 
+    is_ready = ready or (lambda: True)
+
+    @api.middleware("http")
+    async def restoring(request: Any, call_next: Any) -> Any:
+        from fastapi.responses import JSONResponse
+
+        open_paths = ("/health", "/docs", "/openapi.json", "/redoc")
+        if not is_ready() and not request.url.path.startswith(open_paths):
+            return JSONResponse({"detail": "restoring: the projection has not caught up with the log yet"},
+                                status_code=503, headers={"Retry-After": "1"})
+        return await call_next(request)
+
+    @api.get("/health/ready", summary="Readiness: every assigned task restored (503 until then)")
+    def health_ready() -> Any:
+        from fastapi.responses import JSONResponse
+
+        ok = is_ready()
+        return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
+
     @api.get("/health", summary="Liveness and the state digest")
     def health() -> dict[str, Any]:
-        return {"status": "ok", "tables": len(host.runner.tables), "digest": state_digest(host.runner.tables)}
+        return {"status": "ok", "ready": is_ready(), "tables": len(host.runner.tables),
+                "digest": state_digest(dict(host.runner.tables))}
 
     @api.get("/tables", summary="Every table and where it stands")
     def tables() -> list[dict[str, Any]]:

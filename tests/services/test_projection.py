@@ -419,3 +419,20 @@ async def test_state_encodes_after_every_event_and_stays_bounded():
     await fresh.rebuild(read)
     assert state_digest(fresh.runner.tables) == state_digest(proj.runner.tables)
     assert fresh.runner.tables["T1"].state.ledger.balances() == s.ledger.balances()
+
+
+def test_the_api_answers_503_until_the_projection_has_restored():
+    from services.runtime.host import NullPublisher, ServiceHost
+    from services.runtime.settings import Settings
+
+    host = ServiceHost(ProjectionCore(), Settings(), NullPublisher())
+    restored = False
+    client = TestClient(create_api(host, TOKENS, ready=lambda: restored))
+    assert client.get("/tables").status_code == 503  # never an empty list from a half-restored state
+    assert client.get("/tables/T1").status_code == 503  # nor a 404
+    assert client.get("/health/ready").status_code == 503
+    assert client.get("/health").json()["ready"] is False
+    restored = True
+    assert client.get("/tables").status_code == 200
+    assert client.get("/tables/T1").status_code == 404
+    assert client.get("/health/ready").json() == {"ready": True}
