@@ -265,7 +265,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             # a short fetch wait: every re-assignment waits for the fetch in flight (500 ms by default)
             reader = AIOKafkaConsumer(**self.settings.client_options(), enable_auto_commit=False,
                                       isolation_level="read_committed", auto_offset_reset="earliest",
-                                      fetch_max_wait_ms=10, max_partition_fetch_bytes=4 * 1024 * 1024)
+                                      fetch_max_wait_ms=10, max_partition_fetch_bytes=17 * 1024 * 1024)
             await reader.start()
             self._reader = reader
         return self._reader
@@ -345,7 +345,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         if self.transactional:
             await self._close_producer(p)
             prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=self.transactional_id(p),
-                                    enable_idempotence=True, acks="all", linger_ms=0)
+                                    enable_idempotence=True, acks="all", linger_ms=0,
+                                    max_request_size=16 * 1024 * 1024)  # snapshots; the broker caps events
             await prod.start()  # init_transactions: fences the old owner and completes its open transaction
             self.producers[p] = prod
         marks = {"fence": time.monotonic() - t0}
@@ -397,8 +398,13 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             decisions = await self.host.collect_reactions(self.tables_of(p))
             # a long fold is worth a checkpoint at once, so the next restore starts here
             long_fold = cp is None and n > 0 or n >= self.settings.snapshot_every_records
-            if self.transactional and (decisions or (long_fold and self.version is not None)):
+            if self.transactional and decisions:
                 await self._commit(p, decisions, [], {}, force_checkpoint=long_fold)
+            elif self.transactional and long_fold and self.version is not None:
+                try:
+                    await self._commit(p, [], [], {}, force_checkpoint=True)
+                except Exception as e:  # noqa: BLE001 - only a cache: serve now, checkpoint later
+                    self.log.warning("checkpoint_failed", task=p, error=f"{type(e).__name__}: {e}")
             for tp, off in positions.items():
                 self.consumer.seek(tp, off)
             self._last_checkpoint[p] = time.monotonic()
@@ -508,6 +514,10 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             out.append((T.key(t), S.encode(S.TableSnapshot(
                 version=self.version, table_id=t, state=S.encode_state(slot.state), seq=dict(slot.seq),
                 input_seq=dict(slot.input_seq), causes=list(slot.causes), last_event_id=slot.last_event_id))))
+        too_large = [t for (_, v), t in zip(out, changed) if len(v) > S.MAX_RECORD_BYTES]
+        if too_large:  # never half a checkpoint: the previous one stays valid, the tail grows a little
+            self.log.warning("checkpoint_skipped_snapshot_too_large", task=p, tables=too_large)
+            return []
         positions = {**self.positions.get(p, {}), **offsets}
         cp = S.Checkpoint(version=self.version, partition=p, own=dict(self.own_next.get(p, {})),
                           inputs={s.base(tp.topic): off for tp, off in positions.items()}, tables=len(changed))
