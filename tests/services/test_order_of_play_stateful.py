@@ -117,8 +117,8 @@ class OrderOfPlay(RuleBasedStateMachine):
             self.read_card(CARDS[(self.n * 7 + i) % len(CARDS)], "", 0)
 
     # -- bettors -------------------------------------------------------------------------------------------
-    @rule(wager=st.sampled_from(["player", "banker", "tie", "pair_player", "cards_4"]),
-          amount=st.sampled_from([2500, 5000, 100_000]), seat=st.integers(1, 3))
+    @rule(wager=st.sampled_from(["player", "banker", "tie", "cards_5", "cards_4"]),
+          amount=st.sampled_from([2500, 5000, 10_000]), seat=st.integers(1, 3))
     def bet(self, wager: str, amount: int, seat: int) -> None:
         self.send(T.WAGERING_COMMANDS, PlaceBet(round_id=self.current(), seat=seat, player_id=f"p{seat}",
                                                 wager=wager, amount_cents=amount))
