@@ -90,8 +90,8 @@ EvCode = Annotated[str, _doc(maxLength=MAX_CODE)]
 EvText = Annotated[str, _doc(maxLength=MAX_TEXT)]
 EvDetail = Annotated[str, _doc(maxLength=MAX_DETAIL)]
 EvHex = Annotated[str, _doc(maxLength=MAX_HEX)]
-#: bytes (base64 in JSON): the documented maximum is of the bytes, not of their base64 text
-EvSealed = Annotated[bytes, _doc(maxLength=MAX_SEALED)]
+#: bytes, base64 in JSON: the documented ``maxLength`` is of the base64 text of :data:`MAX_SEALED` bytes
+EvSealed = Annotated[bytes, _doc(maxLength=4 * -(-MAX_SEALED // 3))]
 EvCards = Annotated[list[EvCard], _doc(maxItems=MAX_SHOE_CARDS)]
 EvBurned = Annotated[list[EvCard], _doc(maxItems=MAX_BURN)]
 #: a hand: at most 3 cards (13:69F-3.9)
