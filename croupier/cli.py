@@ -611,12 +611,6 @@ def audit(
         typer.echo(f"undecodable records: {report.undecodable_records}; events of unknown types skipped: {skipped}"
                    + (f" ({', '.join(f'{k} {v}' for k, v in sorted(report.unknown_types.items()))})"
                       if skipped else ""))
-        v = report.vault
-        if v.status == "checked":
-            typer.echo(f"vault: {v.opened} of {v.records} sealed order(s) opened and matched their reveal or "
-                       f"commitment (keys {', '.join(f'{k} {n}' for k, n in sorted(v.key_ids.items())) or 'none'})")
-        else:
-            typer.echo(f"vault: not checked, the sealed shoe orders could not be opened ({v.reason})")
         if report.broken_rejections:
             typer.echo("the floor is broken: commands rejected "
                        + ", ".join(f"{k} {v}" for k, v in sorted(report.broken_rejections.items())))
@@ -624,6 +618,12 @@ def audit(
         typer.echo(f"{len(found)} discrepanc{'y' if len(found) == 1 else 'ies'}" + (":" if found else ": clean"))
         for d in found:
             typer.echo(f"{d.table_id} {d.kind} {d.where}: {d.detail}")
+        v = report.vault
+        if v.status == "checked":
+            typer.echo(f"vault: {v.opened} of {v.records} sealed order(s) opened and matched their reveal or "
+                       f"commitment (keys {', '.join(f'{k} {n}' for k, n in sorted(v.key_ids.items())) or 'none'})")
+        else:
+            typer.echo(f"vault: not checked, the sealed shoe orders could not be opened ({v.reason})")
     if not report.clean:
         raise typer.Exit(1)
 
