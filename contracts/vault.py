@@ -42,8 +42,9 @@ NONCE_BYTES = 12
 KEY_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$")
 #: domain separation of the associated data (a new format gets a new label)
 AAD_LABEL = b"croupier/shoe.vault/aes-256-gcm/v1"
-#: the environment variables the shoe service reads its keys from (one of them, not both)
-ENV_FILE, ENV_KEYS = "CROUPIER_VAULT_KEY_FILE", "CROUPIER_VAULT_KEYS"
+#: the environment variables the shoe service reads its keys from (one of them, not both), and the optional
+#: id of the key that seals (default: the newest), for a rotation in two steps
+ENV_FILE, ENV_KEYS, ENV_SEAL = "CROUPIER_VAULT_KEY_FILE", "CROUPIER_VAULT_KEYS", "CROUPIER_VAULT_SEAL_KEY_ID"
 
 
 class VaultKeyError(ValueError):
@@ -63,9 +64,11 @@ class _Plain(msgspec.Struct, frozen=True):
 
 @dataclass(frozen=True, slots=True)
 class VaultKeys:
-    """Vault keys by id, oldest first: ``keys`` is ``((key_id, 32 key bytes), ...)``; the last one seals."""
+    """Vault keys by id, oldest first: ``keys`` is ``((key_id, 32 key bytes), ...)``; the last one seals,
+    unless ``sealing`` names another of them."""
 
     keys: tuple[tuple[str, bytes], ...]
+    sealing: str = ""
 
     def __post_init__(self) -> None:
         if not self.keys:
@@ -78,6 +81,8 @@ class VaultKeys:
                 raise VaultKeyError(f"vault key {kid!r} is {len(key)} bytes, AES-256 needs {KEY_BYTES}")
             if ids.count(kid) > 1:
                 raise VaultKeyError(f"vault key id {kid!r} appears twice")
+        if self.sealing and self.sealing not in ids:
+            raise VaultKeyError(f"{ENV_SEAL}={self.sealing!r} is not one of the keys ({', '.join(ids)})")
 
     def __repr__(self) -> str:  # never print key bytes
         return f"VaultKeys(ids={self.ids!r})"
@@ -88,7 +93,9 @@ class VaultKeys:
 
     @property
     def newest(self) -> tuple[str, bytes]:
-        """``(key id, key)`` that seals new orders: the last entry."""
+        """``(key id, key)`` that seals new orders: the last entry, or the one ``sealing`` names."""
+        if self.sealing:
+            return next(k for k in self.keys if k[0] == self.sealing)
         return self.keys[-1]
 
     def get(self, key_id: str) -> bytes | None:
@@ -133,14 +140,19 @@ class VaultKeys:
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> "VaultKeys":
         """Keys from ``CROUPIER_VAULT_KEY_FILE`` (a key file) or ``CROUPIER_VAULT_KEYS`` (the entries
-        themselves), not both. Raises :class:`VaultKeyError` when neither is set or they do not parse."""
+        themselves), not both; ``CROUPIER_VAULT_SEAL_KEY_ID`` optionally names the key that seals (default
+        the newest). Raises :class:`VaultKeyError` when neither is set, they do not parse, or the sealing id
+        is not among them."""
+        from dataclasses import replace
+
         path, value = environ.get(ENV_FILE, "").strip(), environ.get(ENV_KEYS, "").strip()
+        sealing = environ.get(ENV_SEAL, "").strip()
         if path and value:
             raise VaultKeyError(f"set {ENV_FILE} or {ENV_KEYS}, not both")
         if path:
-            return cls.from_file(path)
+            return replace(cls.from_file(path), sealing=sealing)
         if value:
-            return cls.parse(value, ENV_KEYS)
+            return replace(cls.parse(value, ENV_KEYS), sealing=sealing)
         raise VaultKeyError(f"the shoe service needs a vault key: set {ENV_FILE} (a file of KEY_ID:BASE64 "
                             f"lines, mode 600) or {ENV_KEYS}; `croupier vault-key new --file PATH` makes one")
 

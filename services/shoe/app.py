@@ -3,7 +3,8 @@
 Entropy enters here, at the edge: ``secrets.SystemRandom`` shuffles, ``secrets.token_bytes`` salts and
 draws the vault's AES-GCM nonces. So do the vault keys (:mod:`contracts.vault`): from
 ``CROUPIER_VAULT_KEY_FILE`` (a file of ``KEY_ID:BASE64`` lines, mode 600) or ``CROUPIER_VAULT_KEYS``, in the
-process environment or in ``Settings.extra``. Without a key the service refuses to start: building it
+process environment or in ``Settings.extra`` (and ``CROUPIER_VAULT_SEAL_KEY_ID``, the key that seals when not
+the newest). Without a key the service refuses to start: building it
 raises :class:`contracts.vault.VaultKeyError`, whose message says what to set (``faststream run`` fails
 when it loads ``app``; ``services.create("shoe")`` and ``croupier serve`` raise it).
 """
@@ -15,7 +16,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from contracts.vault import ENV_FILE, ENV_KEYS, NONCE_BYTES, Vault, VaultKeys
+from contracts.vault import ENV_FILE, ENV_KEYS, ENV_SEAL, NONCE_BYTES, Vault, VaultKeys
 from services.runtime.app import Service, build_app, build_service
 from services.runtime.settings import Settings
 from services.shoe.core import Entropy, ShoeCore
@@ -38,7 +39,7 @@ def vault_keys(settings: Settings | None = None, environ: Mapping[str, str] | No
     when there is none or it does not parse."""
     extra = settings.extra if settings is not None else {}
     if extra.get(ENV_FILE) or extra.get(ENV_KEYS):
-        return VaultKeys.from_env(extra)
+        return VaultKeys.from_env({ENV_SEAL: os.environ.get(ENV_SEAL, ""), **extra})
     return VaultKeys.from_env(os.environ if environ is None else environ)
 
 

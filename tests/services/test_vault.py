@@ -204,6 +204,11 @@ def test_vault_keys_parse_rotate_and_refuse_what_is_unsafe(tmp_path, monkeypatch
     assert VaultKeys.from_env({"CROUPIER_VAULT_KEY_FILE": str(path)}).ids == ("k1", "k2")
     with pytest.raises(VaultKeyError, match="appears twice"):
         add_key(path, "k1")
+    # the first step of a rotation: k2 known everywhere, k1 still sealing
+    held = VaultKeys.from_env({"CROUPIER_VAULT_KEY_FILE": str(path), "CROUPIER_VAULT_SEAL_KEY_ID": "k1"})
+    assert held.newest == keys.keys[0] and held.get("k2") == keys.keys[1][1]
+    with pytest.raises(VaultKeyError, match="is not one of the keys"):
+        VaultKeys.from_env({"CROUPIER_VAULT_KEY_FILE": str(path), "CROUPIER_VAULT_SEAL_KEY_ID": "k3"})
     path.chmod(0o644)
     with pytest.raises(VaultKeyError, match="readable by others"):
         VaultKeys.from_file(path)
