@@ -29,10 +29,9 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import msgspec
 
@@ -103,7 +102,7 @@ class VaultKeys:
         return next((k for i, k in self.keys if i == key_id), None)
 
     @classmethod
-    def parse(cls, text: str, source: str = "vault keys") -> "VaultKeys":
+    def parse(cls, text: str, source: str = "vault keys") -> VaultKeys:
         """Keys from ``KEY_ID:BASE64`` entries (lines or commas). Raises :class:`VaultKeyError` naming
         ``source`` for a malformed entry, a key that is not 32 bytes of base64, a duplicate or no key."""
         out: list[tuple[str, bytes]] = []
@@ -123,7 +122,7 @@ class VaultKeys:
         return cls(tuple(out))
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "VaultKeys":
+    def from_file(cls, path: str | Path) -> VaultKeys:
         """Keys from a key file. Raises :class:`VaultKeyError` when it cannot be read or parsed, or when
         others than its owner may read it (mode must deny group and world: ``chmod 600``)."""
         p = Path(path)
@@ -138,7 +137,7 @@ class VaultKeys:
         return cls.parse(text, str(p))
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> "VaultKeys":
+    def from_env(cls, environ: Mapping[str, str]) -> VaultKeys:
         """Keys from ``CROUPIER_VAULT_KEY_FILE`` (a key file) or ``CROUPIER_VAULT_KEYS`` (the entries
         themselves), not both; ``CROUPIER_VAULT_SEAL_KEY_ID`` optionally names the key that seals (default
         the newest). Raises :class:`VaultKeyError` when neither is set, they do not parse, or the sealing id

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import msgspec
 import pytest
@@ -17,8 +17,15 @@ from baccarat.cards import parse_card
 from contracts import topics as T
 from contracts.codecs import decode_event
 from contracts.commands import CloseShoe, DrawCard, LoadShoe
-from contracts.events import (CardDrawn, CommandRejected, ShoeBurned, ShoeClosed, ShoeLoaded, ShoeOrderEncrypted,
-                             ShoeOrderSealed)
+from contracts.events import (
+    CardDrawn,
+    CommandRejected,
+    ShoeBurned,
+    ShoeClosed,
+    ShoeLoaded,
+    ShoeOrderEncrypted,
+    ShoeOrderSealed,
+)
 from contracts.vault import VaultKeyError, VaultKeys, VaultOpenError, add_key, new_key_entry, open_sealed
 from services.runtime.core import command
 from services.runtime.memory import MemoryBus
@@ -26,7 +33,7 @@ from services.shoe.core import ShoeCore, commitment
 from tests.services.helpers import seeded_entropy
 from tests.vaultkeys import KEYS, OTHER_KEY, TEST_KEY, seeded_vault
 
-AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
+AT = datetime(2026, 1, 1, tzinfo=UTC)
 RUN = 3  # cards in a run searched for
 
 
@@ -53,7 +60,7 @@ class Shoe:
         self.n = 0
 
     @classmethod
-    async def restarted(cls, core: ShoeCore, bus: MemoryBus) -> "Shoe":
+    async def restarted(cls, core: ShoeCore, bus: MemoryBus) -> Shoe:
         """A new shoe service instance that rebuilt its state from the bus's log."""
         s = cls(core, bus)
         await bus.rebuild(s.host)
@@ -234,7 +241,7 @@ def test_the_shoe_service_refuses_to_start_without_a_key(monkeypatch):
     with pytest.raises(VaultKeyError, match="CROUPIER_VAULT_KEY_FILE"):
         services.create("shoe", Settings(topic_prefix="nokey."))
     with pytest.raises(VaultKeyError, match="needs a vault key"):
-        getattr(shoe_app, "app")  # what `faststream run services.shoe.app:app` loads
+        _ = shoe_app.app  # what `faststream run services.shoe.app:app` loads
     # a key in the settings is enough
     svc = services.create("shoe", Settings(topic_prefix="key.", extra={"CROUPIER_VAULT_KEYS": new_key_entry("s", TEST_KEY)}))
     assert svc.host.core.vault.keys.ids == ("s",)

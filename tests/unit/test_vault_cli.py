@@ -48,7 +48,7 @@ def test_the_development_key_is_made_once_per_prefix_and_a_configured_key_wins(t
     s, path, created = with_dev_key(Settings(topic_prefix="demo-1."), root=tmp_path)
     assert created and path == tmp_path / "var" / "vault" / "demo-1.keys"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and s.extra["CROUPIER_VAULT_KEY_FILE"] == str(path)
-    again, path2, created2 = with_dev_key(Settings(topic_prefix="demo-1."), root=tmp_path)
+    _, path2, created2 = with_dev_key(Settings(topic_prefix="demo-1."), root=tmp_path)
     assert path2 == path and not created2
     assert VaultKeys.from_file(path).ids == ("dev-1",)
     monkeypatch.setenv("CROUPIER_VAULT_KEY_FILE", str(path))
