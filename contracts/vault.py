@@ -30,7 +30,7 @@ import re
 import secrets
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -223,7 +223,9 @@ class Vault:
 
     keys: VaultKeys
     nonce: Callable[[], bytes]
-    _cache: dict = None  # type: ignore[assignment]
+    #: opened records (never shown by ``repr``, never compared)
+    _cache: dict[tuple[str, str, str, str, bytes], tuple[tuple[str, ...], str]] = field(
+        init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_cache", {})
@@ -242,4 +244,4 @@ class Vault:
             if len(self._cache) >= 64:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[k] = hit
-        return hit  # type: ignore[no-any-return]
+        return hit

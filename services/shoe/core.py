@@ -110,7 +110,13 @@ def _reject(cmd: CommandEnvelope, reason: str, detail: str) -> list[Emit | Send]
 
 
 class ShoeCore:
-    """The shoe service's pure decide/evolve over :class:`ShoeState`."""
+    """The shoe service's pure decide/evolve over :class:`ShoeState`.
+
+    ``entropy`` shuffles and salts; ``vault`` seals each new order (``ShoeOrderEncrypted``) and opens it when
+    a card is drawn or the shoe closes. ``evolve`` never needs the key (the shoe is folded blind from the
+    cards the events show), so a restore without the right key still rebuilds, and only the draws and the
+    close of that shoe are refused ``vault_unopenable``.
+    """
 
     name = "shoe"
     state_type = ShoeState
