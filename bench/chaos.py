@@ -29,6 +29,13 @@ from croupier.chaos import ChaosConfig, report_lines, run_chaos
 
 
 def main(argv: list[str] | None = None) -> int:
+    if not (os.environ.get("CROUPIER_VAULT_KEYS") or os.environ.get("CROUPIER_VAULT_KEY_FILE")):
+        import secrets
+
+        from contracts.vault import new_key_entry
+
+        # a vault key for this run only, inherited by every shoe service process it starts
+        os.environ["CROUPIER_VAULT_KEYS"] = new_key_entry("chaos-1", secrets.token_bytes(32))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=300, help="rounds to settle before stopping (default 300)")
     ap.add_argument("--faults", type=int, default=15, help="faults to inject before stopping (default 15)")

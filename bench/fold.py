@@ -45,6 +45,7 @@ from services.runtime.logging import configure  # noqa: E402
 from services.runtime.memory import MemoryBus  # noqa: E402
 from services.settlement.core import SettlementCore  # noqa: E402
 from services.shoe.core import Entropy, ShoeCore  # noqa: E402
+from contracts.vault import Vault, VaultKeys  # noqa: E402
 from services.wagering.core import WageringCore  # noqa: E402
 
 TABLE = "T1"
@@ -57,8 +58,9 @@ def cores(seed: int) -> list[Any]:
         rng.shuffle(cards)
         return cards
 
-    return [ShoeCore(Entropy(shuffle=shuffle, salt=lambda: rng.randbytes(16))), DealingCore(), WageringCore(),
-            SettlementCore()]
+    vault = Vault(VaultKeys((("bench", rng.randbytes(32)),)), nonce=lambda: rng.randbytes(12))
+    return [ShoeCore(Entropy(shuffle=shuffle, salt=lambda: rng.randbytes(16)), vault), DealingCore(),
+            WageringCore(), SettlementCore()]
 
 
 async def one_shoe(seed: int) -> list[Envelope]:

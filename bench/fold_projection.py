@@ -33,15 +33,14 @@ ARGS = _ap.parse_args()
 sys.path.insert(0, ARGS.root)
 
 from baccarat.table import punto_banco_full  # noqa: E402
-from contracts import topics as T  # noqa: E402
 from services.dealing.core import DealingCore  # noqa: E402
 from services.floor.bettors import Seat  # noqa: E402
 from services.floor.dealer import Clock, TableDealer  # noqa: E402
 from services.floor.io import MemoryFloorIO  # noqa: E402
 from services.projection.core import ProjectionCore  # noqa: E402
 from services.runtime.host import NullPublisher, ServiceHost  # noqa: E402
-from services.runtime.memory import MemoryBus, Record  # noqa: E402
 from services.runtime.logging import configure  # noqa: E402
+from services.runtime.memory import MemoryBus, Record  # noqa: E402
 from services.runtime.settings import Settings  # noqa: E402
 from services.settlement.core import SettlementCore  # noqa: E402
 from services.shoe.core import Entropy, ShoeCore  # noqa: E402
@@ -57,8 +56,11 @@ async def deal(rounds: int) -> tuple[MemoryBus, int]:
         rng.shuffle(cards)
         return cards
 
+    from contracts.vault import Vault, VaultKeys
+
+    vault = Vault(VaultKeys((("bench", rng.randbytes(32)),)), nonce=lambda: rng.randbytes(12))
     bus = MemoryBus()
-    for core in (ShoeCore(Entropy(shuffle, lambda: rng.randbytes(16))), DealingCore(), WageringCore(),
+    for core in (ShoeCore(Entropy(shuffle, lambda: rng.randbytes(16)), vault), DealingCore(), WageringCore(),
                  SettlementCore(), ProjectionCore()):
         bus.add(core)
     dealer = TableDealer(MemoryFloorIO(bus), "T1", punto_banco_full(), [Seat(i, f"player-{i}") for i in range(1, 6)],

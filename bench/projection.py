@@ -48,6 +48,7 @@ from services.runtime.memory import MemoryBus  # noqa: E402
 from services.runtime.settings import Settings  # noqa: E402
 from services.settlement.core import SettlementCore  # noqa: E402
 from services.shoe.core import Entropy, ShoeCore  # noqa: E402
+from contracts.vault import Vault, VaultKeys  # noqa: E402
 from services.wagering.core import WageringCore  # noqa: E402
 
 INPUTS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
@@ -61,7 +62,8 @@ async def deal_in_memory(tables: int, rounds: int) -> MemoryBus:
         rng.shuffle(cards)
         return cards
 
-    for core in (ShoeCore(Entropy(shuffle, lambda: rng.randbytes(16))), DealingCore(), WageringCore(),
+    vault = Vault(VaultKeys((("bench", rng.randbytes(32)),)), nonce=lambda: rng.randbytes(12))
+    for core in (ShoeCore(Entropy(shuffle, lambda: rng.randbytes(16)), vault), DealingCore(), WageringCore(),
                  SettlementCore()):
         bus.add(core)
     io = MemoryFloorIO(bus)

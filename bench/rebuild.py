@@ -105,14 +105,18 @@ def seeded_entropy(seed: int) -> Any:
 
 def memory_floor(seed: int) -> tuple[MemoryBus, dict[str, Any]]:
     """The five services on an in-memory bus (as ``tests/services``)."""
+    from contracts.vault import NONCE_BYTES, Vault
     from services.dealing.core import DealingCore
     from services.projection.core import ProjectionCore
     from services.settlement.core import SettlementCore
+    from services.shoe.app import vault_keys
     from services.shoe.core import ShoeCore
     from services.wagering.core import WageringCore
 
+    nonces = random.Random(f"nonce-{seed}")
+    vault = Vault(vault_keys(), nonce=lambda: nonces.randbytes(NONCE_BYTES))  # the key the services get too
     bus = MemoryBus()
-    cores = {"shoe": ShoeCore(seeded_entropy(seed)), "dealing": DealingCore(), "wagering": WageringCore(),
+    cores = {"shoe": ShoeCore(seeded_entropy(seed), vault), "dealing": DealingCore(), "wagering": WageringCore(),
              "settlement": SettlementCore(), "projection": ProjectionCore()}
     return bus, {name: bus.add(core) for name, core in cores.items()}
 
@@ -457,6 +461,13 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if not (os.environ.get("CROUPIER_VAULT_KEYS") or os.environ.get("CROUPIER_VAULT_KEY_FILE")):
+        import secrets
+
+        from contracts.vault import new_key_entry
+
+        # a key for this run only: the generated shoes and the restarted shoe service share it
+        os.environ["CROUPIER_VAULT_KEYS"] = new_key_entry("bench-1", secrets.token_bytes(32))
     ap = argparse.ArgumentParser(description="Restart time of each service against generated history.")
     ap.add_argument("--rounds", default="1000,10000,100000",
                     type=lambda s: [int(x) for x in s.split(",") if x.strip()],

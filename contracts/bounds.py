@@ -57,6 +57,9 @@ MAX_BETS_PER_ROUND = 1_000
 MAX_TABLE_ENTRIES = 32
 #: hex texts: a salt (16-32 bytes) or a SHA-256 commitment
 MAX_HEX = 128
+#: a sealed shoe order (``ShoeOrderEncrypted.ciphertext``), bytes: the JSON of 416 card texts and a salt
+#: (at most 416 × 5 + 300) plus the 16-byte GCM tag, rounded up
+MAX_SEALED = 4_096
 
 # ---- enforced on decode (commands, the command envelope, the table and shoe specs) ---------------------
 Id = Annotated[str, msgspec.Meta(max_length=MAX_ID, pattern=ID_PATTERN)]
@@ -87,6 +90,8 @@ EvCode = Annotated[str, _doc(maxLength=MAX_CODE)]
 EvText = Annotated[str, _doc(maxLength=MAX_TEXT)]
 EvDetail = Annotated[str, _doc(maxLength=MAX_DETAIL)]
 EvHex = Annotated[str, _doc(maxLength=MAX_HEX)]
+#: bytes, base64 in JSON: the documented ``maxLength`` is of the base64 text of :data:`MAX_SEALED` bytes
+EvSealed = Annotated[bytes, _doc(maxLength=4 * -(-MAX_SEALED // 3))]
 EvCards = Annotated[list[EvCard], _doc(maxItems=MAX_SHOE_CARDS)]
 EvBurned = Annotated[list[EvCard], _doc(maxItems=MAX_BURN)]
 #: a hand: at most 3 cards (13:69F-3.9)
@@ -101,6 +106,7 @@ __all__ = [
     "MAX_DETAIL",
     "MAX_HEX",
     "MAX_ID",
+    "MAX_SEALED",
     "MAX_SHOE_CARDS",
     "MAX_TABLE_ENTRIES",
     "MAX_TEXT",
@@ -118,6 +124,7 @@ __all__ = [
     "EvHand",
     "EvHex",
     "EvId",
+    "EvSealed",
     "EvText",
     "Id",
     "OptId",

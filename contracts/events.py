@@ -24,6 +24,7 @@ from contracts.bounds import (
     EvHand,
     EvHex,
     EvId,
+    EvSealed,
     EvText,
 )
 from contracts.tables import ShoeSpec, TableSpec
@@ -112,12 +113,28 @@ class ShoeClosed(Event, frozen=True, tag="shoe_closed"):
 
 
 class ShoeOrderSealed(Event, frozen=True, tag="shoe_order_sealed"):
-    """``shoe.vault`` only (read by the shoe service alone): the order as loaded and the salt, kept so the
+    """Deprecated: no longer written (it held the order and salt in clear; superseded by
+    :class:`ShoeOrderEncrypted`). Old ``shoe.vault`` records still decode and rebuild their shoe.
+
+    ``shoe.vault`` only (read by the shoe service alone): the order as loaded and the salt, kept so the
     shoe service can rebuild; published to everyone only by ``ShoeClosed``."""
 
     shoe_id: EvId
     order: EvCards
     salt: EvHex
+
+
+class ShoeOrderEncrypted(Event, frozen=True, tag="shoe_order_encrypted"):
+    """``shoe.vault`` only: the order as loaded and the salt, encrypted (AES-256-GCM) under the shoe
+    service's vault key ``key_id``, so the shoe service can rebuild and an auditor with the key can check
+    the reveal; without the key the record tells nothing. ``nonce``: 12 bytes hex; ``ciphertext``: the
+    sealed JSON ``{"salt", "order"}`` with its 16-byte tag (base64 in JSON). Format and associated data
+    (table id, shoe id, key id): :mod:`contracts.vault`."""
+
+    shoe_id: EvId
+    key_id: EvId
+    nonce: EvHex
+    ciphertext: EvSealed
 
 
 # ---- dealing.events --------------------------------------------------------------------------------
@@ -409,7 +426,7 @@ class AdvantageBetFlagged(Event, frozen=True, tag="advantage_bet_flagged"):
 
 AnyEvent = Union[
     CommandRejected,
-    ShoeLoaded, ShoeCut, ShoeBurned, CardDrawn, CardReadRefused, ShoeClosed, ShoeOrderSealed,
+    ShoeLoaded, ShoeCut, ShoeBurned, CardDrawn, CardReadRefused, ShoeClosed, ShoeOrderSealed, ShoeOrderEncrypted,
     TableOpened, RoundOpened, CardDealt, PointsAnnounced, Irregularity, RoundResolved, RoundVoided, ShoeFinished,
     BettingOpened, BetPlaced, BetRejected, BetWithdrawn, BettingClosed,
     BetSettled, CommissionAccrued, CommissionCollected, RoundSettled,

@@ -28,6 +28,10 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   (:data:`BROKEN_REASONS`: ``no_open_shoe``, a round that cannot open on the table's shoe;
   ``unknown_round``, a bet or "No more bets" for a round the wagering service does not know): each such
   rejection is a ``floor_broken`` discrepancy, and they are counted by reason (``broken_rejections``);
+* the vault (:mod:`croupier.vaultcheck`), when the reader passes its records: each sealed shoe order opens
+  under the vault key (when given) to the order revealed at close, or before the close to the commitment
+  (``vault_unopenable``, ``vault_mismatch``, ``vault_missing``); without the key the encrypted records are
+  counted as not checked (:attr:`AuditReport.vault`), neither clean nor dirty;
 * records that could not be decoded at all (passed in by the reader as :class:`UndecodableRecord`) are
   discrepancies of kind ``undecodable_record``; well-formed events of a type this version does not know
   (passed in as :class:`UnknownEvent`) are only counted (``unknown_types``), as the evolution rules say
@@ -45,7 +49,7 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``book_mismatch``, ``unresolved_round``, ``settlement_count``, ``settlement_mismatch``,
 ``round_settled_count``, ``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``,
 ``round_not_dealt``, ``round_not_settled``, ``floor_broken``, ``card_before_no_more_bets``,
-``card_outside_round``, ``bet_after_first_card``.
+``card_outside_round``, ``bet_after_first_card``, ``vault_unopenable``, ``vault_mismatch``, ``vault_missing``.
 """
 
 from __future__ import annotations
@@ -85,6 +89,8 @@ from contracts.events import (
     ShoeLoaded,
     TableOpened,
 )
+from contracts.vault import VaultKeys
+from croupier.vaultcheck import VaultReport, check_vault
 from services.runtime.translate import shoe_rules, table_config
 
 #: rejection reasons that mean the floor is broken, not that a player or dealer erred (issue 8): a round that
@@ -154,6 +160,8 @@ class AuditReport:
     #: rejections whose reason means the floor is broken (:data:`BROKEN_REASONS`), by reason; each one is
     #: also a ``floor_broken`` discrepancy
     broken_rejections: dict[str, int] = field(default_factory=dict)
+    #: the vault check: opened with the key, not opened (no key), or not read
+    vault: VaultReport = field(default_factory=VaultReport)
 
     @property
     def clean(self) -> bool:
@@ -172,6 +180,7 @@ class AuditReport:
             "undecodable_records": self.undecodable_records,
             "unknown_types": dict(sorted(self.unknown_types.items())),
             "broken_rejections": dict(sorted(self.broken_rejections.items())),
+            "vault": self.vault.to_dict(),
             "discrepancies": [
                 {"table_id": d.table_id, "kind": d.kind, "where": d.where, "detail": d.detail}
                 for d in self.discrepancies or []
@@ -186,16 +195,22 @@ def audit(
     shoe_id: str | None = None,
     undecodable: Iterable[UndecodableRecord] = (),
     unknown: Iterable[UnknownEvent] = (),
+    vault: Iterable[Envelope] | None = None,
+    vault_keys: VaultKeys | None = None,
+    vault_reason: str = "",
 ) -> AuditReport:
     """Audit the given events (any order across streams; per-stream order by ``seq``).
 
     ``table_id`` / ``shoe_id`` restrict the audit to one table / the rounds of one shoe (the ``seq``
     checks still cover every event of the tables audited). ``undecodable``: records the reader could not
     decode (each one is a discrepancy); ``unknown``: events of types this version does not know (counted
-    by type, not discrepancies; each holds its seq).
+    by type, not discrepancies; each holds its seq). ``vault``: the records of ``shoe.vault`` (None: not
+    read, with ``vault_reason`` saying why), checked with ``vault_keys`` when given
+    (:func:`croupier.vaultcheck.check_vault`).
     """
     by_table: dict[str, list[Envelope]] = defaultdict(list)
     n = 0
+    envelopes = list(envelopes)
     for env in envelopes:
         if table_id is not None and env.table_id != table_id:
             continue
@@ -212,6 +227,13 @@ def audit(
     for tid in sorted(set(by_table) | set(skipped)):
         _audit_table(tid, by_table.get(tid, []), report, shoe_id, skipped.get(tid, []))
     assert report.discrepancies is not None
+    found = report.discrepancies
+    if vault is not None:
+        report.vault = check_vault(vault, (e for e in envelopes if e.stream == "shoe.events"), vault_keys,
+                                   lambda t, k, w, d: found.append(Discrepancy(t, k, w, d)),
+                                   table_id=table_id, shoe_id=shoe_id)
+    else:
+        report.vault = VaultReport(reason=vault_reason or "the vault was not read")
     for u in undecodable:
         if table_id is not None and u.table_id not in (table_id, "?"):
             continue

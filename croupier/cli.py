@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from pathlib import Path
 from typing import Annotated, Callable, Optional, TypeVar
 
 import msgspec
@@ -316,9 +317,17 @@ def serve(
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
     api_port: Annotated[Optional[int], typer.Option(help="Serve the query API beside the projection.")] = None,
     token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
+    dev_vault_key: Annotated[bool, typer.Option(
+        "--dev-vault-key", help="Without a configured vault key, make (or reuse) a development key file "
+        "var/vault/<prefix>.keys (mode 600) for the shoe service. Not for a real floor.")] = False,
 ) -> None:
     """Run several services together in one process until Ctrl-C (each can also run alone with
-    ``faststream run services.<name>.app:app``)."""
+    ``faststream run services.<name>.app:app``). The shoe service needs its vault key
+    (``CROUPIER_VAULT_KEY_FILE`` or ``CROUPIER_VAULT_KEYS``) and refuses to start without one."""
+    import os
+
+    from croupier.devkey import VaultKeyError, configured, with_dev_key
+
     import services as svc_pkg
     from croupier.serve import serve as run_serve
 
@@ -331,7 +340,44 @@ def serve(
     _check_port(api_port)
     tokens = _api_tokens(token) if api_port is not None or token is not None else None
     settings = _settings(bootstrap, prefix)
+    if "shoe" in names:
+        try:
+            if dev_vault_key:
+                settings, path, created = with_dev_key(settings)
+                if path is not None:
+                    typer.echo(f"no vault key configured: the shoe service uses the development key file {path} "
+                               f"({'created' if created else 'reused'}, mode 600); not for a real floor", err=True)
+            elif not configured(settings):
+                raise VaultKeyError("the shoe service needs a vault key: set CROUPIER_VAULT_KEY_FILE (a file of "
+                                    "KEY_ID:BASE64 lines, mode 600; `croupier vault-key new --file PATH` makes "
+                                    "one) or CROUPIER_VAULT_KEYS, or pass --dev-vault-key for a development key")
+        except VaultKeyError as e:
+            raise fail(str(e)) from None
     _run_async(run_serve(names, settings, api_port=api_port, tokens=tokens), settings)
+
+
+vault_key = typer.Typer(help="The shoe service's vault keys (AES-256-GCM, contracts/vault.py).",
+                        no_args_is_help=True)
+app.add_typer(vault_key, name="vault-key")
+
+
+@vault_key.command("new")
+def vault_key_new(
+    file: Annotated[Path, typer.Option("--file", help="The key file (created with mode 600 if missing).")],
+    key_id: Annotated[Optional[str], typer.Option("--id", help="The new key's id (default: k<UTC time>).")] = None,
+) -> None:
+    """Add a new key at the end of a vault key file: the shoe service seals new shoes with it from its next
+    start, and still opens every shoe sealed under the older keys in the file. Prints the ids, never a key."""
+    from datetime import datetime, timezone
+
+    from contracts.vault import VaultKeyError, add_key
+
+    kid = key_id or f"k{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}"
+    try:
+        keys = add_key(file, kid)
+    except VaultKeyError as e:
+        raise fail(str(e)) from None
+    typer.echo(f"{file}: keys {', '.join(keys.ids)}; {kid} seals new shoes from the shoe service's next start")
 
 
 @app.command()
@@ -511,24 +557,45 @@ def audit(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
+    vault_key_file: Annotated[Optional[Path], typer.Option(
+        "--vault-key-file", help="The shoe service's vault key file (KEY_ID:BASE64 lines, mode 600): open each "
+        "sealed shoe order on shoe.vault and check it against the reveal. Reading the vault needs a principal "
+        "allowed to (the shoe one, on a secured broker).")] = None,
 ) -> None:
     """Audit the event log: re-deal every round from the cards drawn, re-settle every bet with the rules core,
-    check each shoe's reveal against its commitment and every stream's gapless seq; list every discrepancy.
-    Exit 0 when clean, 1 when a discrepancy is found."""
+    check each shoe's reveal against its commitment and every stream's gapless seq; with
+    ``--vault-key-file``, check that every sealed order on ``shoe.vault`` opens to the order revealed at close.
+    List every discrepancy. Exit 0 when clean, 1 when a discrepancy is found."""
     import asyncio
     import gc
     import logging
 
+    from aiokafka.errors import KafkaError
+
+    from contracts.vault import VaultKeyError, VaultKeys
     from croupier.audit import audit as run_audit
-    from croupier.log import read_for_audit
+    from croupier.log import VaultUnreadable, read_for_audit, read_vault
 
     settings = _settings(bootstrap, prefix)
+    keys = None
+    if vault_key_file is not None:
+        try:
+            keys = VaultKeys.from_file(vault_key_file)
+        except VaultKeyError as e:
+            raise fail(str(e)) from None
     # aiokafka and asyncio log connection failures on their own: the one line below says it
     quiet = {name: logging.getLogger(name).level for name in ("aiokafka", "asyncio")}
     for name in quiet:
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     try:
         envs, undecodable, unknown = asyncio.run(read_for_audit(settings, table))
+        vault, vault_reason = None, "no --vault-key-file given: the sealed shoe orders were not opened"
+        if keys is not None:
+            try:
+                vault, bad_vault = asyncio.run(read_vault(settings, table))
+                undecodable += bad_vault
+            except (VaultUnreadable, KafkaError) as e:
+                vault_reason = f"cannot read shoe.vault: {type(e).__name__}: {e}"
     except Exception as e:  # a broker that cannot be reached, and the like: one line
         detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
         raise fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {detail}", code=1) from None
@@ -543,7 +610,8 @@ def audit(
         raise fail(f"no events in the log at {settings.bootstrap_servers}{where}")
     if shoe is not None and not any(e.shoe_id == shoe or getattr(e.payload, "shoe_id", None) == shoe for e in envs):
         raise fail(f"no events for shoe {shoe!r}" + (f" at table {table!r}" if table else ""))
-    report = run_audit(envs, table_id=table, shoe_id=shoe, undecodable=undecodable, unknown=unknown)
+    report = run_audit(envs, table_id=table, shoe_id=shoe, undecodable=undecodable, unknown=unknown,
+                       vault=vault, vault_keys=keys, vault_reason=vault_reason)
     if as_json:
         _json({"table": table, "shoe": shoe, **report.to_dict()})
     else:
@@ -562,6 +630,12 @@ def audit(
         typer.echo(f"{len(found)} discrepanc{'y' if len(found) == 1 else 'ies'}" + (":" if found else ": clean"))
         for d in found:
             typer.echo(f"{d.table_id} {d.kind} {d.where}: {d.detail}")
+        v = report.vault
+        if v.status == "checked":
+            typer.echo(f"vault: {v.opened} of {v.records} sealed order(s) opened and matched their reveal or "
+                       f"commitment (keys {', '.join(f'{k} {n}' for k, n in sorted(v.key_ids.items())) or 'none'})")
+        else:
+            typer.echo(f"vault: not checked, the sealed shoe orders could not be opened ({v.reason})")
     if not report.clean:
         raise typer.Exit(1)
 

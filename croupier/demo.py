@@ -31,7 +31,8 @@ from baccarat.table import TableConfig, no_vig_dragon, punto_banco_full
 from contracts import topics as T
 from contracts.events import BetSettled, CardDrawn, RoundResolved, RoundSettled, ShoeBurned, ShoeLoaded
 from croupier.audit import AuditReport, audit
-from croupier.log import read_for_audit
+from croupier.devkey import with_dev_key
+from croupier.log import read_for_audit, read_vault
 from services.floor.advantage import AdvantagePlayer
 from services.floor.bettors import Seat
 from services.floor.dealer import TableDealer, TableRun
@@ -230,6 +231,12 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         bootstrap, started_kafka = await asyncio.to_thread(start_local_kafka)
     prefix = prefix or f"demo-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:4]}."
     settings = Settings(bootstrap_servers=bootstrap, topic_prefix=prefix)
+    if with_services:
+        # the demo's shoe service needs a vault key: a configured one, else a development key for this prefix
+        settings, key_path, created = with_dev_key(settings)
+        if key_path is not None:
+            console.print(f"no vault key configured: the demo's shoe service seals under the development key "
+                          f"{key_path} ({'created' if created else 'reused'}, mode 600)")
     log_path = REPO / "var" / f"{prefix}log.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_file = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
@@ -284,7 +291,10 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         await asyncio.sleep(1.0)  # let the projection fold the last settlements
         alerts = [a for s in projection.host.runner.tables.values() for a in s.state.alerts] if projection else []
         envs, undecodable, unknown = await read_for_audit(settings)
-        report = audit(envs, undecodable=undecodable, unknown=unknown)
+        keys = running[0].host.core.vault.keys if with_services else None  # the shoe service's keys
+        vault = (await read_vault(settings))[0] if keys is not None else None
+        report = audit(envs, undecodable=undecodable, unknown=unknown, vault=vault, vault_keys=keys,
+                       vault_reason="the demo drove services it did not start: no vault key")
         _summary(console, run, alerts, report, elapsed, settings, started_kafka, log_path)
         return 0 if report.clean else 1
     finally:
@@ -323,6 +333,10 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
     shoes = f"{report.shoes_verified} shoe{'' if report.shoes_verified == 1 else 's'}"
     console.print(f"Audit: {verdict} — {report.events} events, {shoes} verified, "
                   f"{report.rounds_checked} rounds and {report.bets_checked} bets re-derived with the rules core")
+    v = report.vault
+    console.print(f"Vault: {v.opened} of {v.records} sealed shoe orders opened with the shoe service's key and "
+                  f"matched their reveal or commitment" if v.status == "checked"
+                  else f"Vault: not checked ({v.reason})", markup=False)
     if report.rounds_pending:
         console.print(f"Rounds still in play at the end (not checked): {report.rounds_pending}")
     if report.broken_rejections:
@@ -335,7 +349,9 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
         where += f" (broker data in {REPO / 'var' / 'kafka'}; start it again with `bash infra/kafka/kafka.sh start`)"
     console.print(f"The log: {where}", markup=False)
     console.print(f"Service logs (JSON lines): {log_path}", markup=False)
-    console.print(f"  .venv/bin/croupier audit --prefix {settings.topic_prefix}", markup=False)
+    key_file = settings.extra.get("CROUPIER_VAULT_KEY_FILE")
+    console.print(f"  .venv/bin/croupier audit --prefix {settings.topic_prefix}"
+                  + (f" --vault-key-file {key_file}" if key_file else ""), markup=False)
     console.print(f"  .venv/bin/croupier replay --prefix {settings.topic_prefix} --table BAC-01", markup=False)
 
 

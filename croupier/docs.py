@@ -54,6 +54,7 @@ EVENT_TOPICS: dict[type, tuple[str, ...]] = {
     E.CardReadRefused: (T.SHOE_EVENTS,),
     E.ShoeClosed: (T.SHOE_EVENTS,),
     E.ShoeOrderSealed: (T.SHOE_VAULT,),
+    E.ShoeOrderEncrypted: (T.SHOE_VAULT,),
     E.TableOpened: (T.DEALING_EVENTS,),
     E.RoundOpened: (T.DEALING_EVENTS,),
     E.CardDealt: (T.DEALING_EVENTS,),
@@ -100,7 +101,8 @@ TOPIC_SUMMARY: dict[str, str] = {
     T.SHOE_COMMANDS: "Commands for the shoe service: load, draw (from the dealing service), read a card or a burn, close.",
     T.SHOE_EVENTS: "The shoe's events: loaded (with the commitment), cut, burned, every card drawn, closed "
                    "(the reveal).",
-    T.SHOE_VAULT: "The shoe service's sealed card orders, read only by the shoe service to rebuild.",
+    T.SHOE_VAULT: ("The shoe service's sealed card orders (AES-256-GCM, contracts/vault.py), read only by the "
+                   "shoe service to rebuild and by an auditor holding the vault key."),
     T.DEALING_COMMANDS: "Commands for the dealing service: open a table, open or void a round.",
     T.DEALING_EVENTS: "The table's configuration and each round of play: cards dealt with the rule that "
                       "required them, points, the result.",

@@ -26,6 +26,10 @@ def partition_of(table_id: str, partitions: int = T.PARTITIONS) -> int:
     return DefaultPartitioner()(T.key(table_id), list(range(partitions)), list(range(partitions)))
 
 
+class VaultUnreadable(LookupError):
+    """``shoe.vault`` cannot be read by this principal (not authorised, or the topic does not exist)."""
+
+
 @dataclass(frozen=True, slots=True)
 class LogRecord:
     """An event with where it sits in Kafka, and its Kafka timestamp (ms)."""
@@ -56,6 +60,41 @@ async def read_events(settings: Settings, table_id: str | None = None,
 async def tables_in_log(settings: Settings) -> list[str]:
     """Every table id that has a dealing event (a table that was opened)."""
     return sorted({r.env.table_id for r in await read_events(settings, streams=(T.DEALING_EVENTS,))})
+
+
+async def read_vault(settings: Settings, table: str | None = None):  # type: ignore[no-untyped-def]
+    """The records of ``shoe.vault`` (all tables, or one) for the audit's vault check: ``(envelopes,
+    undecodable)``. Raises aiokafka's ``TopicAuthorizationFailedError`` (or another ``KafkaError``) for a
+    principal that may not read it: only the shoe principal may (infra/kafka/acls.py), and
+    :class:`VaultUnreadable` when the topic is not visible to this principal at all."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    from croupier.audit import UndecodableRecord
+
+    admin = AIOKafkaAdminClient(**settings.client_options())
+    await admin.start()
+    try:
+        visible = settings.topic(T.SHOE_VAULT) in set(await admin.list_topics())
+    finally:
+        await admin.close()
+    if not visible:
+        who = f"principal {settings.sasl_username!r}" if settings.secured else "this client"
+        raise VaultUnreadable(f"{settings.topic(T.SHOE_VAULT)} is not visible to {who} (no such topic, or not "
+                              "authorised: only the shoe principal may read the vault)")
+    envs: list[Envelope] = []
+    undecodable: list[UndecodableRecord] = []
+    for rec in await read_log(settings, settings.topic(T.SHOE_VAULT), table_id=table):
+        try:
+            env = decode_event(rec.value)
+        except UnknownMessageType:
+            continue
+        except Undecodable as e:
+            key = rec.key.decode("utf-8", "replace") if rec.key is not None else "?"
+            undecodable.append(UndecodableRecord(key, rec.topic, rec.partition, rec.offset, str(e)))
+            continue
+        if table is None or env.table_id == table:
+            envs.append(env)
+    return envs, undecodable
 
 
 async def read_for_audit(settings: Settings, table: str | None = None):  # type: ignore[no-untyped-def]

@@ -4,6 +4,9 @@
 session: the run fails if any test marked ``kafka`` was skipped, or if not a single ``kafka`` test passed
 (nothing collected, everything deselected, or the marker lost). Without the variable, Kafka tests skip with
 a reason when no broker is available, as usual for a developer's machine.
+
+Every test session seals shoe orders under the fixed test vault key (``tests/vaultkeys.py``): it is put in
+``CROUPIER_VAULT_KEYS`` here, before any test builds a shoe service.
 """
 
 from __future__ import annotations
@@ -11,6 +14,11 @@ from __future__ import annotations
 import os
 
 import pytest
+
+from tests.vaultkeys import TEST_VAULT_KEYS
+
+os.environ.pop("CROUPIER_VAULT_KEY_FILE", None)
+os.environ["CROUPIER_VAULT_KEYS"] = TEST_VAULT_KEYS
 
 KAFKA_MARKER = "kafka"
 _REQUIRE_ENV = "CROUPIER_REQUIRE_KAFKA"

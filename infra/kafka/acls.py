@@ -67,7 +67,7 @@ def _service(name: str, own: tuple[str, ...], inputs: tuple[str, ...], sends: tu
 
 GRANTS: tuple[Grant, ...] = (
     _service("shoe", (T.SHOE_EVENTS, T.SHOE_VAULT), (T.SHOE_COMMANDS,),
-             note="the only principal that can read or write shoe.vault (and shoe.snapshots, which holds the live order)"),
+             note="the only principal that can read or write shoe.vault and shoe.snapshots (the live shoe, sealed)"),
     _service("dealing", (T.DEALING_EVENTS,), (T.DEALING_COMMANDS, T.SHOE_EVENTS, T.WAGERING_EVENTS),
              sends=(T.SHOE_COMMANDS,), note="sends DrawCard to shoe.commands"),
     _service("wagering", (T.WAGERING_EVENTS,), (T.WAGERING_COMMANDS, T.DEALING_EVENTS)),

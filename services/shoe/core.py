@@ -4,15 +4,25 @@ Commands (``shoe.commands``): ``LoadShoe``, ``DrawCard``, ``ReadCard``, ``ReadBu
 burn, read card by card), ``CloseShoe``. Events
 (``shoe.events``): ``ShoeLoaded`` (with the commitment), ``ShoeCut``, ``ShoeBurned``, ``CardDrawn``,
 ``CardReadRefused``, ``ShoeClosed`` (the reveal), ``CommandRejected``; and on ``shoe.vault`` (read by this
-service alone) ``ShoeOrderSealed``, so a restarted shoe service knows the order it committed to.
+service alone) ``ShoeOrderEncrypted``, so a restarted shoe service knows the order it committed to.
 
 The shuffle and the salt are injected (:class:`Entropy`): the app passes ``secrets``-backed ones, tests
 seeded ones. They are called only when a ``LoadShoe`` without an order is first decided; the result is
 sealed in the vault, so a rebuild never shuffles again.
+
+**The order is never held in clear.** It is sealed (AES-256-GCM, :mod:`contracts.vault`) by the injected
+:class:`contracts.vault.Vault` (keys and a ``secrets`` nonce source from the app's edge) and the state keeps
+only the sealed record and a *blind* shoe: the public bookkeeping of :class:`baccarat.shoe.Shoe` (position,
+cards still in by rank and suit, the cut, the burn, the cutting card) with no cards, folded from the cards
+the events show. The service's snapshots (msgpack of :class:`ShoeState` on ``shoe.snapshots``) therefore
+reveal nothing without the key. A card is drawn by opening the sealed order, applying the cut and taking
+the next card at the blind shoe's position (:meth:`ShoeCore._sighted`); a shoe whose record this service
+cannot open (a key it does not have) is refused ``vault_unopenable``, never dealt from a guess.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
@@ -31,8 +41,10 @@ from contracts.events import (
     ShoeClosed,
     ShoeCut,
     ShoeLoaded,
+    ShoeOrderEncrypted,
     ShoeOrderSealed,
 )
+from contracts.vault import Vault, VaultOpenError
 from services.runtime.core import Emit, Send
 from services.runtime.translate import shoe_rules
 
@@ -51,17 +63,45 @@ def commitment(order: Sequence[str], salt_hex: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class SealedOrder:
+    """A shoe's order as sealed on ``shoe.vault`` (:class:`contracts.events.ShoeOrderEncrypted`):
+    ``key_id``, ``nonce`` (hex) and ``ciphertext``. ``key_id == ""``: a record of the deprecated clear
+    ``ShoeOrderSealed`` (written before the vault was encrypted), whose ``ciphertext`` is the clear JSON of
+    :func:`clear_record`; that order was readable on the vault already."""
+
+    key_id: str
+    nonce: str
+    ciphertext: bytes
+
+
+def clear_record(order: Sequence[str], salt_hex: str) -> bytes:
+    """The :class:`SealedOrder` ciphertext of a legacy clear record: ``salt hex`` then the cards, by commas."""
+    return ",".join((salt_hex, *order)).encode()
+
+
+@dataclass(frozen=True, slots=True)
 class ShoeState:
-    """One table's shoe: the rules core's :class:`baccarat.shoe.Shoe` plus what the reveal needs."""
+    """One table's shoe: a blind :class:`baccarat.shoe.Shoe` (``physical=True`` form: bookkeeping, no cards;
+    for a physical shoe it is the shoe itself) plus the sealed orders the draws and the reveal open.
+
+    ``source``: ``csprng`` / ``supplied`` (a sealed order) or ``physical`` (no order: cards are read).
+    """
 
     table_id: str
     shoe_id: str | None = None
     shoe: S.Shoe | None = None
-    #: shoe id -> (order as loaded, salt hex), from the vault; kept until the shoe closes
-    sealed: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    #: shoe id -> its sealed order, from the vault; kept until the shoe closes
+    sealed: dict[str, SealedOrder] = field(default_factory=dict)
     closed: bool = True
     source: str = ""
     drawn: frozenset[tuple[str, int]] = frozenset()
+
+
+@functools.lru_cache(maxsize=64)
+def _cards(order: tuple[str, ...], cut_at: int | None) -> tuple[Card, ...]:
+    """The order as it leaves the shoe (after the cut), parsed."""
+    cards = tuple(parse_card(c) for c in order)
+    return cards[cut_at:] + cards[:cut_at] if cut_at is not None else cards
 
 
 def _reject(cmd: CommandEnvelope, reason: str, detail: str) -> list[Emit | Send]:
@@ -70,7 +110,13 @@ def _reject(cmd: CommandEnvelope, reason: str, detail: str) -> list[Emit | Send]
 
 
 class ShoeCore:
-    """The shoe service's pure decide/evolve over :class:`ShoeState`."""
+    """The shoe service's pure decide/evolve over :class:`ShoeState`.
+
+    ``entropy`` shuffles and salts; ``vault`` seals each new order (``ShoeOrderEncrypted``) and opens it when
+    a card is drawn or the shoe closes. ``evolve`` never needs the key (the shoe is folded blind from the
+    cards the events show), so a restore without the right key still rebuilds, and only the draws and the
+    close of that shoe are refused ``vault_unopenable``.
+    """
 
     name = "shoe"
     state_type = ShoeState
@@ -79,8 +125,27 @@ class ShoeCore:
     command_stream = T.SHOE_COMMANDS
     input_streams: tuple[str, ...] = ()
 
-    def __init__(self, entropy: Entropy):
+    def __init__(self, entropy: Entropy, vault: Vault):
         self.entropy = entropy
+        self.vault = vault
+
+    def open_order(self, state: ShoeState, shoe_id: str) -> tuple[tuple[str, ...], str]:
+        """``(order as loaded, salt hex)`` of a sealed shoe of this table. Raises :class:`VaultOpenError`
+        when there is no sealed record or it does not open with this service's keys."""
+        box = state.sealed.get(shoe_id)
+        if box is None:
+            raise VaultOpenError(f"no sealed order of shoe {shoe_id} on this table's vault")
+        if not box.key_id:  # a legacy clear record
+            salt, *order = box.ciphertext.decode().split(",")
+            return tuple(order), salt
+        return self.vault.open(state.table_id, shoe_id, box.key_id, box.nonce, box.ciphertext)
+
+    def _sighted(self, state: ShoeState) -> S.Shoe:
+        """The open shoe with its cards: the blind shoe plus the opened order after the cut (raises
+        :class:`VaultOpenError`)."""
+        assert state.shoe is not None and state.shoe_id is not None
+        order, _ = self.open_order(state, state.shoe_id)
+        return replace(state.shoe, cards=_cards(order, state.shoe.cut_at), physical=False)
 
     def initial(self, table_id: str) -> ShoeState:
         return ShoeState(table_id)
@@ -88,27 +153,27 @@ class ShoeCore:
     # -- evolve ----------------------------------------------------------------------------------
     def evolve(self, state: ShoeState, env: Envelope) -> ShoeState:
         e = env.payload
+        # The shoe is folded blind, from the cards the events show: a sealed shoe's bookkeeping is exactly a
+        # physical shoe's (reading the card drawn takes it out of the counts and moves the position).
+        if isinstance(e, ShoeOrderEncrypted):
+            box = SealedOrder(e.key_id, e.nonce, e.ciphertext)
+            return replace(state, sealed={**state.sealed, e.shoe_id: box})
         if isinstance(e, ShoeOrderSealed):
-            return replace(state, sealed={**state.sealed, e.shoe_id: (tuple(e.order), e.salt)})
+            box = SealedOrder("", "", clear_record(e.order, e.salt))
+            return replace(state, sealed={**state.sealed, e.shoe_id: box})
         if isinstance(e, ShoeLoaded):
-            rules = shoe_rules(e.rules)
-            if e.source == "physical":
-                shoe = S.load_physical(rules)
-            else:
-                shoe = S.load([parse_card(c) for c in state.sealed[e.shoe_id][0]], rules)
+            shoe = S.load_physical(shoe_rules(e.rules))
             return replace(state, shoe_id=e.shoe_id, shoe=shoe, closed=False, source=e.source, drawn=frozenset())
         if isinstance(e, ShoeCut) and state.shoe is not None:
             return replace(state, shoe=S.cut(state.shoe, e.cut_at))
         if isinstance(e, ShoeBurned) and state.shoe is not None:
-            if state.shoe.physical:
-                burned = [parse_card(x) for x in e.burned]
-                return replace(state, shoe=S.read_burn(state.shoe, parse_card(e.exposed), burned)[0])
-            return replace(state, shoe=S.burn(state.shoe)[0])
+            exposed = parse_card(e.exposed)
+            if state.shoe.rules.burn is S.BurnRule.NONE:  # the first card is shown and stays in the shoe
+                return replace(state, shoe=replace(state.shoe, burn_record=S.BurnRecord(exposed, ())))
+            burned = [parse_card(x) for x in e.burned]
+            return replace(state, shoe=S.read_burn(state.shoe, exposed, burned)[0])
         if isinstance(e, CardDrawn) and state.shoe is not None:
-            if state.shoe.physical:
-                shoe, _ = S.read(state.shoe, parse_card(e.card))
-            else:
-                shoe, _, _ = S.draw(state.shoe)
+            shoe, _ = S.read(state.shoe, parse_card(e.card))
             return replace(state, shoe=shoe, drawn=state.drawn | {(e.round_id, e.card_number)})
         if isinstance(e, ShoeClosed):
             sealed = {k: v for k, v in state.sealed.items() if k != e.shoe_id}
@@ -136,7 +201,13 @@ class ShoeCore:
         if isinstance(c, CloseShoe):
             if state.shoe is None or state.closed or c.shoe_id != state.shoe_id:
                 return _reject(cmd, "no_open_shoe", f"shoe {c.shoe_id} is not the open shoe of this table")
-            order, salt = state.sealed.get(c.shoe_id, ((), ""))
+            order: Sequence[str] = ()
+            salt = ""
+            if state.source != "physical":
+                try:
+                    order, salt = self.open_order(state, c.shoe_id)
+                except VaultOpenError as e:
+                    return _reject(cmd, "vault_unopenable", str(e))
             return [Emit(ShoeClosed(shoe_id=c.shoe_id, reason=c.reason, cards_dealt=state.shoe.position,
                                     order=list(order), salt=salt), shoe_id=c.shoe_id)]
         return _reject(cmd, "not_a_shoe_command", f"{type(c).__name__} is not handled by the shoe service")
@@ -167,8 +238,9 @@ class ShoeCore:
         salt = ""
         if not c.physical:
             salt = self.entropy.salt().hex()
-            out.append(Emit(ShoeOrderSealed(shoe_id=c.shoe_id, order=order, salt=salt), shoe_id=c.shoe_id,
-                            stream=T.SHOE_VAULT))
+            key_id, nonce, sealed = self.vault.seal(state.table_id, c.shoe_id, order, salt)
+            out.append(Emit(ShoeOrderEncrypted(shoe_id=c.shoe_id, key_id=key_id, nonce=nonce, ciphertext=sealed),
+                            shoe_id=c.shoe_id, stream=T.SHOE_VAULT))
         out.append(Emit(ShoeLoaded(shoe_id=c.shoe_id, rules=c.rules, cards=rules.size, source=source,
                                    commitment=commitment(order, salt) if order else ""), shoe_id=c.shoe_id))
         if c.cut_at is not None:
@@ -184,6 +256,8 @@ class ShoeCore:
         ``invalid_card`` for a text that is not a card)."""
         if state.shoe is None or state.closed or c.shoe_id != state.shoe_id:
             return _reject(cmd, "no_open_shoe", f"shoe {c.shoe_id} is not the open shoe of this table")
+        if state.source != "physical":
+            return _reject(cmd, "not_physical", "this shoe's order is known: it was burned when loaded")
         try:
             exposed = parse_card(c.exposed)
             burned = [parse_card(t) for t in c.burned]
@@ -201,15 +275,20 @@ class ShoeCore:
         if (c.round_id, c.card_number) in state.drawn:
             return []  # that card of that round already left the shoe: nothing new
         shoe = state.shoe
+        physical = state.source == "physical"
         if isinstance(c, DrawCard):
-            if shoe.physical:
+            if physical:
                 return []  # the card reader of a physical shoe reports the card (ReadCard) as it comes out
+            try:
+                shoe = self._sighted(state)
+            except VaultOpenError as e:
+                return _reject(cmd, "vault_unopenable", str(e))
             try:
                 shoe, card, reached = S.draw(shoe)
             except BaccaratError as e:
                 return _reject(cmd, "insufficient_cards", str(e))
         else:
-            if not shoe.physical:
+            if not physical:
                 return _reject(cmd, "not_physical", "this shoe's order is known: cards are drawn")
             try:
                 card = parse_card(c.card)

@@ -89,6 +89,7 @@ from contracts.events import (
     ShoeCut,
     ShoeFinished,
     ShoeLoaded,
+    ShoeOrderEncrypted,
     ShoeOrderSealed,
     TableOpened,
     WagerOdds,
@@ -343,6 +344,10 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
     ShoeClosed: realistic(ShoeClosed, shoe_id=shoe_ids, reason=st.sampled_from(["end_of_shoe", "irregularity"]),
                           cards_dealt=st.integers(0, 416), order=card_lists, salt=st.one_of(st.just(""), salts)),
     ShoeOrderSealed: realistic(ShoeOrderSealed, shoe_id=shoe_ids, order=card_lists, salt=salts),
+    ShoeOrderEncrypted: realistic(ShoeOrderEncrypted, shoe_id=shoe_ids,
+                                  key_id=st.sampled_from(["test-1", "k2024-06", "vault.2025q1"]),
+                                  nonce=st.binary(min_size=12, max_size=12).map(bytes.hex),
+                                  ciphertext=st.binary(min_size=17, max_size=2_600)),
     TableOpened: realistic(TableOpened, config=table_specs),
     RoundOpened: realistic(RoundOpened, round_id=round_ids, shoe_id=shoe_ids, number=st.integers(1, 90)),
     CardDealt: realistic(CardDealt, round_id=round_ids, card=cards, hand=hands, position=st.integers(1, 3),
@@ -905,6 +910,22 @@ def test_golden_shoe_reveal_matches_its_commitment() -> None:
     assert len(closed.order) == loaded.cards == 52 * loaded.rules.decks
     digest = hashlib.sha256(bytes.fromhex(closed.salt) + ",".join(closed.order).encode()).hexdigest()
     assert digest == loaded.commitment
+
+
+def test_golden_encrypted_order_opens_under_the_test_key_to_the_reveal() -> None:
+    from contracts.vault import VaultOpenError, open_sealed
+    from tests.vaultkeys import KEYS, OTHER_KEY
+
+    env = decode_event(_golden_bytes("event.shoe_order_encrypted.json"))
+    closed = decode_event(_golden_bytes("event.shoe_closed.json")).payload
+    p = env.payload
+    assert isinstance(p, ShoeOrderEncrypted) and isinstance(closed, ShoeClosed) and p.shoe_id == closed.shoe_id
+    order, salt = open_sealed(KEYS, env.table_id, p.shoe_id, p.key_id, p.nonce, p.ciphertext)
+    assert list(order) == closed.order and salt == closed.salt and len(order) == 416
+    assert "".join(closed.order[:3]).encode() not in p.ciphertext  # no run of the order in clear
+    with pytest.raises(VaultOpenError):
+        open_sealed(type(KEYS)((("test-1", OTHER_KEY),)), env.table_id, p.shoe_id, p.key_id, p.nonce,
+                    p.ciphertext)
 
 
 def test_golden_dead_letter_holds_the_original_bytes() -> None:

@@ -12,6 +12,7 @@ from services.runtime.memory import MemoryBus
 from services.settlement.core import SettlementCore
 from services.shoe.core import Entropy, ShoeCore
 from services.wagering.core import WageringCore
+from tests.vaultkeys import seeded_vault
 
 
 def seeded_entropy(seed: int) -> Entropy:
@@ -26,7 +27,7 @@ def seeded_entropy(seed: int) -> Entropy:
 
 def make_cores(seed: int = 1) -> dict[str, object]:
     return {
-        "shoe": ShoeCore(seeded_entropy(seed)),
+        "shoe": ShoeCore(seeded_entropy(seed), seeded_vault(seed)),
         "dealing": DealingCore(),
         "wagering": WageringCore(),
         "settlement": SettlementCore(),

@@ -76,7 +76,7 @@ async def test_shoe_handler_loads_a_shoe_with_commitment_and_burn():
     async with TestKafkaBroker(broker) as br:
         await br.publish(encode(command("T1", "c1", AT, LoadShoe(shoe_id="S", cut_at=40))), T.SHOE_COMMANDS, key=b"T1")
     kinds = [type(p).__name__ for p in cap.events]
-    assert kinds == ["ShoeOrderSealed", "ShoeLoaded", "ShoeCut", "ShoeBurned"]
+    assert kinds == ["ShoeOrderEncrypted", "ShoeLoaded", "ShoeCut", "ShoeBurned"]
     loaded = cap.events[1]
     assert isinstance(loaded, ShoeLoaded) and loaded.cards == 416 and len(loaded.commitment) == 64
     burned = cap.events[3]

@@ -119,14 +119,14 @@ async def test_restart_any_service_mid_shoe(victim):
     host = hosts[victim]
     bus.remove(host)
     await io.send(T.DEALING_COMMANDS, command("T1", "open-16", t(), OpenRound(round_id="S-round-16", shoe_id="S")))
-    new = bus.add(type(host.core)(host.core.entropy) if victim == "shoe" else type(host.core)())
+    new = bus.add(type(host.core)(host.core.entropy, host.core.vault) if victim == "shoe" else type(host.core)())
     await bus.rebuild(new)
     await bus.pump()
     await io.send(T.WAGERING_COMMANDS, command("T1", "bet-16", t(), PlaceBet(
         round_id="S-round-16", seat=2, player_id="p2", wager="player", amount_cents=5000)))
     bus.remove(new)
     await io.send(T.WAGERING_COMMANDS, command("T1", "close-16", t(), CloseBetting(round_id="S-round-16")))
-    again = bus.add(type(host.core)(host.core.entropy) if victim == "shoe" else type(host.core)())
+    again = bus.add(type(host.core)(host.core.entropy, host.core.vault) if victim == "shoe" else type(host.core)())
     await bus.rebuild(again)
     await bus.pump()
     assert "S-round-16" in {p.round_id for p in payloads(bus, T.SETTLEMENT_EVENTS, RoundSettled)}

@@ -175,6 +175,7 @@ async def test_a_restarted_shoe_service_rebuilds_the_physical_burn():
     from contracts.events import CardReadRefused, ShoeBurned
     from services.shoe.core import ShoeCore
     from tests.services.helpers import seeded_entropy
+    from tests.vaultkeys import seeded_vault
 
     bus, hosts = floor_bus()
     bus.send(T.SHOE_COMMANDS, command("P1", "load", AT, LoadShoe(shoe_id="PS", physical=True)))
@@ -185,7 +186,7 @@ async def test_a_restarted_shoe_service_rebuilds_the_physical_burn():
     assert [b.burned_count for b in payloads(bus, T.SHOE_EVENTS, ShoeBurned)] == [9]
     # a restarted shoe service folds the log: the eight 9d are out, so a read of a ninth is refused
     bus.remove(hosts["shoe"])
-    fresh = bus.add(ShoeCore(seeded_entropy(2)))
+    fresh = bus.add(ShoeCore(seeded_entropy(2), seeded_vault(2)))
     await bus.rebuild(fresh)
     bus.send(T.SHOE_COMMANDS, command("P1", "read", AT, ReadCard(shoe_id="PS", round_id="R1", card_number=1,
                                                                  card="9d")))

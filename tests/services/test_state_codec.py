@@ -54,7 +54,7 @@ def round_trip_every_fold(hosts: dict[str, Any]) -> Counter[str]:
             seen["book_waiting_for_result"] += 1
         if isinstance(state, SettlementState) and any(state.owed.values()):
             seen["commission_owed"] += 1
-        if isinstance(state, ShoeState) and state.shoe is not None and state.shoe.physical and state.drawn:
+        if isinstance(state, ShoeState) and state.shoe is not None and state.source == "physical" and state.drawn:
             seen["physical_shoe_read"] += 1
 
     for host in hosts.values():

@@ -60,7 +60,7 @@ class Cluster:
 
     async def add(self, name: str, wait: bool = True) -> Service:
         core = self.cores[name]
-        fresh = type(core)(core.entropy) if name == "shoe" else type(core)()  # type: ignore[attr-defined]
+        fresh = type(core)(core.entropy, core.vault) if name == "shoe" else type(core)()  # type: ignore[attr-defined]
         svc = build_service(fresh, self.settings, extra_topics=EXTRA.get(name, ()))
         await svc.start()
         self.instances[name].append(svc)

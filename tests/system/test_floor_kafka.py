@@ -54,7 +54,7 @@ class Floor:
 
     async def start_service(self, name: str) -> Service:
         core = self.cores[name]
-        fresh = type(core)(core.entropy) if name == "shoe" else type(core)()  # type: ignore[attr-defined]
+        fresh = type(core)(core.entropy, core.vault) if name == "shoe" else type(core)()  # type: ignore[attr-defined]
         svc = build_service(fresh, self.settings, extra_topics=EXTRA.get(name, ()))
         await svc.start()
         await svc.wait_ready()

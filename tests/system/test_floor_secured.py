@@ -42,7 +42,7 @@ class SecuredFloor(Floor):
 
     async def start_service(self, name: str):  # type: ignore[no-untyped-def]
         core = self.cores[name]
-        fresh = type(core)(core.entropy) if name == "shoe" else type(core)()  # type: ignore[attr-defined]
+        fresh = type(core)(core.entropy, core.vault) if name == "shoe" else type(core)()  # type: ignore[attr-defined]
         svc = build_service(fresh, self.broker.settings(name), extra_topics=EXTRA.get(name, ()))
         await svc.start()
         self.services[name] = svc
