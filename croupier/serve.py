@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import socket
 import uuid
@@ -77,7 +78,19 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
     try:
         for name in names:
             svc = services.create(name, settings)
-            await svc.start()
+            # a service waits for its broker (with backoff, not ready meanwhile), as a deployed one must;
+            # Ctrl-C or SIGTERM still stops it while it waits
+            starting = asyncio.ensure_future(svc.start(retry_s=float("inf")))
+            stopping = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if not starting.done():
+                starting.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await starting
+                running.append(svc)
+                break
+            starting.result()
             running.append(svc)
             log.info("service_started", name=name, bootstrap=settings.bootstrap_servers)
         projection = next((s for n, s in zip(names, running) if n == "projection"), None)
