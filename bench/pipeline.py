@@ -1,7 +1,9 @@
 """Benchmark of the whole pipeline on a real Kafka broker: rounds at many tables at once, through the shoe,
-dealing, wagering and settlement services, against a raw aiokafka produce->consume round trip.
+dealing, wagering and settlement services, against a raw aiokafka read-process-write loop with the same
+transactional hops per round (``bench/rawloop.py``) in the same process on the same broker (issue 8).
 
-Run: ``.venv/bin/python bench/pipeline.py [--tables 20] [--rounds 15] [--bootstrap HOST:PORT]``
+Run: ``.venv/bin/python bench/pipeline.py [--tables 20] [--rounds 15] [--pace 2] [--paced-rounds 10]
+[--bootstrap HOST:PORT] [--cprofile FILE]``
 (bootstrap default: ``KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:19092``; exit status 2 with one line on
 stderr when the broker cannot be reached).
 
@@ -10,22 +12,32 @@ stderr when the broker cannot be reached).
 * baseline first, on a quiet broker: a plain producer sends to a fresh one-partition topic and a consumer,
   already assigned and positioned at the end, receives it; ``--raw`` times sequentially. Also, as a hint
   for one service hop, the same through a transactional producer and a ``read_committed`` consumer;
-* then the four services start in this process (``build_service``, as ``tests/system``; ``--batch``: the
-  runtime's batch mode, if it has one), plus a :class:`KafkaFloorIO`. The bench waits until every service
-  has rebuilt on its first partition assignment before the first command (``--no-ready-wait``: don't; a
-  service's rebuild then races the messages its subscriber already hands it). Each table is driven by a
+* then the four services start in this process (``services.create(name, settings)`` and ``start()``, as
+  ``croupier serve``), plus a :class:`KafkaFloorIO`. The bench waits until every service has restored
+  (``bench/readiness.py``: its readiness flag if it has one, else its "rebuilt" log line) before the first
+  command (``--no-ready-wait``: don't; a service's rebuild then races the messages its subscriber already
+  hands it). Each table is driven by a
   :class:`TableDealer`: open the table, load a shoe (``LoadShoe``), one warm-up round (not timed), then
   ``--rounds`` timed rounds (a new shoe when one runs out), all tables concurrently, ``--seats`` seated
   players betting;
 * a round's latency: from just before the floor sends "No more bets" (``CloseBetting``) to the moment the
   floor IO's consumer hands it the round's ``RoundSettled`` (stamped as it arrives, before any dealer
   task wakes). Per-hop hints come from the arrival stamps of the round's intermediate events at the floor;
-* rounds per second: timed rounds settled / wall time of the timed phase (every table's rounds).
+* rounds per second: timed rounds settled / wall time of the timed phase (every table's rounds);
+* then a paced phase: ``--paced-rounds`` rounds per table, one round start every ``--pace`` s per table
+  (tables spread over the period): "No more bets" → ``RoundSettled`` there is ``close_to_settled`` (from
+  the floor's ``CloseBetting`` send, so the wagering hop that makes ``BettingClosed`` is included; the
+  ``BettingClosed`` seen → settled figure is printed too);
+* then the services are stopped and the raw loop runs the same tables, rounds and pace, each raw round with
+  the bets and card count of one real timed round (so the same hops: 7, 9 or 11 transactions on the round's
+  path); ``ratio`` = pipeline rounds/s / raw rounds/s at full speed. ``--cprofile FILE``: profile the
+  pipeline's timed phase (cProfile, this process) and print the top functions by own time.
 
 Service logs (one JSON line per event) are rendered as usual but written to /dev/null (``--service-logs``);
 their warnings and errors go to stderr and are counted. The bench counts the services' transactions (it
 wraps aiokafka's AddPartitionsToTxn/EndTxn response handlers, counting only). The last line is exactly
-``pipeline: tables=<n> rounds_per_s=<x> p50_ms=<a> p99_ms=<b> raw_roundtrip_p50_ms=<r>``.
+``pipeline: tables=<n> rounds_per_s=<x> p50_ms=<a> p99_ms=<b> raw_rounds_per_s=<y> ratio=<x/y>
+close_to_settled_p99_ms=<c>`` (one line; ``p50``/``p99``: the full-speed phase; ``ratio`` a fraction).
 """
 
 from __future__ import annotations
@@ -52,7 +64,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+import services
 from baccarat.table import punto_banco_full
+from bench.rawloop import NOT_ENOUGH_REPLICAS, RawLoop, run_raw, transactions_on_path
+from bench.rawloop import STAGES as RAW_STAGES
+from bench.readiness import LogWatch, wait_restored, watch_service_logs
 from contracts import topics as T
 from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe
 from contracts.envelope import Envelope
@@ -70,17 +86,17 @@ from contracts.tables import ShoeSpec
 from services.floor.bettors import Seat
 from services.floor.dealer import Clock, TableDealer
 from services.floor.io import EventLog, FloorTimeout, KafkaFloorIO
-from services.runtime.app import Service, build_service
+from services.runtime.app import Service
 from services.runtime.kafka import ensure_topics
 from services.runtime.settings import DEFAULT_BOOTSTRAP, Settings
-from tests.services.helpers import make_cores
 
 
 def client_options(bootstrap: str) -> dict[str, Any]:
     """aiokafka connection options for ``bootstrap`` with the environment's security settings."""
     return replace(Settings.from_env(), bootstrap_servers=bootstrap).client_options()
 
-EXTRA = {"dealing": (T.SHOE_COMMANDS,)}  # as tests/system: dealing also writes the shoe's commands
+
+DECIDERS = ("shoe", "dealing", "wagering", "settlement")
 clock = time.perf_counter
 
 
@@ -255,42 +271,17 @@ def quiet_client_logs() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-class SplitLogger:
-    """structlog logger for the services: INFO and below rendered into ``sink`` (/dev/null by default),
-    warnings and errors to stderr, and counted: a dead letter or a failed handler must not go unseen."""
-
-    def __init__(self, sink: Any, counts: Counter[str]):
-        self.sink, self.counts = sink, counts
-
-    def _quiet(self, message: str) -> None:
-        if self.sink is not None:
-            self.sink.write(message + "\n")
-
-    def _loud(self, message: str) -> None:
-        self.counts["warnings_or_errors"] += 1
-        print(message, file=sys.stderr, flush=True)
-
-    msg = debug = info = _quiet
-    warning = warn = error = err = critical = fatal = exception = failure = _loud
+SERVICE_LOGS: LogWatch = LogWatch()
 
 
-SERVICE_LOG_PROBLEMS: Counter[str] = Counter()
-
-
-def route_service_logs(where: str) -> None:
+def route_service_logs(where: str) -> LogWatch:
     """Service hosts log one JSON line per event: rendered as usual into /dev/null (default), to stderr,
-    or not at all (``off``); warnings and errors always go to stderr and are counted."""
-    import structlog
-
-    from services.runtime.logging import configure
-
-    configure()  # the services' own configuration (processors, JSON rendering, client log levels)
-    if where == "devnull":
-        sink = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
-        structlog.configure(logger_factory=lambda *_: SplitLogger(sink, SERVICE_LOG_PROBLEMS))
-    elif where == "off":
-        structlog.configure(logger_factory=lambda *_: SplitLogger(None, SERVICE_LOG_PROBLEMS),
-                            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    or not at all (``off``); warnings and errors always go to stderr and are counted; "rebuilt" lines
+    are seen by the returned :class:`LogWatch` (readiness)."""
+    global SERVICE_LOGS
+    sink = {"devnull": open(os.devnull, "w"), "stderr": sys.stderr, "off": None}[where]  # noqa: SIM115
+    SERVICE_LOGS = watch_service_logs(sink, loud=lambda m: print(m, file=sys.stderr, flush=True))
+    return SERVICE_LOGS
 
 
 async def probe(bootstrap: str, timeout: float = 10.0) -> str | None:
@@ -364,42 +355,31 @@ async def raw_roundtrip(bootstrap: str, topic: str, n: int, *, transactional_id:
 # -- the pipeline -------------------------------------------------------------------------------------
 @dataclass
 class Bench:
-    """The four services in this process (as ``tests/system``'s ``Floor``) and the floor IO."""
+    """The four services in this process (``services.create``, as ``croupier serve``) and the floor IO."""
 
     settings: Settings
-    seed: int = 17
     wait_ready: bool = True
-    batch: bool = True
     services: dict[str, Service] = field(default_factory=dict)
     io: KafkaFloorIO | None = None
+    restored_s: dict[str, tuple[float, str]] = field(default_factory=dict)
 
     async def start(self) -> None:
         await ensure_topics(self.settings, T.ALL_TOPICS)
         await partitions_ready(self.settings, T.ALL_TOPICS)
-        rebuilt: dict[str, asyncio.Event] = {}
-        for name, core in make_cores(seed=self.seed).items():
-            mode: dict[str, Any] = {"batch": self.batch}
-            svc = build_service(core, self.settings, extra_topics=EXTRA.get(name, ()), **mode)  # type: ignore[arg-type]
+        started: dict[str, float] = {}
+        for name in DECIDERS:
+            svc = services.create(name, self.settings)
             self.services[name] = svc  # stopped in stop() even if its start fails half-way
-            rebuilt[name] = done = asyncio.Event()
-            rebuild = svc.host.rebuild
-
-            async def signalling_rebuild(read: Any, _rebuild: Any = rebuild, _done: asyncio.Event = done) -> int:
-                try:
-                    return int(await _rebuild(read))
-                finally:
-                    _done.set()
-
-            svc.host.rebuild = signalling_rebuild  # type: ignore[method-assign]
+            started[name] = clock()
             await svc.start()
         if self.wait_ready:
             # a service rebuilds from the log on its first partition assignment, while its subscriber may
-            # already hand it messages: the timed run starts once every service has rebuilt
+            # already hand it messages: the timed run starts once every service has restored
             try:
-                await asyncio.wait_for(asyncio.gather(*(e.wait() for e in rebuilt.values())), 60)
-            except TimeoutError:
-                late = [n for n, e in rebuilt.items() if not e.is_set()]
-                raise RuntimeError(f"services without a partition assignment after 60 s: {late}") from None
+                for name, svc in self.services.items():
+                    self.restored_s[name] = await wait_restored(svc, name, SERVICE_LOGS, started[name], 60)
+            except TimeoutError as e:
+                raise RuntimeError(f"services not restored after 60 s: {e}") from None
         self.io = KafkaFloorIO(self.settings)
         self.io.log = TimedEventLog()
         await self.io.start()
@@ -407,6 +387,7 @@ class Bench:
     async def stop(self) -> None:
         if self.io is not None:
             await self.io.stop()
+            self.io = None
         for name in list(self.services):
             await self.services.pop(name).stop()
 
@@ -474,8 +455,7 @@ def round_samples(io: KafkaFloorIO, dealers: list[TimedDealer], timed: dict[str,
 def service_health(bench: Bench) -> str:
     parts = [f"{name} dead letters {svc.host.dead_letters}, skipped {svc.host.skipped}"
              for name, svc in bench.services.items()]
-    return (f"services: {'; '.join(parts)}; service log warnings/errors: "
-            f"{SERVICE_LOG_PROBLEMS['warnings_or_errors']}")
+    return f"services: {'; '.join(parts)}; service log warnings/errors: {SERVICE_LOGS.problems}"
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -484,15 +464,16 @@ async def run(args: argparse.Namespace) -> int:
     if why is not None:
         print(f"pipeline: cannot reach the Kafka broker at {args.bootstrap}: {why}", file=sys.stderr)
         return 2
-    route_service_logs(args.service_logs)  # also sets the aiokafka/faststream loggers back to WARNING
+    route_service_logs(args.service_logs)  # the services' configure() sets the client loggers back to WARNING
 
     prefix = f"bench{uuid.uuid4().hex[:8]}."
     settings = replace(Settings.from_env(), bootstrap_servers=args.bootstrap, topic_prefix=prefix)
     print(f"broker {args.bootstrap}, topic prefix {prefix!r}, {os.cpu_count()} CPUs, "
-          f"tables={args.tables} rounds/table={args.rounds} seats={args.seats}"
-          f"{' batch mode' if args.batch else ''}")
+          f"tables={args.tables} rounds/table={args.rounds} seats={args.seats} pace={args.pace}s "
+          f"paced rounds/table={args.paced_rounds}")
 
-    bench = Bench(settings, wait_ready=not args.no_ready_wait, batch=args.batch)
+    bench = Bench(settings, wait_ready=not args.no_ready_wait)
+    raw_loop: RawLoop | None = None
     counters = TxnCounters()
     try:
         # 1. baseline on a quiet broker
@@ -508,7 +489,9 @@ async def run(args: argparse.Namespace) -> int:
         io = bench.io
         assert io is not None
         print(f"services and floor started in {ms(clock() - t)} ms"
-              f"{' (every service rebuilt on its first assignment)' if bench.wait_ready else ''}")
+              f"{' (every service restored: ' if bench.wait_ready else ''}"
+              + ", ".join(f"{n} {v:.2f} s by {how}" for n, (v, how) in bench.restored_s.items())
+              + (")" if bench.wait_ready else ""))
         seats = [Seat(i, f"player-{i}") for i in range(1, args.seats + 1)]
         dealers = [TimedDealer(io, f"B{i:02d}", punto_banco_full(), seats, random.Random(i), Clock(),
                                timeout=args.timeout) for i in range(1, args.tables + 1)]
@@ -531,6 +514,12 @@ async def run(args: argparse.Namespace) -> int:
             for _ in range(args.rounds):
                 timed[d.table_id].add(await d.next_round())
 
+        profiler = None
+        if args.cprofile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
         counters.install()
         lag: list[float] = []
         stop_lag = asyncio.Event()
@@ -540,6 +529,8 @@ async def run(args: argparse.Namespace) -> int:
             await all_or_cancel([deal(d) for d in dealers])
         finally:
             wall, cpu, ticks1 = clock() - t0, time.process_time() - cpu0, cpu_ticks()
+            if profiler is not None:
+                profiler.disable()
             stop_lag.set()
             await lag_task
             counters.uninstall()
@@ -569,8 +560,60 @@ async def run(args: argparse.Namespace) -> int:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         print(f"max RSS {ru.ru_maxrss / 1024:.0f} MiB; bets per round (mean) "
               f"{statistics.fmean(s.bets for s in samples):.1f}")
+        if profiler is not None:
+            print_profile(profiler, args.cprofile)
+        path_tx = [transactions_on_path(s.cards) for s in samples]
+        print(f"transactions on a round's path (open 2 + close 5/7/9 by cards): mean {statistics.fmean(path_tx):.2f}")
+
+        # 4. the paced phase: "No more bets" -> settled at a live-like pace
+        paced_ids: dict[str, set[str]] = {d.table_id: set() for d in dealers}
+
+        async def paced(d: TimedDealer, i: int) -> None:
+            await asyncio.sleep(args.pace * i / len(dealers))  # tables spread over one period
+            for _ in range(args.paced_rounds):
+                start = clock()
+                paced_ids[d.table_id].add(await d.next_round())
+                await asyncio.sleep(max(0.0, args.pace - (clock() - start)))
+
+        t = clock()
+        await all_or_cancel([paced(d, i) for i, d in enumerate(dealers)])
+        paced_wall = clock() - t
+        psamples = round_samples(io, dealers, paced_ids)
+        close_lat = [s.latency for s in psamples]
+        first_hop = next(iter(psamples[0].hops))
+        closed_lat = [s.latency - s.hops[first_hop] for s in psamples]
+        print(f"paced phase ({args.pace} s per round per table, {len(psamples)} rounds in {paced_wall:.1f} s = "
+              f"{len(psamples) / paced_wall:.1f} rounds/s):")
+        print(f"  close_to_settled, CloseBetting sent -> RoundSettled seen: {summary(close_lat)}")
+        print(f"  BettingClosed seen -> RoundSettled seen: {summary(closed_lat)}")
+        for hop in psamples[0].hops:
+            print(f"  {hop}: {summary([s.hops[hop] for s in psamples])}")
+        print(service_health(bench))
+        await bench.stop()
+
+        # 5. the raw read-process-write loop: same tables, rounds, bets, cards and pace; services stopped
+        shapes = [(s.bets, s.cards) for s in samples]
+        raw_loop = RawLoop(args.bootstrap, prefix)
+        await raw_loop.start()
+        await run_raw(raw_loop, args.tables, args.warmup, shapes, tag="w")
+        tx0, ner0 = raw_loop.transactions, NOT_ENOUGH_REPLICAS.n
+        raw_lat, raw_wall = await run_raw(raw_loop, args.tables, args.rounds, shapes, tag="t")
+        raw_tx = raw_loop.transactions - tx0
+        raw_rps = len(raw_lat) / raw_wall
+        print(f"raw loop (4 stages, read_committed + transactional producer, offsets in the transaction): "
+              f"{len(raw_lat)} rounds in {raw_wall:.2f} s = {raw_rps:.1f} rounds/s; {raw_tx} transactions = "
+              f"{raw_tx / len(raw_lat):.1f} per round; spurious NotEnoughReplicas produce retries (aiokafka#1172): "
+              f"{NOT_ENOUGH_REPLICAS.n - ner0}")
+        print(f"  raw close -> settled, full speed: {summary(raw_lat)}")
+        raw_paced, _ = await run_raw(raw_loop, args.tables, args.paced_rounds, shapes, pace=args.pace, tag="p")
+        print(f"  raw close -> settled, paced ({args.pace} s): {summary(raw_paced)}; NotEnoughReplicas retries "
+              f"so far (services and raw): {NOT_ENOUGH_REPLICAS.n}")
+        ratio = rounds_per_s / raw_rps
+        print(f"pipeline / raw: {100 * ratio:.0f}% of the raw loop's rate (target >= 50%); close_to_settled p99 "
+              f"{pct(close_lat, 99) * 1000:.1f} ms at {args.tables} tables (target <= 100 ms)")
         result = (f"pipeline: tables={args.tables} rounds_per_s={rounds_per_s:.1f} p50_ms={pct(lat, 50) * 1000:.1f} "
-                  f"p99_ms={pct(lat, 99) * 1000:.1f} raw_roundtrip_p50_ms={pct(raw, 50) * 1000:.1f}")
+                  f"p99_ms={pct(lat, 99) * 1000:.1f} raw_rounds_per_s={raw_rps:.1f} ratio={ratio:.2f} "
+                  f"close_to_settled_p99_ms={pct(close_lat, 99) * 1000:.1f}")
     except FloorTimeout as e:
         print(f"pipeline: FAILED: {e}", file=sys.stderr)
         if bench.io is not None:
@@ -583,6 +626,8 @@ async def run(args: argparse.Namespace) -> int:
     finally:
         counters.uninstall()
         await bench.stop()
+        if raw_loop is not None:
+            await raw_loop.stop()
         await cleanup(args.bootstrap, prefix, settings, keep=args.keep_topics)
     stray = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     if stray:
@@ -591,6 +636,21 @@ async def run(args: argparse.Namespace) -> int:
         return 1
     print(result)
     return 0
+
+
+def print_profile(profiler: Any, path: str, top: int = 25) -> None:
+    """Save the profile to ``path`` and print the ``top`` functions by own time (tottime)."""
+    import io as _io
+    import pstats
+
+    profiler.dump_stats(path)
+    out = _io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    lines = out.getvalue().splitlines()
+    start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
+    print(f"cProfile of the timed phase (saved to {path}), top {top} by own time:")
+    for line in lines[start:start + top + 1]:
+        print("  " + line)
 
 
 async def cleanup(bootstrap: str, prefix: str, settings: Settings, *, keep: bool) -> None:
@@ -606,7 +666,7 @@ async def cleanup(bootstrap: str, prefix: str, settings: Settings, *, keep: bool
         mine = [t for t in await admin.list_topics() if t.startswith(prefix)]
         if mine:
             await admin.delete_topics(mine)
-        groups = [settings.group(s) for s in ("shoe", "dealing", "wagering", "settlement")]
+        groups = [settings.group(s) for s in DECIDERS] + [f"{prefix}raw.{s}" for s in RAW_STAGES]
         try:
             for g in groups:  # one request per group: groups may live on different coordinators
                 node = await admin.find_coordinator(g)
@@ -632,9 +692,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="HOST:PORT (default: KAFKA_BOOTSTRAP_SERVERS, else %(default)s)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds a dealer waits for any event")
     ap.add_argument("--service-logs", choices=("devnull", "stderr", "off"), default="devnull")
-    ap.add_argument("--no-batch", dest="batch", action="store_false",
-                    help="services handle one record per transaction (the runtime's default is batch mode: one "
-                         "transaction per batch of records)")
+    ap.add_argument("--pace", type=float, default=2.0,
+                    help="paced phase: seconds between one table's round starts (default %(default)s)")
+    ap.add_argument("--paced-rounds", type=int, default=10, help="rounds per table in the paced phase")
+    ap.add_argument("--cprofile", metavar="FILE", default="",
+                    help="profile the timed phase with cProfile into FILE and print the top functions")
     ap.add_argument("--no-ready-wait", action="store_true",
                     help="send the first commands as soon as the services are started (as tests/system does), "
                          "without waiting for every service's first assignment and rebuild")

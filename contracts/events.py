@@ -180,7 +180,12 @@ class PointsAnnounced(Event, frozen=True, tag="points_announced"):
 class Irregularity(Event, frozen=True, tag="irregularity"):
     """Something dealt outside the rules and how it was handled (13:69F-3.12). ``kind``
     ``unauthorised_player_third_card``: ``disposition`` ``banker_third`` (Table 2 obliged the Banker to draw,
-    decided as if the Player had stood: the card is the Banker's third, dealt next) or ``discarded``."""
+    decided as if the Player had stood: the card is the Banker's third, dealt next) or ``discarded``.
+    ``card_before_no_more_bets`` (3.2(d), 3.7(b)), ``card_out_of_order`` (3.7), ``card_on_wrong_hand`` (3.7,
+    Tables 1–2) and ``card_after_round_ended`` (3.9, 3.10(a)): ``disposition`` ``round_voided`` (a
+    ``RoundVoided`` follows), ``discarded`` (the card is not a card of the round) or ``dealt_by_the_rules``
+    (a wrong-hand card dealt where the rules say, by the ``CardDealt`` that follows), as the table's
+    ``irregularity_handling`` says. ``rule``: the regulation the card broke."""
 
     round_id: EvId
     kind: EvCode
@@ -188,6 +193,7 @@ class Irregularity(Event, frozen=True, tag="irregularity"):
     card: EvCard = ""
     card_number: int = 0
     disposition: EvCode = ""
+    rule: EvDetail = ""
 
 
 class RoundResolved(Event, frozen=True, tag="round_resolved"):

@@ -42,7 +42,11 @@ class TableSpec(msgspec.Struct, frozen=True):
     """A table's game. ``variant``: ``punto_banco`` | ``casino_night``; ``wagers``: wager names offered;
     ``pay``: wager or bonus class → "X to Y"; ``commission_rate``: [numerator, denominator] of the amount
     won; ``commission_mode``: ``deduct_at_payout`` | ``accrue``; ``commission_scope``: ``banker_only`` |
-    ``all_winners``; ``rounding``: ``house`` | ``patron`` | ``half_even`` to ``rounding_unit_cents``."""
+    ``all_winners``; ``rounding``: ``house`` | ``patron`` | ``half_even`` to ``rounding_unit_cents``;
+    ``irregularity_handling``: what a card dealt out of the 13:69F-3.7–3.9 order that 3.12(a) does not cover
+    does to its round (before "No more bets", out of order, on the wrong hand): ``void_round`` (the default:
+    the round is voided, every bet returned) | ``record_only`` (the card is recorded and discarded, or dealt
+    where the rules say). The texts read give no handling for these (digest §1.13)."""
 
     variant: Code = "punto_banco"
     shoe: ShoeSpec = msgspec.field(default_factory=ShoeSpec)
@@ -61,3 +65,4 @@ class TableSpec(msgspec.Struct, frozen=True):
     casino_night_banker_rule: Code = "table_2"
     max_players: int = 14
     limits: LimitMap = msgspec.field(default_factory=dict)
+    irregularity_handling: Code = "void_round"

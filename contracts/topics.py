@@ -48,7 +48,7 @@ TOPIC_CONFIG: Final = {"retention.ms": "-1", "retention.bytes": "-1"}
 COMMAND_TOPIC_CONFIG: Final = {"message.timestamp.type": "LogAppendTime"}
 #: A service's snapshot topic (``<service>.snapshots``) is a compacted cache, keyed by table id.
 SNAPSHOT_TOPIC_CONFIG: Final = {"cleanup.policy": "compact", "segment.ms": "600000",
-                                "min.cleanable.dirty.ratio": "0.1"}
+                                "min.cleanable.dirty.ratio": "0.1", "max.message.bytes": "16777216"}
 
 
 def key(table_id: str) -> bytes:

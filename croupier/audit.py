@@ -11,6 +11,12 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   recorded hands, point counts, winner, naturals, cards required, dragon 7 / panda 8; each ``CardDealt``
   carries the card drawn for it and names the same rule and table cell; ``PointsAnnounced`` gives the
   two-card point counts;
+* the order of play (13:69F-3.2(d), 3.7(b)), by the log's times (each event's ``occurred_at`` is the broker's
+  append time of the command record that caused it): no card of a round left the shoe before its
+  ``BettingClosed`` ("No more bets") unless dealing recorded it as an ``Irregularity`` that keeps it out of
+  the round (``card_before_no_more_bets``), no card was drawn for a round that was never opened
+  (``card_outside_round``), and no bet was placed or withdrawn after the round's first card left the shoe
+  (``bet_after_first_card``, whatever dealing made of that card);
 * every closed bet book is the bets placed minus the bets withdrawn;
 * every bet of every closed book is settled exactly once, as the rules core settles it under the table
   configuration in force when the round opened; every ``RoundSettled`` equals the sum of its bets; every
@@ -42,8 +48,8 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``outcome_mismatch``, ``draw_reason_mismatch``, ``dealt_card_mismatch``, ``points_mismatch``,
 ``book_mismatch``, ``unresolved_round``, ``settlement_count``, ``settlement_mismatch``,
 ``round_settled_count``, ``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``,
-``round_not_dealt``, ``round_not_settled``, ``floor_broken``, ``vault_unopenable``, ``vault_mismatch``,
-``vault_missing``.
+``round_not_dealt``, ``round_not_settled``, ``floor_broken``, ``card_before_no_more_bets``,
+``card_outside_round``, ``bet_after_first_card``, ``vault_unopenable``, ``vault_mismatch``, ``vault_missing``.
 """
 
 from __future__ import annotations
@@ -90,6 +96,9 @@ from services.runtime.translate import shoe_rules, table_config
 #: rejection reasons that mean the floor is broken, not that a player or dealer erred (issue 8): a round that
 #: cannot open on the shoe the table just loaded, a bet or "No more bets" for a round wagering never heard of
 BROKEN_REASONS = frozenset({"no_open_shoe", "unknown_round"})
+#: the ``Irregularity`` kinds whose card dealing kept out of the round (unless ``dealt_by_the_rules``)
+CARD_IRREGULARITIES = frozenset({"card_before_no_more_bets", "card_out_of_order", "card_on_wrong_hand",
+                                 "card_after_round_ended"})
 #: the commands whose rejection for a broken-floor reason means the floor did not work (a dealer's read of a
 #: burn naming the wrong shoe is refused ``no_open_shoe`` too, but that is the dealer's slip, not the floor's)
 BROKEN_COMMANDS = frozenset({"open_round", "place_bet", "withdraw_bet", "close_betting", "draw_card"})
@@ -270,12 +279,19 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         es.sort(key=lambda e: e.seq)
 
     # ---- the floor worked: no rejection for a reason that means it is broken --------------------------
+    # a round refused ``no_open_shoe`` that opened when the dealer tried again moments later (the dealing
+    # service learns of a just-loaded shoe from the shoe's stream, a few ms after the dealer sees it) is the
+    # floor working; a round that never opened is not
+    opened_rounds = {e.payload.round_id for e in streams.get("dealing.events", []) if isinstance(e.payload, RoundOpened)}
     for stream, es in sorted(streams.items()):
         for e in es:
             p = e.payload
             if (isinstance(p, (CommandRejected, BetRejected)) and p.reason in BROKEN_REASONS
                     and (isinstance(p, BetRejected) or p.command in BROKEN_COMMANDS)):
                 if only_shoe and e.shoe_id not in (None, only_shoe):
+                    continue
+                if (isinstance(p, CommandRejected) and p.command == "open_round" and p.reason == "no_open_shoe"
+                        and e.round_id in opened_rounds):
                     continue
                 rep.broken_rejections[p.reason] = rep.broken_rejections.get(p.reason, 0) + 1
                 what = p.command if isinstance(p, CommandRejected) else f"bet on {p.round_id}"
@@ -360,6 +376,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     resolved: dict[str, RoundResolved] = {}
     voided: set[str] = set()
     misdealt: dict[str, int] = {}  # round -> card number put on the Player's Hand against Table 1 (3.12(a))
+    skipped: dict[str, set[int]] = defaultdict(set)  # round -> card numbers dealing kept out of the round
     for e in deal_ev:
         p = e.payload
         if isinstance(p, TableOpened):
@@ -381,6 +398,9 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             resolved[p.round_id] = p
         elif isinstance(p, Irregularity) and p.kind == "unauthorised_player_third_card" and p.card_number:
             misdealt[p.round_id] = p.card_number
+        elif isinstance(p, Irregularity) and p.kind in CARD_IRREGULARITIES and p.card_number \
+                and p.disposition != "dealt_by_the_rules":
+            skipped[p.round_id].add(p.card_number)
         elif isinstance(p, RoundVoided):
             voided.add(p.round_id)
 
@@ -405,9 +425,12 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         if [d.card_number for d in draws] != list(range(1, len(draws) + 1)):
             flag("round_underivable", rid, f"card numbers drawn {[d.card_number for d in draws]}")
             continue
+        draws = [d for d in draws if d.card_number not in skipped.get(rid, ())]
+        numbers = [d.card_number for d in draws]
+        mis = misdealt.get(rid)
         try:
             cards = [parse_card(d.card) for d in draws]
-            o, rest = R.resolve_recorded(cards, cfg.ruleset, misdealt.get(rid))
+            o, rest = R.resolve_recorded(cards, cfg.ruleset, numbers.index(mis) + 1 if mis in numbers else None)
         except (BaccaratError, ValueError) as ex:  # too few cards drawn for the round, or not cards
             flag("round_underivable", rid, str(ex))
             continue
@@ -441,6 +464,36 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         got_pa = [(a.player_points, a.banker_points, a.natural) for a in pa]
         if got_pa != [want_pa]:
             flag("points_mismatch", rid, f"announced {got_pa}, the first four cards give {want_pa}")
+
+    # ---- the order of play: no card before "No more bets", no bet after a card (3.2(d), 3.7(b)) -----------
+    closed_at = {e.payload.round_id: e.occurred_at for e in wager_ev if isinstance(e.payload, BettingClosed)}
+    first_card: dict[str, Envelope] = {}
+    for e in shoe_ev:
+        p = e.payload
+        if not isinstance(p, CardDrawn) or not in_scope(p.round_id):
+            continue
+        rid = p.round_id
+        if rid not in first_card or e.occurred_at < first_card[rid].occurred_at:
+            first_card[rid] = e
+        if rid not in round_shoe:
+            flag("card_outside_round", f"shoe.events#{e.seq}",
+                 f"card {p.card_number} ({p.card}) drawn for round {rid}, which was never opened at this table")
+        elif p.card_number not in skipped.get(rid, ()) and (rid not in closed_at or e.occurred_at < closed_at[rid]):
+            when = (f"at {e.occurred_at.isoformat()}, before \"No more bets\" at {closed_at[rid].isoformat()}"
+                    if rid in closed_at else 'and "No more bets" was never called')
+            flag("card_before_no_more_bets", f"shoe.events#{e.seq}",
+                 f"card {p.card_number} ({p.card}) of round {rid} left the shoe {when}, and no irregularity "
+                 "keeps it out of the round (13:69F-3.2(d), 3.7(b))")
+    for e in wager_ev:
+        p = e.payload
+        if isinstance(p, (BetPlaced, BetWithdrawn)) and p.round_id in first_card:
+            card = first_card[p.round_id]
+            if e.occurred_at > card.occurred_at:
+                what = "placed" if isinstance(p, BetPlaced) else "withdrawn"
+                flag("bet_after_first_card", f"wagering.events#{e.seq}",
+                     f"bet {p.bet_id} {what} at {e.occurred_at.isoformat()}, after card "
+                     f"{card.payload.card_number} ({card.payload.card}) of round {p.round_id} left the shoe at "
+                     f"{card.occurred_at.isoformat()} (13:69F-3.2(d))")
 
     # ---- bet books: placed minus withdrawn ---------------------------------------------------------------
     books: dict[str, BettingClosed] = {}

@@ -291,7 +291,21 @@ def _run_async(coro, settings) -> None:  # type: ignore[no-untyped-def]
 
 BOOTSTRAP_HELP = "Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:19092)."
 PREFIX_HELP = "Topic prefix (default: $CROUPIER_TOPIC_PREFIX or none)."
-TOKEN_HELP = "Bearer token for the surveillance view (default: $CROUPIER_SURVEILLANCE_TOKEN; none: closed)."
+TOKEN_HELP = "Removed: API tokens are read from CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE."
+
+
+def _api_tokens(token: Optional[str]) -> dict[str, str]:
+    """The query API's per-role tokens from the environment or the tokens file (never the command line);
+    a clear error for ``--token`` or when none is configured."""
+    from services.projection.auth import ENV_FILE, ENV_PREFIX, BadCredentials, NoCredentials, load_tokens
+
+    if token is not None:
+        raise fail(f"--token is no longer accepted (a token on the command line shows in the process list); "
+                   f"set {ENV_PREFIX}<ROLE> (e.g. {ENV_PREFIX}CAGE) or {ENV_FILE}=<file of role=token lines, mode 600>")
+    try:
+        return load_tokens()
+    except (NoCredentials, BadCredentials) as e:
+        raise fail(str(e)) from None
 
 
 @app.command()
@@ -302,7 +316,7 @@ def serve(
     bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
     api_port: Annotated[Optional[int], typer.Option(help="Serve the query API beside the projection.")] = None,
-    token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP)] = None,
+    token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
     dev_vault_key: Annotated[bool, typer.Option(
         "--dev-vault-key", help="Without a configured vault key, make (or reuse) a development key file "
         "var/vault/<prefix>.keys (mode 600) for the shoe service. Not for a real floor.")] = False,
@@ -310,8 +324,6 @@ def serve(
     """Run several services together in one process until Ctrl-C (each can also run alone with
     ``faststream run services.<name>.app:app``). The shoe service needs its vault key
     (``CROUPIER_VAULT_KEY_FILE`` or ``CROUPIER_VAULT_KEYS``) and refuses to start without one."""
-    import os
-
     from croupier.devkey import VaultKeyError, configured, with_dev_key
 
     import services as svc_pkg
@@ -324,6 +336,7 @@ def serve(
     if api_port is not None and "projection" not in names:
         raise fail("--api-port needs the projection service (add it to --services, or use `croupier api`)")
     _check_port(api_port)
+    tokens = _api_tokens(token) if api_port is not None or token is not None else None
     settings = _settings(bootstrap, prefix)
     if "shoe" in names:
         try:
@@ -338,8 +351,7 @@ def serve(
                                     "one) or CROUPIER_VAULT_KEYS, or pass --dev-vault-key for a development key")
         except VaultKeyError as e:
             raise fail(str(e)) from None
-    tok = token if token is not None else os.environ.get("CROUPIER_SURVEILLANCE_TOKEN", "")
-    _run_async(run_serve(names, settings, api_port=api_port, token=tok), settings)
+    _run_async(run_serve(names, settings, api_port=api_port, tokens=tokens), settings)
 
 
 vault_key = typer.Typer(help="The shoe service's vault keys (AES-256-GCM, contracts/vault.py).",
@@ -371,18 +383,16 @@ def api(
     port: Annotated[int, typer.Option(help="Port of the query API (127.0.0.1).")] = 8080,
     bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
-    token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP)] = None,
+    token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
 ) -> None:
     """The projection's query API alone: a read-only replica folds the streams and answers queries
     (OpenAPI at /docs)."""
-    import os
-
     from croupier.serve import api_alone
 
+    tokens = _api_tokens(token)
     _check_port(port)
     settings = _settings(bootstrap, prefix)
-    tok = token if token is not None else os.environ.get("CROUPIER_SURVEILLANCE_TOKEN", "")
-    _run_async(api_alone(settings, port, token=tok), settings)
+    _run_async(api_alone(settings, port, tokens=tokens), settings)
 
 
 @app.command()

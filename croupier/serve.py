@@ -6,6 +6,7 @@ import asyncio
 import signal
 import socket
 import uuid
+from collections.abc import Mapping
 
 import services
 from services.runtime.app import Service
@@ -31,6 +32,12 @@ def check_port(host: str, port: int) -> None:
             raise PortTaken(f"port {host}:{port} is already in use ({e.strerror})") from None
 
 
+def _load_tokens() -> dict[str, str]:
+    from services.projection.auth import load_tokens
+
+    return load_tokens()
+
+
 def _stop_on_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -40,12 +47,12 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
             pass
 
 
-async def _run_api(service: Service, host: str, port: int, token: str, stop: asyncio.Event) -> None:
+async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, str], stop: asyncio.Event) -> None:
     import uvicorn
 
     from services.projection.api import create_api
 
-    server = uvicorn.Server(uvicorn.Config(create_api(service.host, token), host=host, port=port,
+    server = uvicorn.Server(uvicorn.Config(create_api(service.host, tokens, ready=lambda: service.ready), host=host, port=port,
                                            log_level="warning", lifespan="off"))
     task = asyncio.create_task(server.serve())
     await stop.wait()
@@ -54,13 +61,17 @@ async def _run_api(service: Service, host: str, port: int, token: str, stop: asy
 
 
 async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None = None, *,
-                api_port: int | None = None, api_host: str = "127.0.0.1", token: str = "") -> None:
+                api_port: int | None = None, api_host: str = "127.0.0.1",
+                tokens: Mapping[str, str] | None = None) -> None:
     """Start the named services (and the query API beside the projection), run until ``stop`` is set or
-    a signal arrives, then stop them."""
+    a signal arrives, then stop them. ``tokens``: the API's ``{role: token}`` (default: from the environment,
+    :func:`services.projection.auth.load_tokens`; raises ``NoCredentials`` before anything starts when the
+    API is asked for and no credential is configured)."""
     log = get_logger("serve")
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
     if api_port is not None:
+        tokens = tokens or _load_tokens()
         check_port(api_host, api_port)
     running: list[Service] = []
     try:
@@ -72,7 +83,7 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
         projection = next((s for n, s in zip(names, running) if n == "projection"), None)
         if api_port is not None and projection is not None:
             log.info("api_started", url=f"http://{api_host}:{api_port}/docs")
-            await _run_api(projection, api_host, api_port, token, stop)
+            await _run_api(projection, api_host, api_port, tokens or {}, stop)
         else:
             await stop.wait()
     finally:
@@ -81,11 +92,13 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
         log.info("stopped", services=names)
 
 
-async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1", token: str = "",
-                    stop: asyncio.Event | None = None) -> None:
-    """The query API over a read-only projection replica (its own consumer group; publishes nothing)."""
+async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1",
+                    tokens: Mapping[str, str] | None = None, stop: asyncio.Event | None = None) -> None:
+    """The query API over a read-only projection replica (its own consumer group; publishes nothing).
+    ``tokens`` as in :func:`serve` (checked before anything starts)."""
     from services.projection.app import create_replica
 
+    tokens = tokens or _load_tokens()
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
     check_port(host, port)
@@ -108,6 +121,6 @@ async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1", toke
     await replica.start()
     try:
         get_logger("api").info("api_started", url=f"http://{host}:{port}/docs")
-        await _run_api(replica, host, port, token, stop)
+        await _run_api(replica, host, port, tokens, stop)
     finally:
         await replica.stop()

@@ -49,6 +49,19 @@ from services.runtime.translate import shoe_rules, table_config
 INITIAL_CARDS = 4
 #: Irregularity kind of a Player third card the rules did not allow (13:69F-3.12(a))
 MISDEAL = "unauthorised_player_third_card"
+#: a card of the round reported before its "No more bets" (13:69F-3.2(d), 3.7(b))
+EARLY = "card_before_no_more_bets"
+#: a card reported with a card number that skips the next card of the round (13:69F-3.7: one after another)
+OUT_OF_ORDER = "card_out_of_order"
+#: a card reported on the hand the rules do not give it (13:69F-3.7 for the first four, Tables 1–2 after)
+WRONG_HAND = "card_on_wrong_hand"
+#: a card reported after the round had every card it is entitled to, or after it was voided (3.9, 3.10(a))
+AFTER_END = "card_after_round_ended"
+#: the kinds whose card is not a card of the round (skipped by the deal and by the audit's re-derivation),
+#: unless the disposition is ``dealt_by_the_rules``
+CARD_KINDS = frozenset({EARLY, OUT_OF_ORDER, WRONG_HAND, AFTER_END})
+#: ``TableSpec.irregularity_handling``: what an irregularity the texts read do not settle does to the round
+HANDLINGS = ("void_round", "record_only")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +100,10 @@ class RoundState:
     closed_by: tuple[str, datetime] | None = None  # the BettingClosed event
     requested: int = 0
     received: dict[int, Drawn] = field(default_factory=dict)
+    #: the cursor: card numbers up to ``dealt`` are consumed (dealt, or discarded under 3.12(a)); numbers in
+    #: ``skipped`` are cards recorded as an :class:`Irregularity` that are not cards of the round
     dealt: int = 0
+    skipped: frozenset[int] = frozenset()
     announced: bool = False
     failed: str = ""
 
@@ -129,6 +145,30 @@ class DealingState:
         return refusal(sh.cards_left, self.rounds_started(sh.shoe_id), sh.cutting_card_round, sh.policy)
 
 
+def _next_number(rs: RoundState) -> int:
+    """The card number the round's next card has: the first after the cursor that is not skipped."""
+    n = rs.dealt + 1
+    while n in rs.skipped:
+        n += 1
+    return n
+
+
+def _numbers_ahead(rs: RoundState, k: int) -> list[int]:
+    """The next ``k`` card numbers of the round (after the cursor, skipped ones left out)."""
+    out: list[int] = []
+    n = rs.dealt
+    while len(out) < k:
+        n += 1
+        if n not in rs.skipped:
+            out.append(n)
+    return out
+
+
+def _handling(state: "DealingState") -> str:
+    """The table's ``irregularity_handling`` (``void_round`` when the spec predates the setting)."""
+    return state.spec.irregularity_handling if state.spec is not None else "void_round"
+
+
 def _draw_id(table_id: str, round_id: str, n: int) -> str:
     """The deterministic id of the ``DrawCard`` for card ``n`` of a round (the shoe drops re-sends)."""
     return derived_command_id("draw", table_id, round_id, n)
@@ -167,7 +207,11 @@ class DealingCore:
         rs = state.round
         if isinstance(e, CardDealt) and rs is not None:
             deal = R.add_card(rs.deal, parse_card(e.card))
-            return replace(state, round=replace(rs, deal=deal, dealt=rs.dealt + 1, status="dealing"))
+            return replace(state, round=replace(rs, deal=deal, dealt=_next_number(rs), status="dealing"))
+        if isinstance(e, Irregularity) and rs is not None and e.kind in CARD_KINDS and rs.round_id == e.round_id:
+            if e.disposition == "dealt_by_the_rules":  # the CardDealt that follows deals it where the rules say
+                return state
+            return replace(state, round=replace(rs, skipped=rs.skipped | {e.card_number}))
         if isinstance(e, Irregularity) and rs is not None and e.kind == MISDEAL and rs.round_id == e.round_id:
             # 13:69F-3.12(a): the Player's Hand counts as having stood; a discarded card is consumed here, a card
             # that becomes the Banker's third is dealt by the CardDealt that follows
@@ -175,7 +219,7 @@ class DealingCore:
             dealt = rs.dealt
             if e.disposition == "discarded":
                 deal = replace(deal, discarded=deal.discarded + (parse_card(e.card),))
-                dealt += 1
+                dealt = e.card_number
             return replace(state, round=replace(rs, deal=deal, dealt=dealt))
         if isinstance(e, PointsAnnounced) and rs is not None:
             return replace(state, round=replace(rs, announced=True))
@@ -211,7 +255,7 @@ class DealingCore:
             return state
         if isinstance(e, CommandRejected) and state.round is not None and e.command == "draw_card":
             rs = state.round
-            mine = {_draw_id(state.table_id, rs.round_id, n) for n in range(1, 7)}
+            mine = {_draw_id(state.table_id, rs.round_id, n) for n in range(1, max(rs.requested, 6) + 1)}
             if e.command_id in mine and not rs.failed:
                 return replace(state, round=replace(rs, failed=f"{e.reason}: {e.detail}"))
         if isinstance(e, BettingClosed):
@@ -229,16 +273,36 @@ class DealingCore:
 
     # -- react -----------------------------------------------------------------------------------
     def react(self, state: DealingState, last: Envelope | None) -> list[Emit | Send]:
+        """What is due: an :class:`Irregularity` for a card that is not the round's next card by the rules
+        (before "No more bets", out of order, on the wrong hand, after the round ended), the next
+        ``CardDealt``, the result, or the next ``DrawCard`` requests. Every card the shoe reported for the
+        round is either dealt or named by an irregularity: none is dropped silently."""
         rs = state.round
-        if rs is None or rs.status == "voided" or rs.closed_by is None:
+        if rs is None:
             return []
-        if rs.status == "resolved":
+        ahead = sorted(n for n in rs.received if n > rs.dealt and n not in rs.skipped)
+        if rs.status in ("resolved", "voided"):
+            if not ahead:
+                return []
+            n = ahead[0]
+            d = rs.received[n]
             # a card placed on the Player's Hand after the rules ended the round (a natural, or both standing):
             # 13:69F-3.12(a) discards it; the result stands
-            d = rs.received.get(rs.dealt + 1)
-            if d is not None and d.dealt_to == "player" and len(rs.deal.player) == 2 and len(rs.deal.banker) == 2 \
+            if rs.status == "resolved" and n == _next_number(rs) and d.dealt_to == "player" \
+                    and len(rs.deal.player) == 2 and len(rs.deal.banker) == 2 \
                     and not rs.deal.player_stood_by_irregularity:
-                return self._misdeal(rs, rs.dealt + 1, d)
+                return self._misdeal(rs, n, d)
+            why = ("the round was voided" if rs.status == "voided" else
+                   "both hands had every card Tables 1 and 2 entitle them to (13:69F-3.9, 3.10(a))")
+            return self._irregular(state, rs, AFTER_END, n, d, "13:69F-3.9, 3.10(a)",
+                                   f"card {n} ({d.card}) came after the round ended: {why}; it was discarded "
+                                   "and the result stands", void=False)
+        if ahead and rs.closed_by is None:
+            n = ahead[0]
+            d = rs.received[n]
+            return self._irregular(state, rs, EARLY, n, d, "13:69F-3.2(d), 3.7(b)",
+                                   f'card {n} ({d.card}) came out before "No more bets" was called')
+        if rs.closed_by is None:
             return []
         if rs.failed:
             cause = rs.received[rs.dealt].event_id if rs.dealt else rs.closed_by[0]
@@ -246,7 +310,7 @@ class DealingCore:
                          round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=cause,
                          occurred_at=rs.closed_by[1])]
         step = R.next_step(rs.deal)
-        nxt = rs.dealt + 1
+        nxt = _next_number(rs)
         if isinstance(step, R.Outcome):
             return self._resolved(state, rs, step)
         if isinstance(step, R.NeedDecision):  # chemin de fer is refused at OpenTable; defensive only
@@ -254,16 +318,25 @@ class DealingCore:
                          round_id=rs.round_id, causation_id=rs.closed_by[0], occurred_at=rs.closed_by[1])]
         if nxt in rs.received:
             d = rs.received[nxt]
-            if d.dealt_to == "player" and step.hand is Hand.BANKER and len(rs.deal.player) == 2 \
-                    and not rs.deal.player_stood_by_irregularity:
-                return self._misdeal(rs, nxt, d)
             reason = step.reason
-            out: list[Emit | Send] = [Emit(
+            if d.dealt_to == "player" and step.hand is Hand.BANKER and len(rs.deal.player) == 2 \
+                    and len(rs.deal.banker) == 2 and not rs.deal.player_stood_by_irregularity:
+                return self._misdeal(rs, nxt, d)
+            pre: list[Emit | Send] = []
+            # the 3.12(a) card that becomes the Banker's third was read on the Player's Hand: no second irregularity
+            by_312a = d.dealt_to == "player" and step.hand is Hand.BANKER and rs.deal.player_stood_by_irregularity
+            if d.dealt_to and d.dealt_to != step.hand.value and not by_312a:
+                detail = (f"card {nxt} ({d.card}) was reported on the {d.dealt_to.capitalize()}'s Hand; the rules "
+                          f"give it to the {step.hand.value.capitalize()}'s Hand ({reason.describe()})")
+                pre = self._irregular(state, rs, WRONG_HAND, nxt, d, reason.source, detail)
+                if _handling(state) == "void_round":
+                    return pre
+            out: list[Emit | Send] = [*pre, Emit(
                 CardDealt(round_id=rs.round_id, card=d.card, hand=reason.hand.value, position=reason.position,
                           rule=reason.rule, source=reason.source, why=reason.describe(), row=reason.row,
                           column=reason.column),
                 round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=d.event_id, occurred_at=d.at)]
-            if nxt == INITIAL_CARDS:
+            if len(rs.deal.player) + len(rs.deal.banker) == INITIAL_CARDS - 1:
                 deal = R.add_card(rs.deal, parse_card(d.card))
                 pp, bp = hand_points(deal.player), hand_points(deal.banker)
                 nat = pp in deal.ruleset.natural or bp in deal.ruleset.natural
@@ -271,7 +344,14 @@ class DealingCore:
                                                 natural=nat),
                                 round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=d.event_id, occurred_at=d.at))
             return out
-        want = max(nxt, INITIAL_CARDS) if rs.dealt < INITIAL_CARDS else nxt
+        if ahead:  # a later card came before the round's next one
+            n = ahead[0]
+            d = rs.received[n]
+            return self._irregular(state, rs, OUT_OF_ORDER, n, d, "13:69F-3.7",
+                                   f"card {n} ({d.card}) was reported before card {nxt}: the cards of a round are "
+                                   "dealt one after another")
+        have = len(rs.deal.player) + len(rs.deal.banker)
+        want = _numbers_ahead(rs, INITIAL_CARDS - have)[-1] if have < INITIAL_CARDS else nxt
         first = max(rs.requested, rs.dealt, max(rs.received, default=0)) + 1
         if first > want:
             return []
@@ -280,8 +360,31 @@ class DealingCore:
             Send(T.SHOE_COMMANDS, command(state.table_id, _draw_id(state.table_id, rs.round_id, n),
                                           at, DrawCard(shoe_id=rs.shoe_id, round_id=rs.round_id, card_number=n),
                                           correlation_id=rs.round_id))
-            for n in range(first, want + 1)
+            for n in range(first, want + 1) if n not in rs.skipped
         ]
+
+    def _irregular(self, state: DealingState, rs: RoundState, kind: str, n: int, d: Drawn, rule: str,
+                   detail: str, void: bool = True) -> list[Emit | Send]:
+        """An :class:`Irregularity` for card ``n`` naming ``rule``, handled by the table's
+        ``irregularity_handling`` (the texts read give no handling for these): ``void_round`` voids the round
+        (every bet returned); ``record_only`` discards the card (a wrong-hand card is dealt where the rules
+        say). ``void=False``: the round has ended, the card is discarded whatever the setting."""
+        voiding = void and _handling(state) == "void_round"
+        if voiding:
+            disposition = "round_voided"
+        elif kind == WRONG_HAND:
+            disposition = "dealt_by_the_rules"
+        else:
+            disposition = "discarded"
+        text = f"{detail} ({rule}); disposition: {disposition.replace('_', ' ')}"
+        out: list[Emit | Send] = [Emit(
+            Irregularity(round_id=rs.round_id, kind=kind, detail=text, card=d.card, card_number=n,
+                         disposition=disposition, rule=rule),
+            round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=d.event_id, occurred_at=d.at)]
+        if voiding:
+            out.append(Emit(RoundVoided(round_id=rs.round_id, reason=f"irregularity {kind}: {rule}"),
+                            round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=d.event_id, occurred_at=d.at))
+        return out
 
     def _misdeal(self, rs: RoundState, n: int, d: Drawn) -> list[Emit | Send]:
         """A Player third card the rules did not allow (13:69F-3.12(a)): it becomes the Banker's third card if
@@ -291,7 +394,8 @@ class DealingCore:
         detail = (f"card {n} ({d.card}) was dealt to the Player's Hand though Table 1 did not allow a third card; "
                   f"it {where} (13:69F-3.12(a))")
         return [Emit(Irregularity(round_id=rs.round_id, kind=MISDEAL, detail=detail, card=d.card, card_number=n,
-                                  disposition="banker_third" if disp.became_banker_third else "discarded"),
+                                  disposition="banker_third" if disp.became_banker_third else "discarded",
+                                  rule="13:69F-3.12(a)"),
                      round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=d.event_id, occurred_at=d.at)]
 
     def _resolved(self, state: DealingState, rs: RoundState, o: R.Outcome) -> list[Emit | Send]:
@@ -323,6 +427,9 @@ class DealingCore:
                 table_config(c.config)
             except BaccaratError as e:
                 return _reject(cmd, "invalid_config", str(e))
+            if c.config.irregularity_handling not in HANDLINGS:
+                return _reject(cmd, "invalid_config", f"irregularity_handling {c.config.irregularity_handling!r} "
+                                                      f"is not one of {', '.join(HANDLINGS)}")
             return [Emit(TableOpened(config=c.config))]
         if isinstance(c, OpenRound):
             if state.config is None:

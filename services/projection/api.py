@@ -1,34 +1,53 @@
 """The projection's query API: a small ASGI app (FastAPI, OpenAPI at ``/openapi.json``, docs at ``/docs``).
 
 Reads the live state of a projection host (the projection service itself, or a read-only replica that
-folds the same streams and publishes nothing). The surveillance view and the alerts need
-``Authorization: Bearer <token>``; without a valid token they answer 401. An unknown table is a 404 with a
-message.
+folds the same streams and publishes nothing). Public views (``/health``, ``/tables``, public odds, roads)
+need no credential and hold no player data. Ledgers and balances (player ids) need ``Authorization: Bearer
+<token>`` of the ``cage``, ``pit`` or ``surveillance`` role; the surveillance odds, alerts and player
+surveillance that of ``surveillance`` (roles and credentials: :mod:`services.projection.auth`). No or an
+unknown token: 401; a known token of a role not allowed: 403. An unknown table is a 404 with a message.
+Ledgers are held for the current gaming day (older days and shoes: ``croupier replay``/``export``).
 """
 
 from __future__ import annotations
 
-import hmac
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query
+from fastapi import Depends, FastAPI, HTTPException, Query
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from baccarat.roads import parse_results, roads
+from services.projection.auth import LEDGER_ROLES, ROLES, SURVEILLANCE_ROLES, NoCredentials, role_of
 from services.projection.core import ProjectionState
 from services.projection.digest import state_digest
 from services.runtime.host import ServiceHost
 
 
-def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
-    """The query API over ``host``'s projection state. ``surveillance_token``: the bearer token that opens
-    the surveillance view and the alerts (an empty token opens nothing)."""
+def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[], bool] | None = None) -> FastAPI:
+    """The query API over ``host``'s projection state. ``tokens``: ``{role: bearer token}`` (roles in
+    :data:`services.projection.auth.ROLES`; load them with :func:`services.projection.auth.load_tokens`).
+    ``ready``: whether the projection has restored its tasks (``Service.ready``); until it has, every data
+    endpoint answers 503 (never a 404 or zero balances from a half-restored state) and ``/health/ready``
+    says so.
+    Raises :class:`~services.projection.auth.NoCredentials` if ``tokens`` is empty and ``ValueError`` for an
+    unknown role: there is no default credential."""
+    if not tokens:
+        raise NoCredentials("the query API needs at least one role's credential")
+    unknown = sorted(set(tokens) - set(ROLES))
+    if unknown:
+        raise ValueError(f"unknown role(s) {', '.join(unknown)}; roles: {', '.join(ROLES)}")
+    tokens = dict(tokens)
     api = FastAPI(
         title="Croupier projection",
         version="1",
         description="Live odds (public and surveillance views), roadmaps, cage ledgers and surveillance "
-                    "alerts of every table, as folded from the event streams.",
+                    "alerts of every table, as folded from the event streams. Ledgers need the cage, pit or "
+                    "surveillance role; the surveillance view and alerts the surveillance role.",
     )
+    bearer = HTTPBearer(auto_error=False, scheme_name="bearer",
+                        description="A role's API token (CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE)")
 
     def state(table_id: str) -> ProjectionState:
         slot = host.runner.tables.get(table_id)
@@ -36,16 +55,42 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
             raise HTTPException(404, f"unknown table {table_id!r}")
         return slot.state  # type: ignore[no-any-return]
 
-    def surveillance(authorization: str = Header(default="")) -> None:
-        scheme, _, token = authorization.partition(" ")
-        if not surveillance_token or scheme.lower() != "bearer" or not hmac.compare_digest(
-                token.encode(), surveillance_token.encode()):
-            raise HTTPException(401, "the surveillance view needs a valid bearer token",
-                                headers={"WWW-Authenticate": "Bearer"})
+    def requires(allowed: frozenset[str], what: str) -> Callable[..., str]:
+        def check(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:
+            role = role_of(tokens, creds.credentials) if creds is not None else None
+            if role is None:
+                raise HTTPException(401, f"{what} needs a valid bearer token", headers={"WWW-Authenticate": "Bearer"})
+            if role not in allowed:
+                raise HTTPException(403, f"the {role} role may not read {what} (allowed: {', '.join(sorted(allowed))})")
+            return role
+        return check
+
+    ledger_reader = requires(LEDGER_ROLES, "ledgers and balances")
+    surveillance = requires(SURVEILLANCE_ROLES, "the surveillance view")
+
+    is_ready = ready or (lambda: True)
+
+    @api.middleware("http")
+    async def restoring(request: Any, call_next: Any) -> Any:
+        from fastapi.responses import JSONResponse
+
+        open_paths = ("/health", "/docs", "/openapi.json", "/redoc")
+        if not is_ready() and not request.url.path.startswith(open_paths):
+            return JSONResponse({"detail": "restoring: the projection has not caught up with the log yet"},
+                                status_code=503, headers={"Retry-After": "1"})
+        return await call_next(request)
+
+    @api.get("/health/ready", summary="Readiness: every assigned task restored (503 until then)")
+    def health_ready() -> Any:
+        from fastapi.responses import JSONResponse
+
+        ok = is_ready()
+        return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
 
     @api.get("/health", summary="Liveness and the state digest")
     def health() -> dict[str, Any]:
-        return {"status": "ok", "tables": len(host.runner.tables), "digest": state_digest(host.runner.tables)}
+        return {"status": "ok", "ready": is_ready(), "tables": len(host.runner.tables),
+                "digest": state_digest(dict(host.runner.tables))}
 
     @api.get("/tables", summary="Every table and where it stands")
     def tables() -> list[dict[str, Any]]:
@@ -60,8 +105,8 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
             "wagers": sorted(w.value for w in s.config.wagers),
             "shoe_id": shoe.shoe_id if shoe else None,
             "cards_out": shoe.cards_out if shoe else 0,
-            "rounds_this_shoe": len(s.results.get(shoe.shoe_id, ())) if shoe else 0,
-            "last_result": (s.results.get(shoe.shoe_id) or ("",))[-1] if shoe else "",
+            "rounds_this_shoe": len(s.results(shoe.shoe_id)) if shoe else 0,
+            "last_result": (s.results(shoe.shoe_id) or ("",))[-1] if shoe else "",
             "table_result_cents": s.ledger.table_result(table_id),
         }
 
@@ -76,7 +121,7 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
             raise HTTPException(404, f"no odds yet for table {table_id!r}")
         return _plain(s.last_odds["public"])
 
-    @api.get("/tables/{table_id}/odds/surveillance", summary="Exact odds in the surveillance view (token)",
+    @api.get("/tables/{table_id}/odds/surveillance", summary="Exact odds in the surveillance view (surveillance)",
              dependencies=[Depends(surveillance)])
     def odds_surveillance(table_id: str) -> Any:
         s = state(table_id)
@@ -84,13 +129,16 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
             raise HTTPException(404, f"no odds yet for table {table_id!r}")
         return _plain(s.last_odds["surveillance"])
 
-    @api.get("/tables/{table_id}/roads", summary="Roadmaps of a shoe (default: the current shoe)")
+    @api.get("/tables/{table_id}/roads", summary="Roadmaps of the current shoe")
     def table_roads(table_id: str, shoe_id: str | None = None) -> dict[str, Any]:
         s = state(table_id)
         sid = shoe_id or (s.shoe.shoe_id if s.shoe else None)
-        if sid is None or (shoe_id and shoe_id not in s.results and (not s.shoe or s.shoe.shoe_id != shoe_id)):
+        if sid is None or (shoe_id and not s.knows_shoe(shoe_id)):
             raise HTTPException(404, f"unknown shoe {shoe_id!r} at table {table_id!r}")
-        seq = "".join(s.results.get(sid, ()))
+        if sid in s.past_shoes and not (s.shoe and s.shoe.shoe_id == sid):
+            raise HTTPException(410, f"shoe {sid!r} at table {table_id!r} is over; its road is no longer held "
+                                     "(croupier replay/export read it from the log)")
+        seq = "".join(s.results(sid))
         return {"table_id": table_id, "shoe_id": sid, "sequence": seq, "roads": roads(parse_results(seq)).to_dict()}
 
     def scope(s: ProjectionState, table_id: str, shoe_id: str | None, gaming_day: str | None) -> None:
@@ -100,10 +148,11 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
                 date.fromisoformat(gaming_day)
             except ValueError:
                 raise HTTPException(422, f"gaming_day must be a date YYYY-MM-DD, got {gaming_day!r}") from None
-        if shoe_id is not None and shoe_id not in s.results and not (s.shoe and s.shoe.shoe_id == shoe_id):
+        if shoe_id is not None and not s.knows_shoe(shoe_id):
             raise HTTPException(404, f"unknown shoe {shoe_id!r} at table {table_id!r}")
 
-    @api.get("/tables/{table_id}/ledger", summary="Ledger balances (cents) by account")
+    @api.get("/tables/{table_id}/ledger", summary="Ledger balances (cents) by account (cage, pit, surveillance)",
+             dependencies=[Depends(ledger_reader)])
     def ledger_balances(table_id: str, shoe_id: str | None = None, gaming_day: str | None = None,
                         player_id: str | None = None) -> dict[str, Any]:
         s = state(table_id)
@@ -115,7 +164,9 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
             "table_result_cents": s.ledger.table_result(table_id, shoe_id=shoe_id, gaming_day=gaming_day),
         }
 
-    @api.get("/tables/{table_id}/ledger/entries", summary="Journal entries")
+    @api.get("/tables/{table_id}/ledger/entries",
+             summary="Journal entries of the current gaming day (cage, pit, surveillance)",
+             dependencies=[Depends(ledger_reader)])
     def ledger_entries(table_id: str, shoe_id: str | None = None, gaming_day: str | None = None,
                        player_id: str | None = None, limit: int = Query(200, ge=1, le=10_000)) -> list[Any]:
         s = state(table_id)
@@ -123,7 +174,7 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
         es = s.ledger.entries(table_id=table_id, shoe_id=shoe_id, gaming_day=gaming_day, player_id=player_id)
         return [_plain(e) for e in list(es)[-limit:]]
 
-    @api.get("/alerts", summary="Surveillance alerts (token)", dependencies=[Depends(surveillance)])
+    @api.get("/alerts", summary="Surveillance alerts of the current gaming day (surveillance)", dependencies=[Depends(surveillance)])
     def alerts(table_id: str | None = None, player_id: str | None = None) -> list[Any]:
         out = []
         for t, slot in sorted(host.runner.tables.items()):
@@ -134,7 +185,7 @@ def create_api(host: ServiceHost, surveillance_token: str) -> FastAPI:
                     out.append({"table_id": t, **_plain(a)})
         return out
 
-    @api.get("/players/{player_id}/surveillance", summary="A player's flagged bets (token)",
+    @api.get("/players/{player_id}/surveillance", summary="A player's flagged bets (surveillance)",
              dependencies=[Depends(surveillance)])
     def player(player_id: str) -> dict[str, Any]:
         bets = stake = gain = 0

@@ -20,9 +20,11 @@ first, so live and replay flag the same bets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 from fractions import Fraction
+
+import msgspec
+from msgspec.structs import replace
 
 from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_card
 from baccarat.errors import BaccaratError
@@ -47,12 +49,17 @@ from contracts.events import (
     TableOpened,
     WagerOdds,
 )
-from services.projection.ledger import Ledger
+from contracts.tables import TableSpec
+from services.projection.ledger import book, gaming_day
+from services.projection.ledger_state import LedgerState
+from services.projection.pmap import PMap
 from services.runtime.core import Emit, Send
 from services.runtime.translate import table_config
 
 VIEWS = ("public", "surveillance")
 _WINNER_LETTER = {"banker": "B", "player": "P", "tie": "T"}
+#: most alerts kept for ``/alerts`` (those of the latest gaming day, newest last)
+MAX_ALERTS = 1000
 
 
 def _add(a: tuple[int, ...], value: int, n: int = 1) -> tuple[int, ...]:
@@ -65,8 +72,7 @@ def _sub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(x - y for x, y in zip(a, b))
 
 
-@dataclass(frozen=True, slots=True)
-class ShoeView:
+class ShoeView(msgspec.Struct, frozen=True):
     """What the projection knows of the table's current shoe, by baccarat value 0..9."""
 
     shoe_id: str
@@ -83,8 +89,7 @@ class ShoeView:
         return left if view == "public" else _sub(left, self.hidden)
 
 
-@dataclass(frozen=True, slots=True)
-class OddsDue:
+class OddsDue(msgspec.Struct, frozen=True):
     """Odds to publish for a shoe state: the key, what caused it and when."""
 
     shoe_id: str
@@ -113,8 +118,7 @@ def _due(state: "ProjectionState", due: OddsDue) -> "ProjectionState":
     return replace(state, odds_due=due)
 
 
-@dataclass(frozen=True, slots=True)
-class PlayerWatch:
+class PlayerWatch(msgspec.Struct, frozen=True):
     """Surveillance summary of one player: flagged bets, their total stake and expected gain (cents)."""
 
     bets: int = 0
@@ -122,27 +126,90 @@ class PlayerWatch:
     expected_gain_cents: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class ProjectionState:
+class BeforeRound(msgspec.Struct, frozen=True, array_like=True):
+    """The true composition just before a round's first card, that card's event id and time, the shoe's
+    step then and the shoe it was drawn from."""
+
+    composition: tuple[int, ...]
+    cause: str
+    at: datetime
+    step: int
+    shoe_id: str = ""
+
+
+_CONFIGS: dict[int, tuple[TableSpec, TableConfig]] = {}
+
+
+def _config_of(spec: TableSpec) -> TableConfig:
+    """The validated config of ``spec``, built once per spec object (kept for at most 4096 specs)."""
+    got = _CONFIGS.get(id(spec))
+    if got is not None and got[0] is spec:
+        return got[1]
+    if len(_CONFIGS) >= 4096:
+        _CONFIGS.clear()
+    cfg = table_config(spec)
+    _CONFIGS[id(spec)] = (spec, cfg)
+    return cfg
+
+
+class ProjectionState(msgspec.Struct, frozen=True):
+    """One table's projection; bounded by the current shoe and gaming day (issue 8, finding 6) and
+    encodable with msgspec (``ProjectionCore.state_type``) so it can be snapshotted.
+
+    ``spec``: the table's game as opened (``config`` is its validated :class:`TableConfig`); ``shoe``: the
+    current shoe; ``past_shoes``: ids of the shoes loaded before it (one short id per shoe, so a late event of
+    an old shoe is recognised as such); ``roads``: B/P/T per round for the current shoe and any shoe not yet
+    loaded here (a result can arrive before its ``ShoeLoaded``). Working sets are pruned as soon as they can
+    no longer matter: ``books``/``before_round`` when the round is judged, ``ledger_published`` (entry ids
+    already on ``projection.ledger``, by source event) when the source event is folded, ``alerts_published``
+    (bet ids already on ``projection.alerts``, by round) when the round is judged; all are :class:`PMap` s, so
+    an update costs the same whatever their size (a rebuild folds the own streams first, then shoe, dealing,
+    wagering and settlement in turn, and holds them for the whole history meanwhile). ``alerts``: the
+    latest gaming day's, at most :data:`MAX_ALERTS`; ``watch``: per player, the whole table's life.
+    """
+
     table_id: str
-    config: TableConfig | None = None
+    spec: TableSpec | None = None
     shoe: ShoeView | None = None
-    results: dict[str, tuple[str, ...]] = field(default_factory=dict)  # shoe id -> B/P/T per round, in order
-    round_shoe: dict[str, str] = field(default_factory=dict)
+    past_shoes: frozenset[str] = frozenset()
+    roads: dict[str, tuple[str, ...]] = {}
     odds_due: OddsDue | None = None
     odds_published: tuple[str, int, str] | None = None
-    last_odds: dict[str, OddsUpdated] = field(default_factory=dict)  # view -> latest published
-    ledger: Ledger = field(default_factory=Ledger)
-    ledger_published: frozenset[str] = frozenset()
+    last_odds: dict[str, OddsUpdated] = {}  # view -> latest published
+    ledger: LedgerState = LedgerState()
+    ledger_published: PMap[frozenset[str]] = PMap()
     ledger_pending: tuple[tuple[LedgerPosted, datetime], ...] = ()
-    books: dict[str, tuple[BetLine, ...]] = field(default_factory=dict)
-    #: round id -> (true composition before its first card, that card's event id and time, the shoe's step then)
-    before_round: dict[str, tuple[tuple[int, ...], str, datetime, int]] = field(default_factory=dict)
-    judged: frozenset[str] = frozenset()  # rounds whose bets were judged
-    alerts_published: frozenset[str] = frozenset()  # bet ids
+    books: PMap[tuple[BetLine, ...]] = PMap()
+    before_round: PMap[BeforeRound] = PMap()
+    alerts_published: PMap[frozenset[str]] = PMap()
     alerts_pending: tuple[tuple[AdvantageBetFlagged, str, datetime], ...] = ()
-    watch: dict[str, PlayerWatch] = field(default_factory=dict)
+    watch: dict[str, PlayerWatch] = {}
     alerts: tuple[AdvantageBetFlagged, ...] = ()
+    alerts_day: str = ""
+
+    @property
+    def config(self) -> TableConfig | None:
+        """The table's validated config (None before ``TableOpened``)."""
+        return None if self.spec is None else _config_of(self.spec)
+
+    def results(self, shoe_id: str) -> tuple[str, ...]:
+        """B/P/T of every round resolved so far in ``shoe_id`` (held for the current shoe only)."""
+        return self.roads.get(shoe_id, ())
+
+    def knows_shoe(self, shoe_id: str) -> bool:
+        """Whether ``shoe_id`` was ever loaded at this table (or has results waiting for its load)."""
+        return shoe_id in self.past_shoes or shoe_id in self.roads or (
+            self.shoe is not None and self.shoe.shoe_id == shoe_id)
+
+
+def _shoe_fact(env: Envelope) -> tuple[str, str] | None:
+    """``(round_id, shoe_id)`` if the event says which shoe a round is dealt from."""
+    e = env.payload
+    if isinstance(e, (RoundOpened, RoundResolved)):
+        return e.round_id, e.shoe_id
+    if env.round_id and env.shoe_id:
+        return env.round_id, env.shoe_id
+    return None
 
 
 def odds_for(composition: tuple[int, ...], config: TableConfig) -> tuple[OutcomeCounts, list[WagerOdds]] | None:
@@ -183,8 +250,11 @@ class ProjectionCore:
         self.cutoff = gaming_day_cutoff_hour
         table_for(PUNTO_BANCO)  # build the odds engine's table now, not at the first card
 
+    #: the type a table's state decodes to: ``msgspec.msgpack.decode(encode(state), type=state_type) == state``
+    state_type = ProjectionState
+
     def initial(self, table_id: str) -> ProjectionState:
-        return ProjectionState(table_id, ledger=Ledger(cutoff_hour=self.cutoff))
+        return ProjectionState(table_id, ledger=LedgerState(cutoff_hour=self.cutoff))
 
     # -- own outputs -----------------------------------------------------------------------------
     def evolve(self, state: ProjectionState, env: Envelope) -> ProjectionState:
@@ -194,13 +264,29 @@ class ProjectionCore:
             return replace(state, odds_published=key, last_odds={**state.last_odds, e.view: e})
         if isinstance(e, LedgerPosted):
             pending = tuple(p for p in state.ledger_pending if p[0].entry_id != e.entry_id)
-            return replace(state, ledger_published=state.ledger_published | {e.entry_id}, ledger_pending=pending)
+            if len(pending) < len(state.ledger_pending):  # posted live, after its source was folded
+                return replace(state, ledger_pending=pending)
+            # folded before its source (a rebuild reads its own streams first): remember it until then
+            done = state.ledger_published.get(e.source_event_id) or frozenset()
+            return replace(state, ledger_published=state.ledger_published.set(e.source_event_id,
+                                                                               done | {e.entry_id}))
         if isinstance(e, AdvantageBetFlagged):
-            pending = tuple(p for p in state.alerts_pending if p[0].bet_id != e.bet_id)
             w = state.watch.get(e.player_id, PlayerWatch())
             w = PlayerWatch(w.bets + 1, w.stake_cents + e.stake_cents, w.expected_gain_cents + e.expected_gain_cents)
-            return replace(state, alerts_published=state.alerts_published | {e.bet_id}, alerts_pending=pending,
-                           watch={**state.watch, e.player_id: w}, alerts=state.alerts + (e,))
+            day = gaming_day(env.occurred_at, self.cutoff)
+            if day > state.alerts_day:
+                alerts: tuple[AdvantageBetFlagged, ...] = (e,)
+            elif day == state.alerts_day:
+                alerts = (state.alerts + (e,))[-MAX_ALERTS:]
+            else:
+                alerts = state.alerts  # a late alert of an earlier gaming day: counted in ``watch`` only
+            state = replace(state, watch={**state.watch, e.player_id: w}, alerts=alerts,
+                            alerts_day=max(day, state.alerts_day))
+            pending = tuple(p for p in state.alerts_pending if p[0].bet_id != e.bet_id)
+            if len(pending) < len(state.alerts_pending):
+                return replace(state, alerts_pending=pending)
+            done = state.alerts_published.get(e.round_id) or frozenset()
+            return replace(state, alerts_published=state.alerts_published.set(e.round_id, done | {e.bet_id}))
         return state
 
     # -- inputs ----------------------------------------------------------------------------------
@@ -208,13 +294,16 @@ class ProjectionCore:
         state = self._post_ledger(state, env)
         e = env.payload
         if isinstance(e, TableOpened):
-            return replace(state, config=table_config(e.config))
+            return replace(state, spec=e.config)
         if isinstance(e, ShoeLoaded):
             full = tuple(n * e.rules.decks for n in VALUE_COUNTS_PER_DECK)
-            number = state.shoe.number + 1 if state.shoe is not None else 1
-            shoe = ShoeView(e.shoe_id, full, number=number)
-            return _due(replace(state, shoe=shoe), OddsDue(e.shoe_id, 0, "shoe_loaded", "", env.event_id,
-                                                           env.occurred_at, number))
+            old = state.shoe
+            number = old.number + 1 if old is not None else 1
+            past = state.past_shoes | {old.shoe_id} if old is not None and old.shoe_id != e.shoe_id \
+                else state.past_shoes
+            roads = {k: v for k, v in state.roads.items() if k not in past}
+            state = replace(state, shoe=ShoeView(e.shoe_id, full, number=number), past_shoes=past, roads=roads)
+            return _due(state, OddsDue(e.shoe_id, 0, "shoe_loaded", "", env.event_id, env.occurred_at, number))
         sh = state.shoe
         if isinstance(e, ShoeBurned) and sh is not None and sh.shoe_id == e.shoe_id:
             seen = _add(sh.seen, parse_card(e.exposed).value)
@@ -226,61 +315,77 @@ class ProjectionCore:
                                                          env.occurred_at, sh.number))
         if isinstance(e, CardDrawn) and sh is not None and sh.shoe_id == e.shoe_id:
             if e.card_number == 1 and e.round_id not in state.before_round:
-                state = replace(state, before_round={
-                    **state.before_round,
-                    e.round_id: (sh.composition("surveillance"), env.event_id, env.occurred_at, sh.step)})
+                state = replace(state, before_round=state.before_round.set(e.round_id, BeforeRound(
+                    sh.composition("surveillance"), env.event_id, env.occurred_at, sh.step, e.shoe_id)))
             sh = replace(sh, seen=_add(sh.seen, parse_card(e.card).value), cards_out=sh.cards_out + 1,
                          step=sh.step + 1)
             state = _due(replace(state, shoe=sh), OddsDue(sh.shoe_id, sh.step, "card", e.round_id, env.event_id,
                                                           env.occurred_at, sh.number))
             return self._judge(state, e.round_id)
         if isinstance(e, RoundOpened):
-            state = replace(state, round_shoe={**state.round_shoe, e.round_id: e.shoe_id})
             if sh is not None and sh.shoe_id == e.shoe_id:
                 # the round opened at the shoe's step before its first card (if that card is already known)
-                step = state.before_round[e.round_id][3] if e.round_id in state.before_round else sh.step
+                before = state.before_round.get(e.round_id)
+                step = before.step if before is not None else sh.step
                 state = _due(state, OddsDue(sh.shoe_id, step, "round_opened", e.round_id, env.event_id,
                                             env.occurred_at, sh.number))
             return state
         if isinstance(e, RoundResolved):
-            res = state.results.get(e.shoe_id, ())
-            return replace(state, results={**state.results, e.shoe_id: res + (_WINNER_LETTER[e.winner],)})
+            if e.shoe_id in state.past_shoes and not (sh is not None and sh.shoe_id == e.shoe_id):
+                return state  # a late result of a shoe already replaced: its road is no longer held
+            res = state.roads.get(e.shoe_id, ())
+            return replace(state, roads={**state.roads, e.shoe_id: res + (_WINNER_LETTER[e.winner],)})
         if isinstance(e, BettingClosed):
-            state = replace(state, books={**state.books, e.round_id: tuple(e.bets)})
+            state = replace(state, books=state.books.set(e.round_id, tuple(e.bets)))
             return self._judge(state, e.round_id)
         return state
 
     def _post_ledger(self, state: ProjectionState, env: Envelope) -> ProjectionState:
-        ledger, new = state.ledger.post_with_entries(env)
+        ledger = state.ledger
+        fact = _shoe_fact(env)
+        if fact is not None:
+            ledger = ledger.learn_shoe(fact[0], fact[1], gaming_day(env.occurred_at, self.cutoff))
+        new = book(env, self.cutoff)
         if not new:
             return state if ledger is state.ledger else replace(state, ledger=ledger)
+        ledger = ledger.post(new)
+        published = state.ledger_published
+        done = published.get(env.event_id) or frozenset()
+        if done:
+            published = published.remove(env.event_id)
         posts = tuple(
             (LedgerPosted(entry_id=x.entry_id, kind=x.kind, source_event_id=x.source_event_id,
                           gaming_day=x.gaming_day, lines=[LedgerLine(a, c) for a, c in x.lines],
                           shoe_id=x.shoe_id or "", round_id=x.round_id or "", seat=x.seat or 0,
                           player_id=x.player_id or ""), env.occurred_at)
-            for x in new if x.entry_id not in state.ledger_published
+            for x in new if x.entry_id not in done
         )
-        return replace(state, ledger=ledger, ledger_pending=state.ledger_pending + posts)
+        return replace(state, ledger=ledger, ledger_published=published, ledger_pending=state.ledger_pending + posts)
 
     def _judge(self, state: ProjectionState, round_id: str) -> ProjectionState:
-        """Flag the round's bets with a positive surveillance EV, once its bets and prior shoe are known."""
-        if round_id in state.judged or round_id not in state.books or round_id not in state.before_round:
+        """Flag the round's bets with a positive surveillance EV, once its bets and prior shoe are known;
+        then forget the round's book, composition and published alerts (nothing of it can come again)."""
+        book_ = state.books.get(round_id)
+        before = state.before_round.get(round_id)
+        if book_ is None or before is None:
             return state
-        state = replace(state, judged=state.judged | {round_id})
-        if state.config is None or not state.books[round_id]:
+        published = state.alerts_published.get(round_id) or frozenset()
+        state = replace(state, books=state.books.remove(round_id), before_round=state.before_round.remove(round_id),
+                        alerts_published=state.alerts_published.remove(round_id))
+        config = state.config
+        if config is None or not book_:
             return state
-        comp, cause, at, _ = state.before_round[round_id]
-        got = odds_for(comp, state.config)
+        got = odds_for(before.composition, config)
         if got is None:
             return state
         _, wagers = got
         ev = {w.wager: Fraction(w.ev_num, w.ev_den) for w in wagers}
-        shoe_id = state.round_shoe.get(round_id, state.shoe.shoe_id if state.shoe else "")
+        shoe_id = before.shoe_id or (state.shoe.shoe_id if state.shoe else "")
+        comp, cause, at = before.composition, before.cause, before.at
         pending = list(state.alerts_pending)
-        for bet in state.books[round_id]:
+        for bet in book_:
             x = ev.get(bet.wager)
-            if x is None or x <= 0 or bet.bet_id in state.alerts_published:
+            if x is None or x <= 0 or bet.bet_id in published:
                 continue
             gain = bet.amount_cents * x
             pending.append((AdvantageBetFlagged(

@@ -9,7 +9,6 @@ from typing import Any, Mapping
 import msgspec
 
 from services.projection.core import ProjectionState
-from services.runtime.translate import table_spec
 
 _enc = msgspec.json.Encoder(order="sorted")
 
@@ -18,17 +17,18 @@ def table_digest_parts(s: ProjectionState) -> dict[str, Any]:
     """The canonical content of one table's projection (plain values, sorted)."""
     shoe = s.shoe
     return {
-        "config": table_spec(s.config) if s.config else None,
+        "config": s.spec,
         "shoe": None if shoe is None else [shoe.shoe_id, shoe.full, shoe.seen, shoe.hidden, shoe.cards_out, shoe.step],
-        "results": {k: list(v) for k, v in s.results.items()},
+        "past_shoes": sorted(s.past_shoes),
+        "roads": {k: list(v) for k, v in s.roads.items()},
         "odds_published": list(s.odds_published) if s.odds_published else None,
         "last_odds": {k: v for k, v in s.last_odds.items()},
         "ledger": s.ledger.state_digest(),
-        "ledger_published": sorted(s.ledger_published),
+        "ledger_published": sorted((k, sorted(v)) for k, v in s.ledger_published.items()),
         "ledger_pending": [p.entry_id for p, _ in s.ledger_pending],
-        "books": {k: list(v) for k, v in s.books.items()},
-        "before_round": {k: list(v[0]) for k, v in s.before_round.items()},
-        "judged": sorted(s.judged),
+        "books": sorted((k, list(v)) for k, v in s.books.items()),
+        "before_round": sorted((k, list(v.composition)) for k, v in s.before_round.items()),
+        "alerts_published": sorted((k, sorted(v)) for k, v in s.alerts_published.items()),
         "alerts": sorted((a for a in s.alerts), key=lambda a: a.bet_id),
         "alerts_pending": sorted(a.bet_id for a, _, _ in s.alerts_pending),
         "watch": {k: [w.bets, w.stake_cents, w.expected_gain_cents] for k, w in s.watch.items()},

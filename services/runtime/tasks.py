@@ -195,11 +195,18 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
 
     # -- rebalance listener --------------------------------------------------------------------------
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        # eager rebalancing revokes everything; wait for the batch in flight, keep state for stickiness
+        # eager rebalancing revokes everything; wait for the batch in flight, keep state for stickiness, and
+        # checkpoint what changed (Kafka Streams commits on revoke), so whoever gets a task restores little
         async with self.host.lock:
-            for p in {tp.partition for tp in revoked}:
+            for p in sorted({tp.partition for tp in revoked}):
                 if self.state.get(p) == "restoring":
                     self.state[p] = "revoked"
+                elif (self.state.get(p) == "ready" and self.transactional and self.version is not None
+                      and self._since_checkpoint.get(p, 0) > 0):
+                    try:
+                        await self._commit(p, [], [], {}, force_checkpoint=True)
+                    except Exception as e:  # noqa: BLE001 - fenced or away: the next owner restores more
+                        self.log.info("checkpoint_on_revoke_failed", task=p, error=f"{type(e).__name__}: {e}")
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         numbers = {tp.partition for tp in assigned}
@@ -258,7 +265,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             # a short fetch wait: every re-assignment waits for the fetch in flight (500 ms by default)
             reader = AIOKafkaConsumer(**self.settings.client_options(), enable_auto_commit=False,
                                       isolation_level="read_committed", auto_offset_reset="earliest",
-                                      fetch_max_wait_ms=10, max_partition_fetch_bytes=4 * 1024 * 1024)
+                                      fetch_max_wait_ms=10, max_partition_fetch_bytes=17 * 1024 * 1024)
             await reader.start()
             self._reader = reader
         return self._reader
@@ -338,7 +345,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         if self.transactional:
             await self._close_producer(p)
             prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=self.transactional_id(p),
-                                    enable_idempotence=True, acks="all", linger_ms=0)
+                                    enable_idempotence=True, acks="all", linger_ms=0,
+                                    max_request_size=16 * 1024 * 1024)  # snapshots; the broker caps events
             await prod.start()  # init_transactions: fences the old owner and completes its open transaction
             self.producers[p] = prod
         marks = {"fence": time.monotonic() - t0}
@@ -388,8 +396,15 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             self.own_next[p] = own_next
             self.positions[p] = positions
             decisions = await self.host.collect_reactions(self.tables_of(p))
-            if decisions and self.transactional:
-                await self._commit(p, decisions, [], {})
+            # a long fold is worth a checkpoint at once, so the next restore starts here
+            long_fold = cp is None and n > 0 or n >= self.settings.snapshot_every_records
+            if self.transactional and decisions:
+                await self._commit(p, decisions, [], {}, force_checkpoint=long_fold)
+            elif self.transactional and long_fold and self.version is not None:
+                try:
+                    await self._commit(p, [], [], {}, force_checkpoint=True)
+                except Exception as e:  # noqa: BLE001 - only a cache: serve now, checkpoint later
+                    self.log.warning("checkpoint_failed", task=p, error=f"{type(e).__name__}: {e}")
             for tp, off in positions.items():
                 self.consumer.seek(tp, off)
             self._last_checkpoint[p] = time.monotonic()
@@ -480,13 +495,15 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self.host.log_published(decisions)
         return True
 
-    def _checkpoint_records(self, p: int, offsets: dict[TopicPartition, int]) -> list[tuple[bytes, bytes]]:
-        """Snapshot records of task ``p``'s changed tables and its checkpoint, if one is due now."""
+    def _checkpoint_records(self, p: int, offsets: dict[TopicPartition, int], force: bool = False,
+                            ) -> list[tuple[bytes, bytes]]:
+        """Snapshot records of task ``p``'s changed tables and its checkpoint, if one is due now (or
+        ``force``)."""
         if self.version is None:
             return []
         s = self.settings
-        due = (time.monotonic() - self._last_checkpoint.get(p, 0.0) >= s.snapshot_interval_s
-               or self._since_checkpoint.get(p, 0) >= s.snapshot_every_records)
+        due = force or (time.monotonic() - self._last_checkpoint.get(p, 0.0) >= s.snapshot_interval_s
+                        or self._since_checkpoint.get(p, 0) >= s.snapshot_every_records)
         if not due:
             return []
         runner = self.host.runner
@@ -497,6 +514,10 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             out.append((T.key(t), S.encode(S.TableSnapshot(
                 version=self.version, table_id=t, state=S.encode_state(slot.state), seq=dict(slot.seq),
                 input_seq=dict(slot.input_seq), causes=list(slot.causes), last_event_id=slot.last_event_id))))
+        too_large = [t for (_, v), t in zip(out, changed) if len(v) > S.MAX_RECORD_BYTES]
+        if too_large:  # never half a checkpoint: the previous one stays valid, the tail grows a little
+            self.log.warning("checkpoint_skipped_snapshot_too_large", task=p, tables=too_large)
+            return []
         positions = {**self.positions.get(p, {}), **offsets}
         cp = S.Checkpoint(version=self.version, partition=p, own=dict(self.own_next.get(p, {})),
                           inputs={s.base(tp.topic): off for tp, off in positions.items()}, tables=len(changed))
@@ -504,7 +525,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         return out
 
     async def _commit(self, p: int, decisions: list[Decision], letters: list[Any],
-                      offsets: dict[TopicPartition, int], handled: int = 0) -> None:
+                      offsets: dict[TopicPartition, int], handled: int = 0, force_checkpoint: bool = False,
+                      ) -> None:
         """Write a batch's decisions, dead letters, due checkpoint and input offsets in one transaction of
         task ``p``'s producer (raises whatever the producer raises; the caller restores the task)."""
         prod = self.producers.get(p)
@@ -512,7 +534,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             raise TaskFailed(f"task {p} has no producer")
         s = self.settings
         own = {self.host.core.own_stream, *self.host.core.private_streams}
-        checkpoint = self._checkpoint_records(p, offsets)
+        checkpoint = self._checkpoint_records(p, offsets, force_checkpoint)
         async with prod.transaction():
             futs: list[tuple[str | None, Any]] = []
             for d in decisions:

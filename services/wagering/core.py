@@ -9,8 +9,11 @@ Rules enforced: the wagers the table offers, table minimum per bet and maximum p
 1..max players, the bonus wager only with a Banker or Player bet on the same seat when the table requires
 it (13:69F-3.2(b)) and no withdrawal of the base bet such a bonus bet needs (``bonus_depends_on_bet``: the
 bonus bet is withdrawn first), stakes in whole rounding units (``stake_not_multiple_of_unit``), at most ``MAX_BETS_PER_ROUND`` bets a
-round (``too_many_bets``: the closed book must fit one Kafka record), and nothing
-made, increased or withdrawn after "No more bets" (13:69F-3.2(d)).
+round (``too_many_bets``: the closed book must fit one Kafka record), nothing
+made, increased or withdrawn after "No more bets" (13:69F-3.2(d)), and nothing made or withdrawn once any
+card of the round exists (``cards_dealt``: a ``CardDealt`` or a card ``Irregularity`` of the round on
+``dealing.events``, e.g. a physical shoe's card read before "No more bets"; 3.2(d), 3.7(b)). A
+``CloseBetting`` after such a card still closes the book (it changes no bet).
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ from contracts.events import (
     BettingClosed,
     BettingOpened,
     BetWithdrawn,
+    CardDealt,
     CommandRejected,
+    Irregularity,
     RoundOpened,
     RoundVoided,
     TableOpened,
@@ -53,6 +58,8 @@ class Book:
     opened_by: tuple[str, datetime] | None = None
     bets: dict[str, BetLine] = field(default_factory=dict)
     voided_by: tuple[str, datetime] | None = None
+    #: a card of the round exists (dealing.events said so): no bet may be made or withdrawn
+    carded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +83,11 @@ class WageringState:
     def config(self) -> TableConfig | None:
         """The rules core's table configuration (None until ``TableOpened``)."""
         return config_of(self.spec) if self.spec is not None else None
+
+
+#: the refusal of a bet made or withdrawn once a card of its round exists (13:69F-3.2(d), 3.7(b))
+_CARDS_DEALT = ("cards_dealt", 'a card of this round is already out of the shoe: no bet may be made or '
+                               'withdrawn (13:69F-3.2(d), 3.7(b))')
 
 
 def _with_book(state: WageringState, book: Book) -> WageringState:
@@ -131,6 +143,10 @@ class WageringCore:
             b = state.books.get(e.round_id)
             if b is not None:
                 return _with_book(state, replace(b, voided_by=(env.event_id, env.occurred_at)))
+        if isinstance(e, (CardDealt, Irregularity)) and (isinstance(e, CardDealt) or e.card):
+            b = state.books.get(e.round_id)
+            if b is not None and not b.carded:
+                return _with_book(state, replace(b, carded=True))
         return state
 
     def sent(self, state: WageringState, send: Send) -> WageringState:
@@ -157,6 +173,8 @@ class WageringCore:
             if why:
                 return [self._rejected(cmd, c.round_id, why[0], why[1])]
             assert b is not None
+            if b.carded:
+                return [self._rejected(cmd, c.round_id, *_CARDS_DEALT)]
             if c.bet_id not in b.bets:
                 return [self._rejected(cmd, c.round_id, "unknown_bet", f"no open bet {c.bet_id} in this round")]
             depends = self._bonus_depends_on(state, b, b.bets[c.bet_id])
@@ -219,6 +237,8 @@ class WageringCore:
         if why:
             return no(*why)
         assert b is not None
+        if b.carded:
+            return no(*_CARDS_DEALT)
         cfg = state.config
         if cfg is None:
             return no("table_not_open", "the table has no configuration")

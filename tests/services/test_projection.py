@@ -203,7 +203,9 @@ def test_a_positive_dragon_7_fires_and_a_negative_one_does_not():
     from datetime import datetime, timezone
 
     from contracts.events import BetLine
-    from services.projection.core import ProjectionState, ShoeView
+    from services.projection.core import BeforeRound, ProjectionState, ShoeView
+    from services.projection.pmap import PMap
+    from services.runtime.translate import table_spec
 
     cfg = no_vig_dragon()
     core = ProjectionCore()
@@ -218,11 +220,12 @@ def test_a_positive_dragon_7_fires_and_a_negative_one_does_not():
     bets = (BetLine(bet_id="d7", seat=1, player_id="ap", wager="dragon_7", amount_cents=10_000),
             BetLine(bet_id="b", seat=2, player_id="x", wager="banker", amount_cents=10_000))
     for comp, fires in ((rich, True), (plain, False)):
-        st = ProjectionState("T", config=cfg, shoe=ShoeView("S", plain), books={"R": bets},
-                             before_round={"R": (comp, "evt", at, 5)})
+        st = ProjectionState("T", spec=table_spec(cfg), shoe=ShoeView("S", plain), books=PMap().set("R", bets),
+                             before_round=PMap().set("R", BeforeRound(comp, "evt", at, 5, "S")))
         st = core._judge(st, "R")
         got = [a.bet_id for a, _, _ in st.alerts_pending]
         assert got == (["d7"] if fires else [])
+        assert "R" not in st.books and "R" not in st.before_round  # a judged round is forgotten
         if fires:
             a = st.alerts_pending[0][0]
             assert Fraction(a.ev_num, a.ev_den) == ev_rich[Wager.DRAGON_7].ev
@@ -243,35 +246,97 @@ async def test_replay_from_zero_equals_live(played):
     assert {t: len(bus.topics[t]) for t in before} == before  # and it published nothing again
 
 
+TOKENS = {"dealer": "dealer-token-0123456789", "analyst": "analyst-token-0123456789",
+          "cage": "cage-token-0123456789", "pit": "pit-token-0123456789",
+          "surveillance": "surveillance-token-0123456789"}
+PUBLIC = ["/health", "/tables", "/tables/T1", "/tables/T1/odds", "/tables/T1/roads"]
+LEDGER = ["/tables/T1/ledger", "/tables/T1/ledger/entries?limit=50"]
+SURVEILLANCE = ["/tables/T1/odds/surveillance", "/alerts"]
+
+
+def _auth(role):
+    return {"Authorization": f"Bearer {TOKENS[role]}"}
+
+
 def test_query_api(played):
     _, proj = played
-    client = TestClient(create_api(proj, surveillance_token="s3cret"))
+    client = TestClient(create_api(proj, TOKENS))
     assert client.get("/health").json()["status"] == "ok"
     assert [t["table_id"] for t in client.get("/tables").json()] == ["T1", "T2"]
     r = client.get("/tables/NOPE")
     assert r.status_code == 404 and "unknown table 'NOPE'" in r.json()["detail"]
     pub = client.get("/tables/T1/odds")
     assert pub.status_code == 200 and pub.json()["view"] == "public"
-    assert client.get("/tables/T1/odds/surveillance").status_code == 401
-    assert client.get("/tables/T1/odds/surveillance", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    ok = client.get("/tables/T1/odds/surveillance", headers={"Authorization": "Bearer s3cret"})
+    ok = client.get("/tables/T1/odds/surveillance", headers=_auth("surveillance"))
     assert ok.status_code == 200 and ok.json()["view"] == "surveillance"
     roads = client.get("/tables/T1/roads").json()
-    assert len(roads["sequence"]) == len(proj.runner.tables["T1"].state.results[roads["shoe_id"]])
+    state = proj.runner.tables["T1"].state
+    assert len(roads["sequence"]) == len(state.results(roads["shoe_id"])) > 0
     assert "big_eye_boy" in roads["roads"]
-    led = client.get("/tables/T1/ledger").json()
-    assert led["table_result_cents"] == proj.runner.tables["T1"].state.ledger.table_result("T1")
-    assert client.get("/alerts").status_code == 401
-    alerts = client.get("/alerts", headers={"Authorization": "Bearer s3cret"}).json()
+    led = client.get("/tables/T1/ledger", headers=_auth("cage")).json()
+    assert led["table_result_cents"] == state.ledger.table_result("T1")
+    alerts = client.get("/alerts", headers=_auth("surveillance")).json()
     assert alerts and {a["table_id"] for a in alerts} <= {"T1", "T2"}
     pid = alerts[0]["player_id"]
-    summary = client.get(f"/players/{pid}/surveillance", headers={"Authorization": "Bearer s3cret"}).json()
+    summary = client.get(f"/players/{pid}/surveillance", headers=_auth("surveillance")).json()
     assert summary["flagged_bets"] == sum(1 for a in alerts if a["player_id"] == pid)
-    assert client.get("/tables/T1/ledger?gaming_day=yesterday").status_code == 422
-    assert client.get("/tables/T1/ledger?shoe_id=nope").status_code == 404
-    entries = client.get("/tables/T2/ledger/entries?limit=5").json()
+    assert client.get("/tables/T1/ledger?gaming_day=yesterday", headers=_auth("pit")).status_code == 422
+    assert client.get("/tables/T1/ledger?shoe_id=nope", headers=_auth("pit")).status_code == 404
+    entries = client.get("/tables/T2/ledger/entries?limit=5", headers=_auth("cage")).json()
     assert len(entries) == 5
-    assert "paths" in client.get("/openapi.json").json()
+
+
+@pytest.mark.parametrize("path", PUBLIC + LEDGER + SURVEILLANCE + ["/players/player-1/surveillance"])
+def test_each_endpoint_by_role(played, path):
+    """401 without or with an unknown token, 403 with a role not allowed, 200 with an allowed one."""
+    _, proj = played
+    client = TestClient(create_api(proj, TOKENS))
+    allowed = ({"cage", "pit", "surveillance"} if path in LEDGER else
+               {"surveillance"} if path not in PUBLIC else set(TOKENS))
+    if path not in PUBLIC:
+        assert client.get(path).status_code == 401
+        r = client.get(path, headers={"Authorization": "Bearer " + TOKENS["cage"][:-1] + "x"})
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        assert client.get(path, headers={"Authorization": "Basic " + TOKENS["surveillance"]}).status_code == 401
+    else:
+        assert client.get(path).status_code == 200
+    for role in TOKENS:
+        assert client.get(path, headers=_auth(role)).status_code == (200 if role in allowed else 403), role
+
+
+def test_public_views_hold_no_player_data(played):
+    bus, proj = played
+    client = TestClient(create_api(proj, TOKENS))
+    players = {b.player_id for e in events(bus, T.WAGERING_EVENTS) if isinstance(e.payload, BettingClosed)
+               for b in e.payload.bets}
+    assert players == {s.player_id for s in SEATS}
+    for tid in TABLES:
+        for path in ["/health", "/tables", f"/tables/{tid}", f"/tables/{tid}/odds", f"/tables/{tid}/roads"]:
+            body = client.get(path).text
+            assert not [p for p in players if p in body] and "patron:" not in body, path
+    ledger = client.get("/tables/T1/ledger", headers=_auth("cage")).text
+    assert "patron:player-1" in ledger  # and the cage does see them
+
+
+def test_openapi_declares_the_bearer_scheme(played):
+    _, proj = played
+    doc = TestClient(create_api(proj, TOKENS)).get("/openapi.json").json()
+    assert doc["components"]["securitySchemes"]["bearer"] == {
+        "type": "http", "scheme": "bearer", "description": doc["components"]["securitySchemes"]["bearer"]["description"]}
+    for path in ("/tables/{table_id}/ledger", "/tables/{table_id}/ledger/entries", "/alerts",
+                 "/tables/{table_id}/odds/surveillance", "/players/{player_id}/surveillance"):
+        assert doc["paths"][path]["get"]["security"] == [{"bearer": []}], path
+    assert "security" not in doc["paths"]["/tables"]["get"]
+
+
+def test_the_api_has_no_default_credential(played):
+    from services.projection.auth import NoCredentials
+
+    _, proj = played
+    with pytest.raises(NoCredentials):
+        create_api(proj, {})
+    with pytest.raises(ValueError, match="unknown role"):
+        create_api(proj, {"croupier": "x" * 20})
 
 
 async def test_malformed_input_event_goes_to_the_projections_dead_letter_topic():
@@ -292,3 +357,82 @@ async def test_malformed_input_event_goes_to_the_projections_dead_letter_topic()
 
     await io.send(T.SHOE_COMMANDS, command("T1", "load", Clock()(), LoadShoe(shoe_id="S", cut_at=40)))
     assert "public" in proj.runner.tables["T1"].state.last_odds
+
+
+class _CheckedCore(ProjectionCore):
+    """The projection core, checking after every event it folds that its state survives msgpack."""
+
+    checked = 0
+    on = True
+
+    def _roundtrip(self, state):
+        import msgspec
+
+        if not self.on:
+            return state
+        assert msgspec.msgpack.decode(msgspec.msgpack.encode(state), type=self.state_type) == state
+        _CheckedCore.checked += 1
+        return state
+
+    def absorb(self, state, env):
+        return self._roundtrip(super().absorb(state, env))
+
+    def evolve(self, state, env):
+        return self._roundtrip(super().evolve(state, env))
+
+
+async def test_state_encodes_after_every_event_and_stays_bounded():
+    """A full shoe at each of two tables (two seats betting): after every event the table state decodes to
+    an equal value (``state_type``, for snapshots). Then a second shoe at T1 (unchecked, for time): only the
+    current shoe's road is held, every working set of a judged round or folded source is empty, and a
+    replay reaches the same digest."""
+    bus, _ = floor_bus(seed=31)
+    core = _CheckedCore()
+    proj = bus.add(core)
+    io = MemoryFloorIO(bus)
+    t1 = TableDealer(io, "T1", punto_banco_full(), SEATS[:2], random.Random(1), Clock())
+    await t1.open_table()
+    await t1.play_shoe(1)
+    await TableDealer(io, "T2", no_vig_dragon(panda=True), SEATS[:2], random.Random(2), Clock()).run(shoes=1)
+    n_inputs = sum(len(bus.topics[t]) for t in core.input_streams)
+    n_own = sum(len(bus.topics[t]) for t in (T.PROJECTION_ODDS, T.PROJECTION_LEDGER, T.PROJECTION_ALERTS))
+    assert _CheckedCore.checked == n_inputs + n_own > 5_000
+    _CheckedCore.on = False
+    await t1.play_shoe(2)
+    s = proj.runner.tables["T1"].state
+    assert s.past_shoes == {"T1-shoe-1"} and set(s.roads) == {"T1-shoe-2"}
+    resolved = [e for e in events(bus, T.DEALING_EVENTS) if e.table_id == "T1"
+                and type(e.payload).__name__ == "RoundResolved" and e.payload.shoe_id == "T1-shoe-2"]
+    assert len(s.results("T1-shoe-2")) == len(resolved) > 0
+    for st in (slot.state for slot in proj.runner.tables.values()):
+        assert (len(st.books), len(st.before_round), len(st.ledger_published), len(st.alerts_published)) == (0,) * 4
+        assert st.ledger_pending == () and st.alerts_pending == ()
+    client = TestClient(create_api(proj, TOKENS))
+    assert client.get("/tables/T1/roads?shoe_id=T1-shoe-1").status_code == 410
+    assert client.get("/tables/T1/roads?shoe_id=T1-shoe-2").status_code == 200
+    fresh = bus.add(ProjectionCore())
+    bus.remove(fresh)
+
+    async def read(topic):
+        return list(bus.topics.get(topic, []))
+
+    await fresh.rebuild(read)
+    assert state_digest(fresh.runner.tables) == state_digest(proj.runner.tables)
+    assert fresh.runner.tables["T1"].state.ledger.balances() == s.ledger.balances()
+
+
+def test_the_api_answers_503_until_the_projection_has_restored():
+    from services.runtime.host import NullPublisher, ServiceHost
+    from services.runtime.settings import Settings
+
+    host = ServiceHost(ProjectionCore(), Settings(), NullPublisher())
+    restored = False
+    client = TestClient(create_api(host, TOKENS, ready=lambda: restored))
+    assert client.get("/tables").status_code == 503  # never an empty list from a half-restored state
+    assert client.get("/tables/T1").status_code == 503  # nor a 404
+    assert client.get("/health/ready").status_code == 503
+    assert client.get("/health").json()["ready"] is False
+    restored = True
+    assert client.get("/tables").status_code == 200
+    assert client.get("/tables/T1").status_code == 404
+    assert client.get("/health/ready").json() == {"ready": True}

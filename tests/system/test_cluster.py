@@ -256,10 +256,10 @@ async def test_a_record_whose_outcome_cannot_be_published_is_dead_lettered_and_i
     assert wagering.tasks is not None
     real = wagering.tasks._commit
 
-    async def broker_refuses_poison(p, decisions, letters, offsets, handled=0):  # type: ignore[no-untyped-def]
+    async def broker_refuses_poison(p, decisions, letters, offsets, handled=0, **kw):  # type: ignore[no-untyped-def]
         if any(e.causation_id == "poison" for dd in decisions for e in dd.events):
             raise MessageSizeTooLargeError("the outcome of 'poison' exceeds the broker's record limit")
-        await real(p, decisions, letters, offsets, handled)
+        await real(p, decisions, letters, offsets, handled, **kw)
 
     wagering.tasks._commit = broker_refuses_poison  # type: ignore[method-assign]
     rid = "P1-shoe-1-round-1"

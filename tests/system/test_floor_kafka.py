@@ -124,11 +124,11 @@ async def test_every_service_restarts_mid_shoe_and_the_shoe_completes(floor: Flo
     real = settlement.tasks._commit
     died = asyncio.Event()
 
-    async def die_on_round_8(p, decisions, letters, offsets, handled=0):  # type: ignore[no-untyped-def]
+    async def die_on_round_8(p, decisions, letters, offsets, handled=0, **kw):  # type: ignore[no-untyped-def]
         if any(getattr(e.payload, "round_id", "").endswith("round-8") for d in decisions for e in d.events):
             died.set()
             raise ConnectionError("settlement process killed")
-        await real(p, decisions, letters, offsets, handled)
+        await real(p, decisions, letters, offsets, handled, **kw)
 
     settlement.tasks._commit = die_on_round_8  # type: ignore[method-assign]
     restarts = {4: "shoe", 12: "dealing", 16: "wagering"}
@@ -261,7 +261,7 @@ async def test_projection_replay_from_zero_equals_live(kafka_bootstrap: str):
             settled = [e.payload.table_result for e in await floor.log()
                        if e.table_id == tid and isinstance(e.payload, RoundSettled)]
             assert st.ledger.table_result(tid) == sum(settled)
-            assert len(st.results[f"{tid}-shoe-1"]) == next(r.rounds for r in runs if r.table_id == tid)
+            assert len(st.results(f"{tid}-shoe-1")) == next(r.rounds for r in runs if r.table_id == tid)
         odds = [decode_event(r.value).payload for r in await read(floor.settings.topic(T.PROJECTION_ODDS))]
         assert len(odds) > 1000 and {o.view for o in odds} == {"public", "surveillance"}
     finally:

@@ -22,6 +22,7 @@ from contracts import topics as T
 from contracts.commands import CloseBetting, CollectCommission, OpenRound, PlaceBet, VoidRound, WithdrawBet
 from contracts.envelope import Envelope, event_id
 from contracts.events import (
+    BetPlaced,
     BetSettled,
     BettingClosed,
     CardDealt,
@@ -207,8 +208,11 @@ def test_a_round_opened_but_never_dealt_before_the_tail_is_a_discrepancy(log):
     forged = renumbered(log, "T1", lambda e: e.round_id == rid and (
         isinstance(e.payload, gone) or e.stream == T.SETTLEMENT_EVENTS))
     rep = audit(forged)
-    assert kinds(rep) == {"round_not_dealt"} and rep.rounds_pending == 0
-    assert [d.where for d in rep.discrepancies] == [rid]
+    # the shoe's cards for the round are still in the log: cards drawn without "No more bets" (issue 9)
+    assert kinds(rep) == {"round_not_dealt", "card_before_no_more_bets"} and rep.rounds_pending == 0
+    assert [d.where for d in rep.discrepancies if d.kind == "round_not_dealt"] == [rid]
+    drawn = [e for e in log if e.table_id == "T1" and isinstance(e.payload, CardDrawn) and e.round_id == rid]
+    assert len([d for d in rep.discrepancies if d.kind == "card_before_no_more_bets"]) == len(drawn) >= 4
 
 
 def test_a_round_dealt_but_never_settled_before_the_tail_is_a_discrepancy(log):
@@ -217,8 +221,9 @@ def test_a_round_dealt_but_never_settled_before_the_tail_is_a_discrepancy(log):
     forged = renumbered(log, "T1", lambda e: e.round_id == rid and (
         isinstance(e.payload, BettingClosed) or e.stream == T.SETTLEMENT_EVENTS))
     rep = audit(forged)
-    assert kinds(rep) == {"round_not_settled"} and rep.rounds_pending == 0
-    assert [d.where for d in rep.discrepancies] == [rid]
+    # and its cards were dealt without "No more bets" (issue 9)
+    assert kinds(rep) == {"round_not_settled", "card_before_no_more_bets"} and rep.rounds_pending == 0
+    assert [d.where for d in rep.discrepancies if d.kind == "round_not_settled"] == [rid]
 
 
 async def test_rejections_that_mean_the_floor_is_broken_make_the_audit_dirty():
@@ -446,3 +451,67 @@ def test_cli_unreachable_broker_is_one_line_and_exit_1():
     err = r.stderr.strip()
     assert err.startswith("error: cannot reach Kafka at 127.0.0.1:1") and "\n" not in err
     assert "Traceback" not in r.output
+
+
+async def test_a_round_refused_no_open_shoe_that_opens_when_tried_again_is_the_floor_working():
+    bus, _ = floor_bus(seed=6)
+    io = MemoryFloorIO(bus)
+    dealer = TableDealer(io, "R2", punto_banco_full(), SEATS, random.Random(6), Clock())
+    await dealer.open_table()
+    from contracts.commands import LoadShoe
+
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    # the dealer opens round S-1 before the dealing service has heard of shoe S (it lags the shoe's stream)
+    await io.send(T.DEALING_COMMANDS, command("R2", "early", at, OpenRound(round_id="S-1", shoe_id="S")))
+    await io.send(T.SHOE_COMMANDS, command("R2", "load", at, LoadShoe(shoe_id="S", cut_at=40)))
+    assert await dealer.play_round("S", "S-1")  # tried again: it opens, is dealt and settled
+    log = events(bus)
+    assert [e.payload.reason for e in log if isinstance(e.payload, CommandRejected)] == ["no_open_shoe"]
+    rep = audit(log)
+    assert rep.clean and rep.broken_rejections == {}, [str(d) for d in rep.discrepancies]
+    # the same refusal for a round that never opened is the floor broken
+    await io.send(T.DEALING_COMMANDS, command("R2", "never", at, OpenRound(round_id="S-9", shoe_id="T")))
+    rep = audit(events(bus))
+    assert rep.broken_rejections == {"no_open_shoe": 1} and [d.kind for d in rep.discrepancies] == ["floor_broken"]
+
+
+# ---- the order of play (issue 9, finding 1): no bet after a card, no card before "No more bets" ----------
+def _round_events(log: list[Envelope], rid: str, kind: type) -> list[Envelope]:
+    return [e for e in log if e.table_id == "T1" and e.round_id == rid and isinstance(e.payload, kind)]
+
+
+def test_a_late_bet_injected_after_the_first_card_is_caught(log):
+    from datetime import timedelta
+
+    rid = middle_round(log)
+    first = min(e.occurred_at for e in _round_events(log, rid, CardDrawn))
+    model = _round_events(log, rid, BetPlaced)[0]
+    late = replace(model, occurred_at=first + timedelta(milliseconds=1),
+                   payload=replace(model.payload, bet_id="late-bet", amount_cents=100_000))
+    at = index(log, lambda e: e is _round_events(log, rid, BettingClosed)[0]) + 1
+    # inserted after the closed book, the wagering stream renumbered so that no seq is missing or doubled
+    forged = log[:at] + [late] + log[at:]
+    n = 0
+    out: list[Envelope] = []
+    for e in forged:
+        if e.table_id == "T1" and e.stream == T.WAGERING_EVENTS:
+            n += 1
+            e = replace(e, seq=n, event_id=event_id(e.stream, "T1", n))
+        out.append(e)
+    rep = audit(out)
+    assert kinds(rep) == {"bet_after_first_card"}
+    assert [d.detail.split()[1] for d in rep.discrepancies] == ["late-bet"]
+
+
+def test_a_card_moved_before_no_more_bets_is_caught(log):
+    from datetime import timedelta
+
+    rid = middle_round(log)
+    close = _round_events(log, rid, BettingClosed)[0].occurred_at
+    i = index(log, lambda e: e.table_id == "T1" and e.round_id == rid and isinstance(e.payload, CardDrawn)
+              and e.payload.card_number == 1)
+    forged = list(log)
+    forged[i] = replace(log[i], occurred_at=close - timedelta(microseconds=1))
+    rep = audit(forged)
+    assert kinds(rep) == {"card_before_no_more_bets"}
+    assert [d.where for d in rep.discrepancies] == [f"shoe.events#{log[i].seq}"]

@@ -97,3 +97,21 @@ def test_demo_with_an_unreachable_broker_is_one_line():
 def test_demo_and_serve_bad_options(args):
     r = run(*args)
     assert r.exit_code == 2 and r.stderr.startswith("error:")
+
+
+@pytest.mark.parametrize("args", [("api", "--token", "s3cret-s3cret-s3cret"),
+                                  ("serve", "--api-port", "18099", "--token", "s3cret-s3cret-s3cret")])
+def test_token_on_the_command_line_is_refused(args, monkeypatch):
+    monkeypatch.setenv("CROUPIER_API_TOKEN_CAGE", "cage-token-0123456789")
+    r = run(*args)
+    assert r.exit_code != 0 and "--token is no longer accepted" in r.output and "process list" in r.output
+
+
+@pytest.mark.parametrize("args", [("api", "--port", "18098"), ("serve", "--api-port", "18097")])
+def test_api_without_credentials_does_not_start(args, monkeypatch):
+    import os
+
+    for k in [k for k in os.environ if k.startswith("CROUPIER_API_TOKEN")]:
+        monkeypatch.delenv(k)
+    r = run(*args)
+    assert r.exit_code != 0 and "no credential configured" in r.output

@@ -1,0 +1,121 @@
+"""The benchmarks' own logic (no timing): the raw loop's hops per round, readiness detection, and that the
+rebuild benchmark's generator hands every record of the in-memory bus to the writer and reports the
+projection's real digest."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench import rebuild
+from bench.rawloop import FLOOR, close_route, transactions_on_path
+from bench.readiness import LogWatch, flag
+from contracts import topics as T
+from services.runtime.settings import Settings
+
+
+def test_close_route_follows_the_services_topic_hops():
+    # "No more bets" -> wagering -> dealing (DrawCard 1-4) -> shoe -> dealing [-> shoe -> dealing per third card]
+    # -> settlement -> floor
+    assert close_route(4) == ["wagering", "dealing", "shoe", "dealing", "settlement", FLOOR]
+    assert close_route(6) == ["wagering", "dealing", "shoe", "dealing", "shoe", "dealing", "shoe", "dealing",
+                              "settlement", FLOOR]
+    # open (dealing, wagering) + close
+    assert [transactions_on_path(c) for c in (4, 5, 6)] == [7, 9, 11]
+
+
+def _line(**fields: Any) -> str:
+    return json.dumps(fields)
+
+
+def test_log_watch_sees_only_the_rebuilt_line_of_each_service():
+    w = LogWatch()
+    w.line(_line(service="dealing", event="event", type="card_dealt", level="info"))
+    w.line(_line(service="dealing", event="duplicate_command", level="info"))
+    assert dict(w.seen) == {}
+    w.line(_line(service="dealing", event="rebuilt", records=12, tables=3, level="info"))
+    w.line(_line(service="shoe", event="dead_letter", level="warning"))
+    w.line("not json with \"rebuilt\" in it")
+    assert list(w.seen) == ["dealing"] and len(w.seen["dealing"]) == 1
+    assert w.fields["dealing"][0]["records"] == 12
+    assert w.problems == 1
+
+
+def test_flag_reads_bool_event_callable_on_service_or_host_and_none_without():
+    class Host:
+        pass
+
+    class Svc:
+        def __init__(self) -> None:
+            self.host = Host()
+
+    s = Svc()
+    assert flag(s) is None
+    s.host.ready = False  # type: ignore[attr-defined]
+    assert flag(s) is False
+    ev = asyncio.Event()
+    s.ready = ev  # type: ignore[attr-defined]
+    assert flag(s) is False
+    ev.set()
+    assert flag(s) is True
+    t = Svc()
+    t.is_ready = lambda: True  # type: ignore[attr-defined]
+    assert flag(t) is True
+
+
+async def test_generator_writes_every_bus_record_and_the_projection_digest(monkeypatch):
+    from services.projection.digest import state_digest
+
+    written: list[Any] = []
+    hosts_seen: dict[str, Any] = {}
+
+    class Writer:
+        def __init__(self, settings: Settings):
+            self.producer = self
+
+        async def start(self) -> None: ...
+
+        async def stop(self) -> None: ...
+
+        async def flush(self) -> None: ...
+
+        async def write(self, records: list[Any], counts: Counter[str]) -> None:
+            written.extend(records)
+            for r in records:
+                counts[r.topic] += 1
+
+    real_floor = rebuild.memory_floor
+
+    def floor(seed: int):
+        bus, hosts = real_floor(seed)
+        hosts_seen.update(hosts)
+        return bus, hosts
+
+    monkeypatch.setattr(rebuild, "KafkaWriter", Writer)
+    monkeypatch.setattr(rebuild, "memory_floor", floor)
+    hist = await rebuild.generate(Settings(), rounds=9, tables=2, chunk=200, budget=600)
+    assert hist.rounds == 9 and hist.tables == 2
+    assert sum(hist.records.values()) == len(written)
+    # chunks were flushed (the bus is emptied between rounds) yet nothing was lost or repeated: each
+    # service's seq runs 1..n without a gap for every table on its main stream
+    from contracts.codecs import decode_event
+
+    for stream in (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS):
+        by_table: dict[str, list[int]] = {}
+        for r in written:
+            if r.topic == stream:
+                env = decode_event(r.value)
+                by_table.setdefault(env.table_id, []).append(env.seq)
+        assert sorted(by_table) == ["H000", "H001"]
+        for seqs in by_table.values():
+            assert seqs == list(range(1, len(seqs) + 1))
+    settled = [decode_event(r.value) for r in written if r.topic == T.SETTLEMENT_EVENTS]
+    assert sum(type(e.payload).__name__ == "RoundSettled" for e in settled) == 9
+    assert all(r.key in (b"H000", b"H001") for r in written)
+    assert hist.digest == state_digest(hosts_seen["projection"].runner.tables)
