@@ -45,6 +45,7 @@ from services.runtime.logging import configure  # noqa: E402
 from services.runtime.settings import Settings  # noqa: E402
 from services.settlement.core import SettlementCore  # noqa: E402
 from services.shoe.core import Entropy, ShoeCore  # noqa: E402
+from contracts.vault import Vault, VaultKeys  # noqa: E402
 from services.wagering.core import WageringCore  # noqa: E402
 
 
@@ -58,7 +59,8 @@ async def deal(rounds: int) -> tuple[MemoryBus, int]:
         return cards
 
     bus = MemoryBus()
-    for core in (ShoeCore(Entropy(shuffle, lambda: rng.randbytes(16))), DealingCore(), WageringCore(),
+    vault = Vault(VaultKeys((("bench", rng.randbytes(32)),)), nonce=lambda: rng.randbytes(12))
+    for core in (ShoeCore(Entropy(shuffle, lambda: rng.randbytes(16)), vault), DealingCore(), WageringCore(),
                  SettlementCore(), ProjectionCore()):
         bus.add(core)
     dealer = TableDealer(MemoryFloorIO(bus), "T1", punto_banco_full(), [Seat(i, f"player-{i}") for i in range(1, 6)],

@@ -70,6 +70,7 @@ from bench.rawloop import NOT_ENOUGH_REPLICAS, RawLoop, run_raw, transactions_on
 from bench.rawloop import STAGES as RAW_STAGES
 from bench.readiness import LogWatch, wait_restored, watch_service_logs
 from contracts import topics as T
+from contracts.vault import new_key_entry
 from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe
 from contracts.envelope import Envelope
 from contracts.events import (
@@ -89,6 +90,9 @@ from services.floor.io import EventLog, FloorTimeout, KafkaFloorIO
 from services.runtime.app import Service
 from services.runtime.kafka import ensure_topics
 from services.runtime.settings import DEFAULT_BOOTSTRAP, Settings
+
+#: the shoe service needs a vault key: a fresh one for this run (this process and the ones it starts)
+os.environ.setdefault("CROUPIER_VAULT_KEYS", new_key_entry("bench"))
 
 
 def client_options(bootstrap: str) -> dict[str, Any]:

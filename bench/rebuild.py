@@ -112,7 +112,11 @@ def memory_floor(seed: int) -> tuple[MemoryBus, dict[str, Any]]:
     from services.wagering.core import WageringCore
 
     bus = MemoryBus()
-    cores = {"shoe": ShoeCore(seeded_entropy(seed)), "dealing": DealingCore(), "wagering": WageringCore(),
+    from contracts.vault import Vault, VaultKeys
+
+    rng = random.Random(f"vault-{seed}")
+    vault = Vault(VaultKeys((("bench", rng.randbytes(32)),)), nonce=lambda: rng.randbytes(12))
+    cores = {"shoe": ShoeCore(seeded_entropy(seed), vault), "dealing": DealingCore(), "wagering": WageringCore(),
              "settlement": SettlementCore(), "projection": ProjectionCore()}
     return bus, {name: bus.add(core) for name, core in cores.items()}
 
