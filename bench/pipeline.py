@@ -83,12 +83,16 @@ from contracts.events import (
     ShoeClosed,
 )
 from contracts.tables import ShoeSpec
+from contracts.vault import new_key_entry
 from services.floor.bettors import Seat
 from services.floor.dealer import Clock, TableDealer
 from services.floor.io import EventLog, FloorTimeout, KafkaFloorIO
 from services.runtime.app import Service
 from services.runtime.kafka import ensure_topics
 from services.runtime.settings import DEFAULT_BOOTSTRAP, Settings
+
+#: the shoe service needs a vault key: a fresh one for this run (this process and the ones it starts)
+os.environ.setdefault("CROUPIER_VAULT_KEYS", new_key_entry("bench"))
 
 
 def client_options(bootstrap: str) -> dict[str, Any]:

@@ -549,8 +549,9 @@ def run_audit(cfg: ChaosConfig) -> tuple[bool, str]:
     return out.returncode == 0, (out.stdout + out.stderr).strip()
 
 
-def _get(url: str) -> object:
-    with urllib.request.urlopen(url, timeout=10) as r:
+def _get(url: str, token: str = "") -> object:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read())
 
 
@@ -558,10 +559,14 @@ async def replica_diff(cfg: ChaosConfig, raw: RawReport, tables: list[str], work
     """Start a fresh read-only projection replica (``croupier api``), wait until its digest is stable, and sum
     the absolute differences between its ledger balances and those on ``projection.ledger`` (what the live
     projection instances published), over every account of every table; None if it never came up."""
+    import secrets
+
+    token = secrets.token_hex(16)  # the cage's credential for this replica only: ledgers need a role
     log = open(workdir / "replica.log", "ab")  # noqa: SIM115
     proc = subprocess.Popen([cfg.croupier, "api", "--port", str(cfg.replica_port), "--prefix", cfg.prefix,
                              "--bootstrap", cfg.bootstrap], stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+                            stdin=subprocess.DEVNULL, start_new_session=True,
+                            env=dict(os.environ, CROUPIER_API_TOKEN_CAGE=token))
     log.close()
     base = f"http://127.0.0.1:{cfg.replica_port}"
     try:
@@ -574,14 +579,14 @@ async def replica_diff(cfg: ChaosConfig, raw: RawReport, tables: list[str], work
             except OSError:
                 continue
             assert isinstance(h, dict)
-            if h.get("tables") == len(tables) and h.get("digest") == last:
+            if h.get("ready", True) and h.get("tables") == len(tables) and h.get("digest") == last:
                 break
             last = h.get("digest")
         else:
             return None
         diff = 0
         for t in tables:
-            got = await asyncio.to_thread(_get, f"{base}/tables/{t}/ledger")
+            got = await asyncio.to_thread(_get, f"{base}/tables/{t}/ledger", token)
             assert isinstance(got, dict)
             bal: dict[str, int] = got["balances"]
             for account in set(bal) | {a for a in raw.ledger if a.startswith((f"table:{t}:", f"patron:{t}-"))}:

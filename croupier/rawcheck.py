@@ -295,6 +295,7 @@ def _check_rounds_and_bets(d: _Decoded, rep: RawReport) -> None:
     opened: Counter[tuple[str, str]] = Counter()
     done: Counter[tuple[str, str]] = Counter()
     voided: set[tuple[str, str]] = set()
+    retried: list[Envelope] = []
     for env in d.unique(T.DEALING_EVENTS):
         p = env.payload
         t = env.table_id
@@ -308,8 +309,16 @@ def _check_rounds_and_bets(d: _Decoded, rep: RawReport) -> None:
             voided.add((t, p.round_id))
             rep.rounds_voided += 1
         elif isinstance(p, CommandRejected) and p.reason in BROKEN_REASONS:
-            rep.broken_rejections[p.reason] += 1
-            rep.findings.append(Finding(f"rejected:{p.reason}", t, f"{p.command} {p.command_id}: {p.detail}"))
+            retried.append(env)
+    # a round refused no_open_shoe that opened when the dealer tried again (the dealing service hears of a
+    # just-loaded shoe a few ms after the dealer) is the floor working; one that never opened is not
+    for env in retried:
+        p = env.payload
+        assert isinstance(p, CommandRejected)
+        if p.reason == "no_open_shoe" and p.command == "open_round" and (env.table_id, env.round_id) in opened:
+            continue
+        rep.broken_rejections[p.reason] += 1
+        rep.findings.append(Finding(f"rejected:{p.reason}", env.table_id, f"{p.command} {p.command_id}: {p.detail}"))
     rep.rounds_opened = len(opened)
     for (t, r), n in opened.items():
         if n > 1:
