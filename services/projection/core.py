@@ -50,7 +50,7 @@ from contracts.events import (
     WagerOdds,
 )
 from contracts.tables import TableSpec
-from services.projection.ledger import book, gaming_day
+from services.projection.ledger import book, gaming_day, shoe_fact
 from services.projection.ledger_state import LedgerState
 from services.projection.pmap import PMap
 from services.runtime.core import Emit, Send
@@ -202,16 +202,6 @@ class ProjectionState(msgspec.Struct, frozen=True):
             self.shoe is not None and self.shoe.shoe_id == shoe_id)
 
 
-def _shoe_fact(env: Envelope) -> tuple[str, str] | None:
-    """``(round_id, shoe_id)`` if the event says which shoe a round is dealt from."""
-    e = env.payload
-    if isinstance(e, (RoundOpened, RoundResolved)):
-        return e.round_id, e.shoe_id
-    if env.round_id and env.shoe_id:
-        return env.round_id, env.shoe_id
-    return None
-
-
 def odds_for(composition: tuple[int, ...], config: TableConfig) -> tuple[OutcomeCounts, list[WagerOdds]] | None:
     """Exact counts and per-wager odds for ``composition`` under ``config`` (None below 6 cards)."""
     try:
@@ -342,7 +332,7 @@ class ProjectionCore:
 
     def _post_ledger(self, state: ProjectionState, env: Envelope) -> ProjectionState:
         ledger = state.ledger
-        fact = _shoe_fact(env)
+        fact = shoe_fact(env)
         if fact is not None:
             ledger = ledger.learn_shoe(fact[0], fact[1], gaming_day(env.occurred_at, self.cutoff))
         new = book(env, self.cutoff)

@@ -242,7 +242,7 @@ def book(env: Envelope, cutoff_hour: int = DEFAULT_CUTOFF_HOUR) -> tuple[Entry, 
     return ()
 
 
-def _shoe_fact(env: Envelope) -> tuple[str, str] | None:
+def shoe_fact(env: Envelope) -> tuple[str, str] | None:
     """``(round_id, shoe_id)`` if the event says which shoe a round is dealt from."""
     e = env.payload
     if isinstance(e, (RoundOpened, RoundResolved)):
@@ -324,7 +324,7 @@ class Ledger:
         if i is not None and i < self._n_events:
             return self, ()
         new = book(env, self._cutoff)
-        fact = _shoe_fact(env)
+        fact = shoe_fact(env)
         key = (env.table_id, fact[0]) if fact else None
         if key is not None and self._shoe_of(key) is not None:
             fact = None  # the first word on a round's shoe stands

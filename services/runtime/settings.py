@@ -146,8 +146,10 @@ class Settings:
         """Consumer group of a service."""
         return f"{self.group_prefix}.{self.topic_prefix}{service}"
 
-    def transactional_id(self, service: str) -> str:  # pragma: no cover - superseded by per-task ids
-        """Transactional id of a service instance (a restarted instance fences its zombie)."""
+    def transactional_id(self, service: str) -> str:
+        """A transactional id under ``service``'s name (tools and tests; the ACLs grant ``<group prefix>.<topic
+        prefix><service>*``). The services themselves write through one id per task, derived from the service
+        and the partition, never the instance: :meth:`services.runtime.tasks.Tasks.transactional_id`."""
         return f"{self.group_prefix}.{self.topic_prefix}{service}.{self.instance}"
 
 
