@@ -346,7 +346,10 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             await self._close_producer(p)
             prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=self.transactional_id(p),
                                     enable_idempotence=True, acks="all", linger_ms=0,
-                                    max_request_size=16 * 1024 * 1024)  # snapshots; the broker caps events
+                                    max_request_size=16 * 1024 * 1024,  # snapshots; the broker caps events
+                                    # Kafka 4 answers produce requests in a transaction with offsets with a
+                                    # spurious NOT_ENOUGH_REPLICAS now and then (aiokafka #1172): retry soon
+                                    retry_backoff_ms=10)
             await prod.start()  # init_transactions: fences the old owner and completes its open transaction
             self.producers[p] = prod
         marks = {"fence": time.monotonic() - t0}
