@@ -128,13 +128,13 @@ class TimedDealer(TableDealer):
         self.shoe_id = ""
         self.round_no = 0
 
-    async def _send(self, topic: str, payload: Command, correlation: str = "") -> str:
+    async def _send(self, topic: str, payload: Command, correlation: str = "", actor: str = "") -> str:
         if isinstance(payload, CloseBetting):
             self.close_sent[payload.round_id] = clock()
-            cid = await super()._send(topic, payload, correlation)
+            cid = await super()._send(topic, payload, correlation, actor)
             self.close_acked[payload.round_id] = clock()
             return cid
-        return await super()._send(topic, payload, correlation)
+        return await super()._send(topic, payload, correlation, actor)
 
     async def load_shoe(self) -> None:
         """As the start of :meth:`TableDealer.play_shoe`: load a CSPRNG shoe, wait until it is burned."""

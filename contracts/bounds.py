@@ -53,6 +53,8 @@ MAX_SHOE_CARDS = 416
 MAX_BURN = 10
 #: bets in one round's book (14 seats x 10 wagers, several players a seat, with room to spare)
 MAX_BETS_PER_ROUND = 1_000
+#: players registered at one table at once (``SeatPlayer``; 14 seats, several patrons a seat)
+MAX_SEATED_PLAYERS = 112
 #: entries of a table's wager list, pay table or limits map (there are 10 wagers and 15 pay entries)
 MAX_TABLE_ENTRIES = 32
 #: hex texts: a salt (16-32 bytes) or a SHA-256 commitment
@@ -100,6 +102,7 @@ EvHand = Annotated[list[EvCard], _doc(maxItems=3)]
 __all__ = [
     "ID_PATTERN",
     "MAX_BETS_PER_ROUND",
+    "MAX_SEATED_PLAYERS",
     "MAX_BURN",
     "MAX_CARD",
     "MAX_CODE",

@@ -20,7 +20,7 @@ class Command(msgspec.Struct, frozen=True, tag_field="type"):
     """Base of every command."""
 
 
-# ---- shoe.commands ---------------------------------------------------------------------------------
+# ---- shoe.commands (the console) and shoe.draws (DrawCard: the dealing service) ---------------------
 class LoadShoe(Command, frozen=True, tag="load_shoe"):
     """Load a new shoe. ``order``: card texts first-out first (``"Kd"``, ``"7s"``), a supplied physical or
     pre-shuffled order; empty: the shoe service shuffles with a CSPRNG. ``physical``: the order is unknown
@@ -94,7 +94,7 @@ class VoidRound(Command, frozen=True, tag="void_round"):
     reason: Text
 
 
-# ---- wagering.commands -----------------------------------------------------------------------------
+# ---- wagering.bets (PlaceBet, WithdrawBet: bettors) and wagering.commands (the console) ------------------
 class PlaceBet(Command, frozen=True, tag="place_bet"):
     """Place a bet of ``amount_cents`` on ``wager`` for ``seat``/``player_id``; the bet id is the command id."""
 
@@ -110,6 +110,22 @@ class WithdrawBet(Command, frozen=True, tag="withdraw_bet"):
 
     round_id: Id
     bet_id: Id
+
+
+class SeatPlayer(Command, frozen=True, tag="seat_player"):
+    """Register ``player_id`` at ``seat`` of the table (the floor's player registry, fed by the dealer console
+    on ``wagering.commands``): only a registered player may bet there (``unknown_player``). Several players
+    may be registered at one seat (a patron betting behind); at most ``MAX_SEATED_PLAYERS`` a table."""
+
+    seat: int
+    player_id: PlayerId
+
+
+class LeaveSeat(Command, frozen=True, tag="leave_seat"):
+    """``player_id`` leaves ``seat``: no further bet of theirs is taken there (bets already made stand)."""
+
+    seat: int
+    player_id: PlayerId
 
 
 class CloseBetting(Command, frozen=True, tag="close_betting"):
@@ -129,9 +145,9 @@ class CollectCommission(Command, frozen=True, tag="collect_commission"):
 
 AnyCommand = Union[
     LoadShoe, DrawCard, ReadCard, CloseShoe, OpenTable, OpenRound, VoidRound, PlaceBet, WithdrawBet,
-    CloseBetting, CollectCommission, ReadBurn,
+    CloseBetting, CollectCommission, ReadBurn, SeatPlayer, LeaveSeat,
 ]
 ShoeCommand = Union[LoadShoe, DrawCard, ReadCard, CloseShoe, ReadBurn]
 DealingCommand = Union[OpenTable, OpenRound, VoidRound]
-WageringCommand = Union[PlaceBet, WithdrawBet, CloseBetting]
+WageringCommand = Union[PlaceBet, WithdrawBet, CloseBetting, SeatPlayer, LeaveSeat]
 SettlementCommand = Union[CollectCommission]

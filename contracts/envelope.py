@@ -5,6 +5,13 @@ byte-identical and consumers drop the duplicate. ``seq`` counts a table's events
 gapless. ``occurred_at`` is the broker's append time of the command record that caused the event (command topics
 use ``LogAppendTime``), so a sender cannot choose it and a replay reproduces it; the sender's own
 ``issued_at`` is kept as ``claimed_at``. Never a clock inside a service's domain. ``schema`` is the envelope/payload schema version.
+
+**Who did it.** Each command topic has one kind of writer, which the broker's ACLs enforce
+(:data:`contracts.topics.COMMAND_ROUTES`); an event records it as ``principal`` (``console``, ``bettor``, or the
+service that sent the command, e.g. ``dealing`` for a ``DrawCard``), and a service's own reactions (a
+settlement, betting opening after a round opened) as that service's name. ``actor`` is who, under that
+principal, acted: the dealer or the player at a betting terminal, as the command's sender names them
+(``CommandEnvelope.actor``, required on the console's and the bettors' topics: ``unattributed``).
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from datetime import datetime
 
 import msgspec
 
-from contracts.bounds import EvId, Id, OptId
+from contracts.bounds import EvId, Id, OptId, OptPlayerId
 from contracts.commands import AnyCommand
 from contracts.events import AnyEvent
 
@@ -48,6 +55,12 @@ class Envelope(msgspec.Struct, frozen=True, kw_only=True):
     #: the causing command's own ``issued_at`` (its sender's claim) when ``occurred_at`` is the broker's
     #: append time of the command record; None for events caused by events
     claimed_at: datetime | None = None
+    #: the kind of principal whose record caused the event: the writer of the command's topic
+    #: (``console``, ``bettor``, a service), or the service itself for its reactions; None in logs written
+    #: before attribution existed
+    principal: EvId | None = None
+    #: the dealer or player who acted under ``principal`` (the command's ``actor``); None for reactions
+    actor: EvId | None = None
     payload: AnyEvent
 
 
@@ -59,6 +72,9 @@ class CommandEnvelope(msgspec.Struct, frozen=True, kw_only=True):
     table_id: Id
     issued_at: datetime
     correlation_id: OptId = ""
+    #: who acts under the topic's principal: the dealer (console topics) or the player (``wagering.bets``:
+    #: the player the terminal authenticated); empty only on a service's own commands (``DrawCard``)
+    actor: OptPlayerId = ""
     schema: int = SCHEMA_VERSION
     payload: AnyCommand
 

@@ -235,6 +235,20 @@ class BettingOpened(Event, frozen=True, tag="betting_opened"):
     round_id: EvId
 
 
+class PlayerSeated(Event, frozen=True, tag="player_seated"):
+    """``player_id`` is registered at ``seat``: their bets are taken there."""
+
+    seat: int
+    player_id: EvId
+
+
+class PlayerLeft(Event, frozen=True, tag="player_left"):
+    """``player_id`` left ``seat``: no further bet of theirs is taken there."""
+
+    seat: int
+    player_id: EvId
+
+
 class BetPlaced(Event, frozen=True, tag="bet_placed"):
     """A bet accepted; ``bet_id`` is the id of the ``PlaceBet`` command."""
 
@@ -250,7 +264,10 @@ class BetRejected(Event, frozen=True, tag="bet_rejected"):
     """A bet refused. ``reason``: ``betting_closed``, ``betting_not_open``, ``wager_not_offered``,
     ``unknown_wager``, ``under_table_min``, ``over_table_max``, ``invalid_amount``, ``invalid_seat``,
     ``bonus_needs_base_bet``, ``unknown_bet``, ``unknown_round``, ``bonus_depends_on_bet`` (a withdrawal of the
-    base bet a bonus bet on the seat needs), ``stake_not_multiple_of_unit``, ``too_many_bets``."""
+    base bet a bonus bet on the seat needs), ``stake_not_multiple_of_unit``, ``too_many_bets``,
+    ``unknown_player`` (not registered at the seat: ``SeatPlayer``), ``actor_mismatch`` (a terminal betting
+    for a player other than the one it names as its actor), ``not_your_bet`` (a withdrawal of another
+    player's bet)."""
 
     round_id: EvId
     command_id: EvId
@@ -428,7 +445,7 @@ AnyEvent = Union[
     CommandRejected,
     ShoeLoaded, ShoeCut, ShoeBurned, CardDrawn, CardReadRefused, ShoeClosed, ShoeOrderSealed, ShoeOrderEncrypted,
     TableOpened, RoundOpened, CardDealt, PointsAnnounced, Irregularity, RoundResolved, RoundVoided, ShoeFinished,
-    BettingOpened, BetPlaced, BetRejected, BetWithdrawn, BettingClosed,
+    BettingOpened, BetPlaced, BetRejected, BetWithdrawn, BettingClosed, PlayerSeated, PlayerLeft,
     BetSettled, CommissionAccrued, CommissionCollected, RoundSettled,
     OddsUpdated, LedgerPosted, AdvantageBetFlagged,
 ]

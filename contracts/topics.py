@@ -8,6 +8,7 @@ Event topics keep history forever (``retention.ms=-1``): they are the record inv
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 #: the default partition count of every topic (``CROUPIER_PARTITIONS`` overrides it per floor): sized for
@@ -15,12 +16,16 @@ from typing import Final
 PARTITIONS: Final = 12
 
 SHOE_COMMANDS: Final = "shoe.commands"
+#: the dealing service's ``DrawCard`` commands to the shoe (its own topic: one kind of writer per topic)
+SHOE_DRAWS: Final = "shoe.draws"
 SHOE_EVENTS: Final = "shoe.events"
 #: the shoe service's sealed card orders (read only by the shoe service; revealed in ShoeClosed)
 SHOE_VAULT: Final = "shoe.vault"
 DEALING_COMMANDS: Final = "dealing.commands"
 DEALING_EVENTS: Final = "dealing.events"
 WAGERING_COMMANDS: Final = "wagering.commands"
+#: the bettors' commands (``PlaceBet``, ``WithdrawBet``), from betting terminals under the ``bettor`` principal
+WAGERING_BETS: Final = "wagering.bets"
 WAGERING_EVENTS: Final = "wagering.events"
 SETTLEMENT_COMMANDS: Final = "settlement.commands"
 SETTLEMENT_EVENTS: Final = "settlement.events"
@@ -28,7 +33,40 @@ PROJECTION_ODDS: Final = "projection.odds"
 PROJECTION_LEDGER: Final = "projection.ledger"
 PROJECTION_ALERTS: Final = "projection.alerts"
 
-COMMAND_TOPICS: Final = (SHOE_COMMANDS, DEALING_COMMANDS, WAGERING_COMMANDS, SETTLEMENT_COMMANDS)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandTopic:
+    """A command topic, its one kind of writer and the commands it carries.
+
+    ``writer``: the principal kind the broker's ACLs let write the topic (``infra/kafka/acls.py``): ``console``
+    (the dealer console and its card reader), ``bettor`` (betting terminals) or a service name. A service
+    that reads the topic attributes each command on it to that principal (``Envelope.principal``) and refuses
+    a command type the topic does not carry (``CommandRejected`` ``wrong_topic``): so the ACLs alone decide
+    who may send what. ``commands``: the command tags (``contracts.commands``) the topic carries.
+    ``attributed``: the sender must name its actor (``CommandEnvelope.actor``: the dealer, or the player at
+    a terminal), else ``unattributed``.
+    """
+
+    name: str
+    writer: str
+    commands: tuple[str, ...]
+    attributed: bool = True
+
+
+#: every command topic: each command type travels on exactly one, and each topic has one kind of writer
+COMMAND_ROUTES: Final = (
+    CommandTopic(SHOE_COMMANDS, "console", ("load_shoe", "read_card", "read_burn", "close_shoe")),
+    CommandTopic(SHOE_DRAWS, "dealing", ("draw_card",), attributed=False),
+    CommandTopic(DEALING_COMMANDS, "console", ("open_table", "open_round", "void_round")),
+    CommandTopic(WAGERING_COMMANDS, "console", ("close_betting", "seat_player", "leave_seat")),
+    CommandTopic(WAGERING_BETS, "bettor", ("place_bet", "withdraw_bet")),
+    CommandTopic(SETTLEMENT_COMMANDS, "console", ("collect_commission",)),
+)
+ROUTES: Final = {r.name: r for r in COMMAND_ROUTES}
+#: command tag -> the one topic that carries it
+TOPIC_OF: Final = {tag: r.name for r in COMMAND_ROUTES for tag in r.commands}
+COMMAND_TOPICS: Final = tuple(r.name for r in COMMAND_ROUTES)
 EVENT_TOPICS: Final = (SHOE_EVENTS, SHOE_VAULT, DEALING_EVENTS, WAGERING_EVENTS, SETTLEMENT_EVENTS)
 PROJECTION_TOPICS: Final = (PROJECTION_ODDS, PROJECTION_LEDGER, PROJECTION_ALERTS)
 SERVICES: Final = ("shoe", "dealing", "wagering", "settlement", "projection")

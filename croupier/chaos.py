@@ -284,11 +284,11 @@ class ChaosDealer(TableDealer):
         super().__init__(*a, **kw)  # type: ignore[arg-type]
         self.floor = floor
 
-    async def _send(self, topic: str, payload: Command, correlation: str = "") -> str:
+    async def _send(self, topic: str, payload: Command, correlation: str = "", actor: str = "") -> str:
         from services.runtime.core import command
 
         cid = self._id()
-        cmd = command(self.table_id, cid, self.clock(), payload, correlation)
+        cmd = command(self.table_id, cid, self.clock(), payload, correlation, actor=actor or self.dealer_id)
         deadline = time.monotonic() + 60
         while True:
             try:

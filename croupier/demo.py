@@ -126,6 +126,10 @@ class DemoDealer(TableDealer):
         self.floor = run
         self.pause_s = pause_s
 
+    async def open_table(self) -> None:
+        await super().open_table()
+        await self.seat_players([Seat(self.ap.seat, self.ap.player_id)])  # the advantage player sits down too
+
     async def play_shoe(self, number: int) -> None:
         self.board.shoe = number
         self.board.results = ""

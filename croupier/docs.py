@@ -5,7 +5,7 @@ What it writes, deterministically (the same text for the same code and msgspec v
 * ``docs/asyncapi.json``: an AsyncAPI 3.0 document of the whole system. One channel per Kafka topic of
   :mod:`contracts.topics` (its partitions, its key ``table_id``, its retention), the messages that travel on
   it, which service sends and which receives them (read from the service cores' ``own_stream``,
-  ``private_streams``, ``command_stream`` and ``input_streams``), Kafka bindings, and each message's payload
+  ``private_streams``, ``command_streams`` and ``input_streams``), Kafka bindings, and each message's payload
   as a ``$ref`` to a JSON Schema below, with the golden message of ``contracts/golden/v1`` as its example;
 * ``docs/schema/*.json``: the JSON Schemas of :mod:`contracts.schema` (envelope, command envelope, dead
   letter, table spec), regenerated with its generator;
@@ -68,6 +68,8 @@ EVENT_TOPICS: dict[type, tuple[str, ...]] = {
     E.BetRejected: (T.WAGERING_EVENTS,),
     E.BetWithdrawn: (T.WAGERING_EVENTS,),
     E.BettingClosed: (T.WAGERING_EVENTS,),
+    E.PlayerSeated: (T.WAGERING_EVENTS,),
+    E.PlayerLeft: (T.WAGERING_EVENTS,),
     E.BetSettled: (T.SETTLEMENT_EVENTS,),
     E.CommissionAccrued: (T.SETTLEMENT_EVENTS,),
     E.CommissionCollected: (T.SETTLEMENT_EVENTS,),
@@ -77,28 +79,16 @@ EVENT_TOPICS: dict[type, tuple[str, ...]] = {
     E.AdvantageBetFlagged: (T.PROJECTION_ALERTS,),
 }
 
-#: every command and the topic it is sent to
-COMMAND_TOPICS: dict[type, str] = {
-    C.LoadShoe: T.SHOE_COMMANDS,
-    C.DrawCard: T.SHOE_COMMANDS,
-    C.ReadCard: T.SHOE_COMMANDS,
-    C.ReadBurn: T.SHOE_COMMANDS,
-    C.CloseShoe: T.SHOE_COMMANDS,
-    C.OpenTable: T.DEALING_COMMANDS,
-    C.OpenRound: T.DEALING_COMMANDS,
-    C.VoidRound: T.DEALING_COMMANDS,
-    C.PlaceBet: T.WAGERING_COMMANDS,
-    C.WithdrawBet: T.WAGERING_COMMANDS,
-    C.CloseBetting: T.WAGERING_COMMANDS,
-    C.CollectCommission: T.SETTLEMENT_COMMANDS,
-}
+#: every command and the topic it is sent to (:data:`contracts.topics.TOPIC_OF`)
+COMMAND_TOPICS: dict[type, str] = {tp: T.TOPIC_OF[tp.__struct_config__.tag] for tp in C.AnyCommand.__args__}
 
-#: commands a service sends another (everything else comes from callers: dealer consoles, the floor, tools)
-COMMAND_SENDERS: dict[type, tuple[str, ...]] = {C.DrawCard: ("dealing",)}
-CALLERS = "callers"
+#: who writes under each principal kind that is not a service
+WRITER_KINDS: dict[str, str] = {"console": "dealer consoles and their card readers, the simulated floor's dealer",
+                                "bettor": "betting terminals, the simulated floor's bettors"}
 
 TOPIC_SUMMARY: dict[str, str] = {
-    T.SHOE_COMMANDS: "Commands for the shoe service: load, draw (from the dealing service), read a card or a burn, close.",
+    T.SHOE_COMMANDS: "The dealer console's commands for the shoe service: load, read a card or a burn, close.",
+    T.SHOE_DRAWS: "The dealing service's commands for the shoe service: draw the next card for a round.",
     T.SHOE_EVENTS: "The shoe's events: loaded (with the commitment), cut, burned, every card drawn, closed "
                    "(the reveal).",
     T.SHOE_VAULT: ("The shoe service's sealed card orders (AES-256-GCM, contracts/vault.py), read only by the "
@@ -106,7 +96,9 @@ TOPIC_SUMMARY: dict[str, str] = {
     T.DEALING_COMMANDS: "Commands for the dealing service: open a table, open or void a round.",
     T.DEALING_EVENTS: "The table's configuration and each round of play: cards dealt with the rule that "
                       "required them, points, the result.",
-    T.WAGERING_COMMANDS: "Commands for the wagering service: place or withdraw a bet, \"No more bets\".",
+    T.WAGERING_COMMANDS: "The dealer console's commands for the wagering service: \"No more bets\", seat a "
+                         "player or let one leave (the player registry).",
+    T.WAGERING_BETS: "The betting terminals' commands for the wagering service: place or withdraw a bet.",
     T.WAGERING_EVENTS: "Each round's bet book: bets placed, rejected, withdrawn, the closed book.",
     T.SETTLEMENT_COMMANDS: "Commands for the settlement service: collect the commission a seat owes.",
     T.SETTLEMENT_EVENTS: "Payouts of every bet, commission, round totals.",
@@ -162,21 +154,17 @@ def _cores() -> dict[str, Any]:
 
 
 def flows() -> dict[str, tuple[list[str], list[str]]]:
-    """Topic -> (who sends to it, who receives from it), from the service cores and :data:`COMMAND_SENDERS`."""
+    """Topic -> (who sends to it, who receives from it), from the service cores and the command routes (a
+    command topic's one writer: a service, or a principal kind such as ``console`` or ``bettor``)."""
     out: dict[str, tuple[list[str], list[str]]] = {t: ([], []) for t in T.ALL_TOPICS}
-    for topic in T.COMMAND_TOPICS:
-        out[topic][0].append(CALLERS)
-    for tp, senders in COMMAND_SENDERS.items():
-        for s in senders:
-            if s not in out[COMMAND_TOPICS[tp]][0]:
-                out[COMMAND_TOPICS[tp]][0].append(s)
+    for route in T.COMMAND_ROUTES:  # each command topic has one kind of writer
+        out[route.name][0].append(route.writer)
     for name, core in _cores().items():
         for topic in (core.own_stream, *core.private_streams):
             out[topic][0].append(name)
         out[T.dlq(name)][0].append(name)
-        for topic in (core.command_stream, *core.input_streams, *core.private_streams):
-            if topic is not None:
-                out[topic][1].append(name)
+        for topic in (*core.command_streams, *core.input_streams, *core.private_streams):
+            out[topic][1].append(name)
     return out
 
 
@@ -299,8 +287,8 @@ def _schema_path(msg_id: str) -> str:
 
 def _send_summary(sender: str, topic: str) -> str:
     if topic in T.COMMAND_TOPICS:
-        return ("Commands from callers: dealer consoles, the floor, tools." if sender == CALLERS
-                else f"Commands the {sender} service sends.")
+        return (f"Commands the {sender} service sends." if sender in T.SERVICES else
+                f"Commands from the {sender} principal ({WRITER_KINDS.get(sender, sender)}), its one writer.")
     if topic in T.DLQ_TOPICS:
         return f"The {sender} service dead-letters what it cannot decode."
     if topic in T.EVENT_TOPICS:
@@ -345,8 +333,7 @@ def asyncapi() -> dict[str, Any]:
                 "channel": {"$ref": f"#/channels/{topic}"},
                 "title": f"{sender} sends to {topic}",
                 "summary": _send_summary(sender, topic),
-                "messages": [ref for ref, (_, tp) in zip(refs, msgs) if topic not in T.COMMAND_TOPICS
-                             or sender in COMMAND_SENDERS.get(tp, (CALLERS,))],
+                "messages": refs,
             }
         for receiver in receivers:
             operations[f"{receiver}.receive.{topic}"] = {

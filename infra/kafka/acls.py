@@ -65,18 +65,26 @@ def _service(name: str, own: tuple[str, ...], inputs: tuple[str, ...], sends: tu
                  create=touched, groups=True, transactional=transactional, note=note)
 
 
+def _written_by(kind: str) -> tuple[str, ...]:
+    """The command topics whose one writer is ``kind`` (:data:`contracts.topics.COMMAND_ROUTES`)."""
+    return tuple(r.name for r in T.COMMAND_ROUTES if r.writer == kind)
+
+
 GRANTS: tuple[Grant, ...] = (
-    _service("shoe", (T.SHOE_EVENTS, T.SHOE_VAULT), (T.SHOE_COMMANDS,),
+    _service("shoe", (T.SHOE_EVENTS, T.SHOE_VAULT), (T.SHOE_COMMANDS, T.SHOE_DRAWS),
              note="the only principal that can read or write shoe.vault and shoe.snapshots (the live shoe, sealed)"),
     _service("dealing", (T.DEALING_EVENTS,), (T.DEALING_COMMANDS, T.SHOE_EVENTS, T.WAGERING_EVENTS),
-             sends=(T.SHOE_COMMANDS,), note="sends DrawCard to shoe.commands"),
-    _service("wagering", (T.WAGERING_EVENTS,), (T.WAGERING_COMMANDS, T.DEALING_EVENTS)),
+             sends=_written_by("dealing"), note="the only writer of shoe.draws (its DrawCard commands)"),
+    _service("wagering", (T.WAGERING_EVENTS,), (T.WAGERING_COMMANDS, T.WAGERING_BETS, T.DEALING_EVENTS)),
     _service("settlement", (T.SETTLEMENT_EVENTS,), (T.SETTLEMENT_COMMANDS, T.DEALING_EVENTS, T.WAGERING_EVENTS)),
     _service("projection", (T.PROJECTION_ODDS, T.PROJECTION_LEDGER, T.PROJECTION_ALERTS), EVENTS,
              note="also the query API's replica groups (which restore from projection.snapshots)"),
-    Grant("console", "role", read=EVENTS, write=T.COMMAND_TOPICS, groups=True,
-          note="dealer console (and the simulated floor): the only writer of command topics besides "
-               "dealing's DrawCard"),
+    Grant("console", "role", read=EVENTS, write=_written_by("console"), groups=True,
+          note="dealer console and its card reader (and the simulated floor's dealer): the one writer of "
+               + ", ".join(_written_by("console"))),
+    Grant("bettor", "role", read=(T.DEALING_EVENTS, T.WAGERING_EVENTS), write=_written_by("bettor"), groups=True,
+          note="betting terminals: the one writer of " + ", ".join(_written_by("bettor"))
+               + " (PlaceBet, WithdrawBet); sees rounds open and its bets taken"),
     Grant("pit", "role", read=(*EVENTS, *T.PROJECTION_TOPICS), groups=True, note="watches play and ledgers"),
     Grant("surveillance", "role", read=(*EVENTS, *T.COMMAND_TOPICS, *T.PROJECTION_TOPICS, *T.DLQ_TOPICS),
           groups=True, note="the investigator: every record except the vault"),
@@ -84,6 +92,19 @@ GRANTS: tuple[Grant, ...] = (
           note="pays from settlements and the ledger"),
     Grant("analytics", "role", read=EVENTS, groups=True, note="event topics only"),
 )
+
+
+def writers_of(topic: str) -> list[str]:
+    """The principals granted Write on base topic ``topic`` (the super user aside)."""
+    return [g.principal for g in GRANTS if topic in g.write]
+
+
+def _check_one_writer_per_command_topic() -> None:
+    """Each command topic is written by its route's writer kind alone (a service kind: that service)."""
+    for r in T.COMMAND_ROUTES:
+        want = [g.principal for g in GRANTS if g.principal == r.writer]
+        if writers_of(r.name) != want or not want:
+            raise SystemExit(f"acls.py: {r.name} must be written by {r.writer} alone, not {writers_of(r.name)}")
 
 
 def principals() -> list[str]:
@@ -142,6 +163,7 @@ def table() -> str:
 
 def main(argv: list[str]) -> int:
     _check_no_base_name_prefixes_another()
+    _check_one_writer_per_command_topic()
     if argv[:1] == ["principals"]:
         print("\n".join(principals()))
     elif argv[:1] == ["calls"] and len(argv) == 3:

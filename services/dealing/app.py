@@ -7,8 +7,8 @@ from services.dealing.core import DealingCore
 from services.runtime.app import Service, build_app, build_service
 from services.runtime.settings import Settings
 
-#: the dealing service sends DrawCard commands to the shoe
-EXTRA_TOPICS = (T.SHOE_COMMANDS,)
+#: the dealing service sends DrawCard commands to the shoe (on shoe.draws)
+EXTRA_TOPICS = (T.SHOE_DRAWS,)
 
 
 def create(settings: Settings | None = None) -> Service:

@@ -186,7 +186,7 @@ class DealingCore:
     state_type = DealingState
     own_stream = T.DEALING_EVENTS
     private_streams: tuple[str, ...] = ()
-    command_stream = T.DEALING_COMMANDS
+    command_streams = (T.DEALING_COMMANDS,)
     input_streams = (T.SHOE_EVENTS, T.WAGERING_EVENTS)
 
     def initial(self, table_id: str) -> DealingState:
@@ -357,9 +357,9 @@ class DealingCore:
             return []
         at = rs.received[rs.dealt].at if rs.dealt else rs.closed_by[1]
         return [
-            Send(T.SHOE_COMMANDS, command(state.table_id, _draw_id(state.table_id, rs.round_id, n),
+            Send(T.SHOE_DRAWS, command(state.table_id, _draw_id(state.table_id, rs.round_id, n),
                                           at, DrawCard(shoe_id=rs.shoe_id, round_id=rs.round_id, card_number=n),
-                                          correlation_id=rs.round_id))
+                                          correlation_id=rs.round_id, actor=""))
             for n in range(first, want + 1) if n not in rs.skipped
         ]
 

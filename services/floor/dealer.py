@@ -1,8 +1,8 @@
 """A simulated dealer: runs one table through whole shoes, round after round, as a floor would.
 
-For each shoe: load it (a CSPRNG shuffle by the shoe service, or a supplied order), then rounds until the
+On opening the table it registers the seated players (``SeatPlayer``) and, for each shoe: load it (a CSPRNG shuffle by the shoe service, or a supplied order), then rounds until the
 dealing service refuses the next one (end of shoe); for each round: open it, wait for betting to open,
-place the seated players' bets, call "No more bets", wait for the round to be settled. Close the shoe
+place the seated players' bets (each from the player's betting terminal, on ``wagering.bets``), call "No more bets", wait for the round to be settled. Close the shoe
 (the reveal). Ids and time come from injected factories; randomness from an injected ``random.Random``.
 """
 
@@ -16,11 +16,12 @@ from typing import Callable
 
 from baccarat.table import TableConfig
 from contracts import topics as T
-from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe, OpenRound, OpenTable, PlaceBet
+from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe, OpenRound, OpenTable, PlaceBet, SeatPlayer
 from contracts.envelope import Envelope
 from contracts.events import (
     BettingOpened,
     CommandRejected,
+    PlayerSeated,
     RoundSettled,
     ShoeBurned,
     ShoeClosed,
@@ -83,15 +84,19 @@ class TableDealer:
         self.shoe_order = shoe_order
         self.on_round = on_round
         self.run_state = TableRun(table_id)
+        #: the dealer's id: the actor of every console command this dealer sends
+        self.dealer_id = f"dealer-{table_id}"
         self._n = 0
 
     def _id(self) -> str:
         self._n += 1
         return f"{self.table_id}:cmd:{self._n}"
 
-    async def _send(self, topic: str, payload: Command, correlation: str = "") -> str:
+    async def _send(self, topic: str, payload: Command, correlation: str = "", actor: str = "") -> str:
+        """Send ``payload`` as ``actor`` (default: this dealer); returns the command id."""
         cid = self._id()
-        await self.io.send(topic, command(self.table_id, cid, self.clock(), payload, correlation))
+        await self.io.send(topic, command(self.table_id, cid, self.clock(), payload, correlation,
+                                          actor=actor or self.dealer_id))
         return cid
 
     def _rejected(self, cid: str) -> Callable[[Envelope], bool]:
@@ -103,6 +108,17 @@ class TableDealer:
         env = await self.io.wait(self.table_id, lambda e: e.causation_id == cid, since, self.timeout)
         if not isinstance(env.payload, TableOpened):
             raise RuntimeError(f"{self.table_id}: table refused: {env.payload}")
+        await self.seat_players(self.seats)
+
+    async def seat_players(self, seats: list[Seat]) -> None:
+        """Register each seat's player at this table (the player registry) and wait until they are seated."""
+        for s in seats:
+            since = self.io.log.mark(self.table_id)
+            cid = await self._send(T.WAGERING_COMMANDS, SeatPlayer(seat=s.seat, player_id=s.player_id))
+            env = await self.io.wait(self.table_id, lambda e: e.causation_id == cid, since, self.timeout)
+            if not isinstance(env.payload, PlayerSeated) and not (
+                    isinstance(env.payload, CommandRejected) and env.payload.reason == "already_seated"):
+                raise RuntimeError(f"{self.table_id}: seating {s.player_id} refused: {env.payload}")
 
     async def play_shoe(self, number: int) -> None:
         shoe_id = f"{self.table_id}-shoe-{number}"
@@ -150,7 +166,7 @@ class TableDealer:
                 return False
             await asyncio.sleep(RETRY_DELAY_S)
         for bet in bets_for_round(self.rng, self.config, round_id, self.seated()) + self.extra_bets(round_id):
-            await self._send(T.WAGERING_COMMANDS, bet, round_id)
+            await self._send(T.WAGERING_BETS, bet, round_id, actor=bet.player_id)
         await self._send(T.WAGERING_COMMANDS, CloseBetting(round_id=round_id), round_id)
         env = await self.io.wait(
             self.table_id, lambda e: isinstance(e.payload, RoundSettled) and e.payload.round_id == round_id,

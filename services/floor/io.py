@@ -91,12 +91,19 @@ class MemoryFloorIO:
 
 
 class KafkaFloorIO:
-    """The floor on a real broker: an idempotent producer for commands and one reader of every event topic."""
+    """The floor on a real broker: an idempotent producer for commands and one reader of every event topic.
 
-    def __init__(self, settings: Settings):
+    ``writers``: connection settings per writer kind of a command topic (:data:`contracts.topics.ROUTES`),
+    e.g. ``{"bettor": …}`` so the bettors' commands go out under the ``bettor`` principal on a secured
+    broker; any other topic is written with ``settings`` (the console's).
+    """
+
+    def __init__(self, settings: Settings, writers: dict[str, Settings] | None = None):
         self.settings = settings
+        self.writers = dict(writers or {})
         self.log = EventLog()
         self.producer: AIOKafkaProducer | None = None
+        self._producers: dict[str, AIOKafkaProducer] = {}
         self.consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -104,6 +111,9 @@ class KafkaFloorIO:
         self.producer = AIOKafkaProducer(**self.settings.client_options(),
                                          enable_idempotence=True, linger_ms=0)
         await self.producer.start()
+        for kind, ws in self.writers.items():
+            self._producers[kind] = AIOKafkaProducer(**ws.client_options(), enable_idempotence=True, linger_ms=0)
+            await self._producers[kind].start()
         self.consumer = AIOKafkaConsumer(**self.settings.client_options(),
                                          enable_auto_commit=False, isolation_level="read_committed",
                                          auto_offset_reset="earliest")
@@ -138,6 +148,8 @@ class KafkaFloorIO:
                 pass
         if self.consumer is not None:
             await self.consumer.stop()
+        for prod in self._producers.values():
+            await prod.stop()
         if self.producer is not None:
             await self.producer.stop()
 
@@ -146,7 +158,9 @@ class KafkaFloorIO:
         the event's time is the broker's append time of the record)."""
         assert self.producer is not None
         cmd = msgspec.structs.replace(cmd, issued_at=datetime.now(timezone.utc))
-        await self.producer.send_and_wait(self.settings.topic(topic), encode(cmd), key=T.key(cmd.table_id))
+        route = T.ROUTES.get(topic)
+        producer = self._producers.get(route.writer, self.producer) if route is not None else self.producer
+        await producer.send_and_wait(self.settings.topic(topic), encode(cmd), key=T.key(cmd.table_id))
 
     async def wait(self, table_id: str, match: Match, since: int, timeout: float = 30.0) -> Envelope:
         async def _wait() -> Envelope:

@@ -232,7 +232,7 @@ class ProjectionCore:
     name = "projection"
     own_stream = T.PROJECTION_ODDS
     private_streams = (T.PROJECTION_LEDGER, T.PROJECTION_ALERTS)
-    command_stream: str | None = None
+    command_streams: tuple[str, ...] = ()
     input_streams = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
     quiet_events = True  # two odds updates per card: logged at debug
 

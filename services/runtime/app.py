@@ -50,11 +50,8 @@ class TasksOnly:
 
 def topics_of(core: ServiceCore[Any]) -> list[str]:
     """Base names of every topic a service touches (its snapshot topic included)."""
-    names = [core.own_stream, *core.private_streams, *core.input_streams, T.dlq(core.name),
-             snapshot_topic(core.name)]
-    if core.command_stream:
-        names.append(core.command_stream)
-    return names
+    return [core.own_stream, *core.private_streams, *core.input_streams, T.dlq(core.name),
+            snapshot_topic(core.name), *core.command_streams]
 
 
 class Service:

@@ -24,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, Protocol, TypeVar
 
 from contracts.commands import Command
+from contracts.topics import ROUTES, TOPIC_OF, CommandTopic
 from contracts.envelope import CommandEnvelope, Envelope, event_id
 from contracts.events import CommandRejected, Event
 
@@ -77,7 +78,8 @@ class ServiceCore(Protocol[S]):
     own_stream: str
     #: further streams only this service writes and reads (private state such as a sealed card order)
     private_streams: tuple[str, ...]
-    command_stream: str | None
+    #: the command topics it reads (base names, each in :data:`contracts.topics.ROUTES`)
+    command_streams: tuple[str, ...]
     input_streams: tuple[str, ...]
 
     def initial(self, table_id: str) -> S: ...
@@ -174,7 +176,8 @@ class Runner(Generic[S]):
 
     # -- deciding --------------------------------------------------------------------------------
     def _wrap(self, table_id: str, outs: list[Emit | Send], cause_id: str, at: datetime,
-              corr: str, claimed_at: datetime | None = None) -> Decision:
+              corr: str, claimed_at: datetime | None = None, principal: str | None = None,
+              actor: str | None = None) -> Decision:
         s = self.slot(table_id)
         envs: list[Envelope] = []
         sends: list[Send] = []
@@ -195,6 +198,8 @@ class Runner(Generic[S]):
                     correlation_id=o.correlation_id or o.round_id or corr or table_id,
                     occurred_at=o.occurred_at or at,
                     claimed_at=claimed_at if o.occurred_at is None else None,
+                    principal=principal if o.occurred_at is None else self.core.name,
+                    actor=actor if o.occurred_at is None else None,
                     round_id=o.round_id,
                     shoe_id=o.shoe_id,
                     payload=o.payload,
@@ -203,8 +208,14 @@ class Runner(Generic[S]):
         return Decision(table_id, tuple(envs), tuple(sends))
 
     def decide(self, cmd: CommandEnvelope, logged_at: datetime | None = None,
-               max_skew: timedelta | None = None) -> Decision:
+               max_skew: timedelta | None = None, route: CommandTopic | None = None) -> Decision:
         """Decide a command (nothing if its id already caused an event of ours).
+
+        ``route``: the command topic it came from. Its events record the topic's writer as ``principal`` and
+        the command's ``actor``; a command type the topic does not carry is refused ``wrong_topic`` (a
+        bettor's principal can write ``wagering.bets`` only, so a ``CloseBetting`` there is a forgery), and
+        one without an actor on a topic that needs it ``unattributed``, each a ``CommandRejected`` that
+        decides nothing else. None (tests of a core alone): no check, principal unknown.
 
         ``logged_at``: the broker's append time of the command record (``LogAppendTime`` on command
         topics): the events take it as ``occurred_at`` and keep the sender's ``issued_at`` as its claim
@@ -217,19 +228,23 @@ class Runner(Generic[S]):
             return Decision(cmd.table_id)
         at = logged_at or cmd.issued_at
         claimed = cmd.issued_at if logged_at is not None else None
-        if logged_at is not None and max_skew is not None and abs(cmd.issued_at - logged_at) > max_skew:
-            tag = type(cmd.payload).__struct_config__.tag
+        tag = type(cmd.payload).__struct_config__.tag
+        refusal = _refusal(cmd, tag, route)
+        if refusal is None and logged_at is not None and max_skew is not None \
+                and abs(cmd.issued_at - logged_at) > max_skew:
             skew = (cmd.issued_at - logged_at).total_seconds()
-            outs: list[Emit | Send] = [Emit(CommandRejected(
-                command_id=cmd.command_id, command=tag, reason="clock_skew",
-                detail=f"issued_at {cmd.issued_at.isoformat()} is {skew:+.3f} s from the log's time "
-                       f"{logged_at.isoformat()} (at most {max_skew.total_seconds():g} s)"))]
+            refusal = ("clock_skew", f"issued_at {cmd.issued_at.isoformat()} is {skew:+.3f} s from the log's "
+                                     f"time {logged_at.isoformat()} (at most {max_skew.total_seconds():g} s)")
+        if refusal is not None:
+            outs: list[Emit | Send] = [Emit(CommandRejected(command_id=cmd.command_id, command=tag,
+                                                            reason=refusal[0], detail=refusal[1]))]
         else:
             outs = self.core.decide(s.state, cmd)
         round_id = getattr(cmd.payload, "round_id", None)
         if round_id:  # events caused by a command about a round carry that round
             outs = [o if isinstance(o, Send) or o.round_id else replace(o, round_id=round_id) for o in outs]
-        return self._wrap(cmd.table_id, outs, cmd.command_id, at, cmd.correlation_id, claimed)
+        return self._wrap(cmd.table_id, outs, cmd.command_id, at, cmd.correlation_id, claimed,
+                          route.writer if route is not None else None, cmd.actor or None)
 
     def react(self, table_id: str, last: Envelope | None) -> Decision:
         """What the table's state makes due now (after an input event, a decision, or a rebuild)."""
@@ -239,7 +254,7 @@ class Runner(Generic[S]):
             return Decision(table_id)
         at = last.occurred_at if last else _EPOCH
         cause = last.event_id if last else (s.last_event_id or table_id)
-        return self._wrap(table_id, outs, cause, at, "")
+        return self._wrap(table_id, outs, cause, at, "", principal=self.core.name)
 
     def commit(self, decision: Decision) -> None:
         """Fold a decision's events once they are safely published."""
@@ -251,8 +266,27 @@ class Runner(Generic[S]):
                 s.state = self.core.sent(s.state, send)
 
 
+def _refusal(cmd: CommandEnvelope, tag: str, route: CommandTopic | None) -> tuple[str, str] | None:
+    """(reason, detail) when ``cmd`` may not be decided from ``route``'s topic, else None."""
+    if route is None:
+        return None
+    if tag not in route.commands:
+        return ("wrong_topic", f"{tag} does not travel on {route.name}, whose one writer is the {route.writer} "
+                               f"principal (it carries {', '.join(route.commands)})")
+    if route.attributed and not cmd.actor:
+        return ("unattributed", f"a command on {route.name} must name its actor (the dealer or player acting "
+                                f"under the {route.writer} principal)")
+    return None
+
+
 def command(table_id: str, command_id: str, issued_at: datetime, payload: Command,
-            correlation_id: str = "") -> CommandEnvelope:
-    """Shorthand for a command envelope."""
+            correlation_id: str = "", actor: str | None = None) -> CommandEnvelope:
+    """Shorthand for a command envelope. ``actor``: who acts (the dealer, or the betting player); None
+    defaults to the player of a ``PlaceBet`` (a bettor's command) and to ``dealer-<table_id>`` otherwise, as the simulated floor's
+    and the tests' dealer and bettors act (a real console names its own); ``""``: no actor (a service's own
+    command, e.g. the dealing service's ``DrawCard``, attributed to the service by its topic)."""
+    if actor is None:
+        bettor = ROUTES[TOPIC_OF[type(payload).__struct_config__.tag]].writer == "bettor"
+        actor = getattr(payload, "player_id", "") if bettor else f"dealer-{table_id}"
     return CommandEnvelope(command_id=command_id, table_id=table_id, issued_at=issued_at,
-                           correlation_id=correlation_id, payload=payload)
+                           correlation_id=correlation_id, actor=actor, payload=payload)

@@ -12,6 +12,7 @@ import asyncio
 from datetime import datetime, timedelta, timezone
 from typing import Any, Awaitable, Callable, Protocol
 
+from contracts import topics as T
 from contracts.codecs import Undecodable, UnknownMessageType, decode_command, decode_event
 from contracts.envelope import DeadLetter
 from services.runtime.core import Decision, Runner, ServiceCore
@@ -88,7 +89,7 @@ class ServiceHost:
     @property
     def subscribed_topics(self) -> list[str]:
         """Full names of the topics the service consumes: its commands then its inputs."""
-        base = ([self.core.command_stream] if self.core.command_stream else []) + list(self.core.input_streams)
+        base = list(self.core.command_streams) + list(self.core.input_streams)
         return [self.settings.topic(t) for t in base]
 
     async def _publish(self, decision: Decision) -> None:
@@ -146,7 +147,7 @@ class ServiceHost:
     async def _handle(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes,
                       logged_ms: int | None = None) -> None:
         base = self.settings.base(topic)
-        is_command = base == self.core.command_stream
+        is_command = base in self.core.command_streams
         try:
             msg = decode_command(body) if is_command else decode_event(body)
         except UnknownMessageType as e:
@@ -163,7 +164,8 @@ class ServiceHost:
                 logged = datetime.fromtimestamp(logged_ms / 1000, timezone.utc) if logged_ms is not None else None
                 skew = self.settings.max_clock_skew_s
                 decision = self.runner.decide(msg, logged,  # type: ignore[arg-type]
-                                              timedelta(seconds=skew) if skew > 0 else None)
+                                              timedelta(seconds=skew) if skew > 0 else None,
+                                              route=T.ROUTES[base])
                 if not decision:
                     self.duplicate_commands += 1
                     self.log.info("duplicate_command", table_id=msg.table_id, command_id=msg.command_id)

@@ -31,6 +31,7 @@ offsets; it commits nothing and writes nothing.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -82,6 +83,24 @@ def _unpublishable(e: BaseException) -> bool:
 
 class TaskFailed(Exception):
     """A task's transaction failed; the task is being restored (its batch will be re-read)."""
+
+
+def in_log_order(records: list[Any]) -> list[Any]:
+    """One task's records of several topics, each topic's in offset order, interleaved by record timestamp.
+
+    A service reads more than one command topic (the wagering service: the console's ``wagering.commands``
+    and the bettors' ``wagering.bets``), and a batch holds them topic by topic. Interleaving by timestamp
+    (the broker's append time on command topics) decides a bet appended before the dealer's "No more bets"
+    before the call, as the log's time says it came, when both are in one batch; a later batch is later
+    anyway. Each topic's own order is kept whatever its timestamps (``heapq.merge`` takes every input in
+    order), so an event stream is never reordered.
+    """
+    by_topic: dict[str, list[Any]] = {}
+    for r in records:
+        by_topic.setdefault(r.topic, []).append(r)
+    if len(by_topic) < 2:
+        return records
+    return list(heapq.merge(*by_topic.values(), key=lambda r: r.timestamp))
 
 
 class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -424,12 +443,13 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
 
     # -- batches -------------------------------------------------------------------------------------
     async def on_records(self, records: Iterable[Any]) -> None:
-        """Handle a batch from the consumer: per task, one transaction with the batch's offsets."""
+        """Handle a batch from the consumer: per task, one transaction with the batch's offsets. A task's
+        records are taken in the order of the log's time (:func:`in_log_order`)."""
         by_task: dict[int, list[Any]] = {}
         for r in records:
             by_task.setdefault(r.partition, []).append(r)
         for p, recs in by_task.items():
-            await self._process(p, recs)
+            await self._process(p, in_log_order(recs))
 
     async def _process(self, p: int, recs: list[Any]) -> None:
         async with self.host.lock:

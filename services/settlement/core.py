@@ -83,7 +83,7 @@ class SettlementCore:
     state_type = SettlementState
     own_stream = T.SETTLEMENT_EVENTS
     private_streams: tuple[str, ...] = ()
-    command_stream = T.SETTLEMENT_COMMANDS
+    command_streams = (T.SETTLEMENT_COMMANDS,)
     input_streams = (T.DEALING_EVENTS, T.WAGERING_EVENTS)
 
     def initial(self, table_id: str) -> SettlementState:

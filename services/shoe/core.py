@@ -22,6 +22,7 @@ cannot open (a key it does not have) is refused ``vault_unopenable``, never deal
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import hashlib
 from dataclasses import dataclass, field, replace
@@ -122,12 +123,21 @@ class ShoeCore:
     state_type = ShoeState
     own_stream = T.SHOE_EVENTS
     private_streams = (T.SHOE_VAULT,)
-    command_stream = T.SHOE_COMMANDS
+    command_streams = (T.SHOE_COMMANDS, T.SHOE_DRAWS)
     input_streams: tuple[str, ...] = ()
 
-    def __init__(self, entropy: Entropy, vault: Vault):
+    def __init__(self, entropy: Entropy, vault: Vault, test_tables: tuple[str, ...] = ()):
+        """``test_tables``: ``fnmatch`` patterns of the table ids whose profile makes them test tables, the
+        only tables that may load a supplied order (``LoadShoe.order``); on any other a supplied order is
+        refused ``supplied_order_not_allowed``: the shoe service alone chooses a live shoe's order
+        (issue 9; ``CROUPIER_TEST_TABLES``)."""
         self.entropy = entropy
         self.vault = vault
+        self.test_tables = tuple(test_tables)
+
+    def is_test_table(self, table_id: str) -> bool:
+        """True when ``table_id`` matches one of :attr:`test_tables`."""
+        return any(fnmatch.fnmatchcase(table_id, pat) for pat in self.test_tables)
 
     def open_order(self, state: ShoeState, shoe_id: str) -> tuple[tuple[str, ...], str]:
         """``(order as loaded, salt hex)`` of a sealed shoe of this table. Raises :class:`VaultOpenError`
@@ -223,6 +233,11 @@ class ShoeCore:
                 source = "physical"
             else:
                 if c.order:
+                    if not self.is_test_table(state.table_id):
+                        return _reject(cmd, "supplied_order_not_allowed",
+                                       f"table {state.table_id} is not a test table: the shoe service shuffles "
+                                       "its shoes itself (a supplied order is taken only on a table matching "
+                                       "CROUPIER_TEST_TABLES)")
                     cards = [parse_card(t) for t in c.order]
                     source = "supplied"
                 else:

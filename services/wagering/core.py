@@ -1,9 +1,14 @@
 """The wagering service's decider: each round's bet book until "No more bets".
 
-Commands (``wagering.commands``): ``PlaceBet``, ``WithdrawBet``, ``CloseBetting``. Inputs:
-``dealing.events`` (the table's configuration, rounds opened and voided). Events (``wagering.events``):
-``BettingOpened``, ``BetPlaced``, ``BetRejected`` (a stable reason code), ``BetWithdrawn``,
-``BettingClosed`` (the final book), ``CommandRejected``.
+Commands: ``PlaceBet`` and ``WithdrawBet`` on ``wagering.bets`` (the bettors' topic), ``CloseBetting``,
+``SeatPlayer`` and ``LeaveSeat`` on ``wagering.commands`` (the dealer console's). Inputs: ``dealing.events``
+(the table's configuration, rounds opened and voided). Events (``wagering.events``): ``BettingOpened``,
+``BetPlaced``, ``BetRejected`` (a stable reason code), ``BetWithdrawn``, ``BettingClosed`` (the final book),
+``PlayerSeated``, ``PlayerLeft``, ``CommandRejected``.
+
+Who may bet: a player the console registered at the seat (``SeatPlayer``; else ``unknown_player``), through a
+terminal that names that player as the command's actor (``actor_mismatch``); a bet is withdrawn only by the
+player who made it (``not_your_bet``).
 
 Rules enforced: the wagers the table offers, table minimum per bet and maximum per seat and wager, seats
 1..max players, the bonus wager only with a Banker or Player bet on the same seat when the table requires
@@ -25,8 +30,8 @@ from baccarat.errors import BaccaratError, InvalidAmount, UnknownWager, WagerNot
 from baccarat.table import TableConfig
 from baccarat.wagers import BONUS_WAGERS, MAIN_WAGERS, Wager
 from contracts import topics as T
-from contracts.bounds import MAX_BETS_PER_ROUND
-from contracts.commands import CloseBetting, PlaceBet, WithdrawBet
+from contracts.bounds import MAX_BETS_PER_ROUND, MAX_SEATED_PLAYERS
+from contracts.commands import CloseBetting, LeaveSeat, PlaceBet, SeatPlayer, WithdrawBet
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
     BetLine,
@@ -38,6 +43,8 @@ from contracts.events import (
     CardDealt,
     CommandRejected,
     Irregularity,
+    PlayerLeft,
+    PlayerSeated,
     RoundOpened,
     RoundVoided,
     TableOpened,
@@ -71,13 +78,15 @@ class WageringState:
     or open; at most two at once, as dealing opens a round only after the last one ended). ``closed``: the
     ids of every round whose book closed; the book itself is dropped at ``BettingClosed``, since no decision
     reads a closed book's bets (a late command on it is refused ``betting_closed`` and inputs about it
-    change nothing).
+    change nothing). ``seated``: the player registry, (seat, player id) of every registered player
+    (``SeatPlayer`` until ``LeaveSeat``; at most ``MAX_SEATED_PLAYERS``).
     """
 
     table_id: str
     spec: TableSpec | None = None
     books: dict[str, Book] = field(default_factory=dict)
     closed: History = field(default_factory=History)
+    seated: frozenset[tuple[int, str]] = frozenset()
 
     @property
     def config(self) -> TableConfig | None:
@@ -101,7 +110,7 @@ class WageringCore:
     state_type = WageringState
     own_stream = T.WAGERING_EVENTS
     private_streams: tuple[str, ...] = ()
-    command_stream = T.WAGERING_COMMANDS
+    command_streams = (T.WAGERING_COMMANDS, T.WAGERING_BETS)
     input_streams = (T.DEALING_EVENTS,)
 
     def initial(self, table_id: str) -> WageringState:
@@ -122,6 +131,10 @@ class WageringCore:
             bets = dict(b.bets)
             bets.pop(e.bet_id, None)
             return _with_book(state, replace(b, bets=bets))
+        if isinstance(e, PlayerSeated):
+            return replace(state, seated=state.seated | {(e.seat, e.player_id)})
+        if isinstance(e, PlayerLeft):
+            return replace(state, seated=state.seated - {(e.seat, e.player_id)})
         if isinstance(e, BettingClosed):  # the book is final: keep only the fact that it closed
             books = {k: v for k, v in state.books.items() if k != e.round_id}
             return replace(state, books=books, closed=state.closed.put(e.round_id))
@@ -177,6 +190,9 @@ class WageringCore:
                 return [self._rejected(cmd, c.round_id, *_CARDS_DEALT)]
             if c.bet_id not in b.bets:
                 return [self._rejected(cmd, c.round_id, "unknown_bet", f"no open bet {c.bet_id} in this round")]
+            if b.bets[c.bet_id].player_id != cmd.actor:
+                return [self._rejected(cmd, c.round_id, "not_your_bet",
+                                       f"bet {c.bet_id} is not {cmd.actor or 'an unnamed actor'}'s to withdraw")]
             depends = self._bonus_depends_on(state, b, b.bets[c.bet_id])
             if depends:
                 return [self._rejected(cmd, c.round_id, "bonus_depends_on_bet",
@@ -191,9 +207,36 @@ class WageringCore:
                                              detail=why[1]), round_id=c.round_id)]
             assert b is not None
             return [Emit(BettingClosed(round_id=c.round_id, bets=list(b.bets.values())), round_id=c.round_id)]
+        if isinstance(c, (SeatPlayer, LeaveSeat)):
+            return self._registry(state, cmd, c)
         tag = type(c).__struct_config__.tag
         return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason="not_a_wagering_command",
                                      detail=f"{tag} is not handled by the wagering service"))]
+
+    @staticmethod
+    def _registry(state: WageringState, cmd: CommandEnvelope, c: SeatPlayer | LeaveSeat) -> list[Emit | Send]:
+        """The player registry's commands: seat a player, or let one leave."""
+        tag = type(c).__struct_config__.tag
+
+        def no(reason: str, detail: str) -> list[Emit | Send]:
+            return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason=reason, detail=detail))]
+
+        cfg = state.config
+        entry = (c.seat, c.player_id)
+        if isinstance(c, LeaveSeat):
+            if entry not in state.seated:
+                return no("unknown_player", f"{c.player_id!r} is not registered at seat {c.seat}")
+            return [Emit(PlayerLeft(seat=c.seat, player_id=c.player_id))]
+        # a console may seat players as the table opens, before this service has read its configuration:
+        # then any positive seat is taken (a bet is still checked against the table's seats)
+        top = cfg.max_players if cfg is not None else None
+        if c.seat < 1 or (top is not None and c.seat > top):
+            return no("invalid_seat", f"seat {c.seat} is not 1..{top or 'n'}")
+        if entry in state.seated:
+            return no("already_seated", f"{c.player_id!r} is already registered at seat {c.seat}")
+        if len(state.seated) >= MAX_SEATED_PLAYERS:
+            return no("table_full", f"the table has {MAX_SEATED_PLAYERS} registered players, the most it takes")
+        return [Emit(PlayerSeated(seat=c.seat, player_id=c.player_id))]
 
     @staticmethod
     def _bonus_depends_on(state: WageringState, b: Book, bet: BetLine) -> str | None:
@@ -254,6 +297,12 @@ class WageringCore:
             return no("wager_not_offered", str(e))
         if not 1 <= c.seat <= cfg.max_players:
             return no("invalid_seat", f"seat {c.seat} is not 1..{cfg.max_players}")
+        if (c.seat, c.player_id) not in state.seated:
+            return no("unknown_player", f"{c.player_id!r} is not registered at seat {c.seat} of this table "
+                                        "(the console seats players: SeatPlayer)")
+        if cmd.actor != c.player_id:
+            return no("actor_mismatch", f"a bet for {c.player_id!r} sent by {cmd.actor or 'an unnamed actor'!r}: "
+                                        "a terminal bets only for the player it names as its actor")
         if c.amount_cents <= 0:
             return no("invalid_amount", f"{c.amount_cents} cents is not a positive amount")
         unit = cfg.rounding.unit_cents

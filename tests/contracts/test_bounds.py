@@ -107,7 +107,7 @@ def test_the_largest_betting_closed_is_under_the_record_limit() -> None:
     ("burned", ReadBurn(shoe_id="S", exposed="Ks", burned=["2c"] * 11)),
 ])
 def test_an_over_long_or_ill_formed_field_makes_the_command_undecodable(field: str, payload: Any) -> None:
-    data = encode(command("T1", "c1", AT, payload))
+    data = encode(command("T1", "c1", AT, payload, actor="terminal-1"))
     with pytest.raises(Undecodable, match=rf"\$\.payload\.{field}"):
         decode_command(data)
 
@@ -122,7 +122,7 @@ def test_an_over_long_envelope_id_is_undecodable() -> None:
 
 async def test_the_600kb_player_id_is_dead_lettered_and_the_table_carries_on() -> None:
     from baccarat.table import punto_banco
-    from contracts.commands import CloseBetting, OpenRound, OpenTable
+    from contracts.commands import CloseBetting, OpenRound, OpenTable, SeatPlayer
     from services.runtime.translate import table_spec
     from tests.services.helpers import floor_bus, payloads
 
@@ -130,12 +130,14 @@ async def test_the_600kb_player_id_is_dead_lettered_and_the_table_carries_on() -
     bus.send(T.DEALING_COMMANDS, command("T1", "open", AT, OpenTable(config=table_spec(punto_banco()))))
     bus.send(T.SHOE_COMMANDS, command("T1", "load", AT, LoadShoe(shoe_id="S", cut_at=100)))
     await bus.pump()
+    bus.send(T.WAGERING_COMMANDS, command("T1", "seat", AT, SeatPlayer(seat=2, player_id="alice")))
     bus.send(T.DEALING_COMMANDS, command("T1", "round", AT, OpenRound(round_id="R1", shoe_id="S")))
     await bus.pump()
     for cid in ("huge-1", "huge-2"):
-        bus.send(T.WAGERING_COMMANDS, command("T1", cid, AT, PlaceBet(round_id="R1", seat=1, player_id="p" * 600_000,
-                                                                    wager="banker", amount_cents=2500)))
-    bus.send(T.WAGERING_COMMANDS, command("T1", "ok", AT, PlaceBet(round_id="R1", seat=2, player_id="alice",
+        bus.send(T.WAGERING_BETS, command("T1", cid, AT, PlaceBet(round_id="R1", seat=1, player_id="p" * 600_000,
+                                                                    wager="banker", amount_cents=2500),
+                                          actor="terminal-1"))
+    bus.send(T.WAGERING_BETS, command("T1", "ok", AT, PlaceBet(round_id="R1", seat=2, player_id="alice",
                                                                  wager="banker", amount_cents=2500)))
     bus.send(T.WAGERING_COMMANDS, command("T1", "close", AT, CloseBetting(round_id="R1")))
     await bus.pump()
@@ -152,7 +154,7 @@ async def test_the_600kb_player_id_is_dead_lettered_and_the_table_carries_on() -
 async def test_a_round_takes_at_most_max_bets_per_round() -> None:
     from baccarat.table import Limits, punto_banco
     from baccarat.wagers import Wager
-    from contracts.commands import OpenRound, OpenTable
+    from contracts.commands import OpenRound, OpenTable, SeatPlayer
     from services.runtime.translate import table_spec
     from tests.services.helpers import floor_bus, payloads
 
@@ -161,11 +163,13 @@ async def test_a_round_takes_at_most_max_bets_per_round() -> None:
     bus.send(T.DEALING_COMMANDS, command("T1", "open", AT, OpenTable(config=table_spec(cfg))))
     bus.send(T.SHOE_COMMANDS, command("T1", "load", AT, LoadShoe(shoe_id="S", cut_at=100)))
     await bus.pump()
+    for seat in range(1, 15):  # one registered player a seat
+        bus.send(T.WAGERING_COMMANDS, command("T1", f"seat-{seat}", AT, SeatPlayer(seat=seat, player_id=f"p{seat}")))
     bus.send(T.DEALING_COMMANDS, command("T1", "round", AT, OpenRound(round_id="R1", shoe_id="S")))
     await bus.pump()
     for n in range(B.MAX_BETS_PER_ROUND + 2):
-        bus.send(T.WAGERING_COMMANDS, command("T1", f"b{n}", AT, PlaceBet(round_id="R1", seat=1 + n % 14,
-                                                                        player_id=f"p{n}", wager="banker",
+        bus.send(T.WAGERING_BETS, command("T1", f"b{n}", AT, PlaceBet(round_id="R1", seat=1 + n % 14,
+                                                                        player_id=f"p{1 + n % 14}", wager="banker",
                                                                         amount_cents=2500)))
     await bus.pump()
     assert len(payloads(bus, T.WAGERING_EVENTS, BetPlaced)) == B.MAX_BETS_PER_ROUND

@@ -48,6 +48,8 @@ from contracts.commands import (
     ReadBurn,
     ReadCard,
     VoidRound,
+    SeatPlayer,
+    LeaveSeat,
     WithdrawBet,
 )
 from contracts.envelope import (
@@ -68,6 +70,8 @@ from contracts.events import (
     BettingClosed,
     BettingOpened,
     BetWithdrawn,
+    PlayerSeated,
+    PlayerLeft,
     CardDealt,
     CardDrawn,
     CardReadRefused,
@@ -376,6 +380,8 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
                            seat=st.integers(0, 14), player_id=st.one_of(st.just(""), player_ids),
                            wager=st.one_of(st.just(""), wagers), amount_cents=signed_cents),
     BetWithdrawn: realistic(BetWithdrawn, round_id=round_ids, bet_id=bet_ids),
+    PlayerSeated: realistic(PlayerSeated, seat=seats, player_id=player_ids),
+    PlayerLeft: realistic(PlayerLeft, seat=seats, player_id=player_ids),
     BettingClosed: realistic(BettingClosed, round_id=round_ids, bets=st.lists(bet_lines, max_size=8)),
     BetSettled: realistic(BetSettled, round_id=round_ids, bet_id=bet_ids, seat=seats, player_id=player_ids,
                           wager=wagers, stake=cents, result=st.sampled_from(["win", "lose", "void"]),
@@ -403,6 +409,8 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
     PlaceBet: realistic(PlaceBet, round_id=round_ids, seat=seats, player_id=player_ids, wager=wagers,
                         amount_cents=cents),
     WithdrawBet: realistic(WithdrawBet, round_id=round_ids, bet_id=bet_ids),
+    SeatPlayer: realistic(SeatPlayer, seat=seats, player_id=player_ids),
+    LeaveSeat: realistic(LeaveSeat, seat=seats, player_id=player_ids),
     CloseBetting: realistic(CloseBetting, round_id=round_ids),
     CollectCommission: realistic(CollectCommission, seat=seats, player_id=st.one_of(st.just(""), player_ids)),
 }

@@ -157,8 +157,8 @@ def test_the_asyncapi_document_describes_every_topic_and_its_references_resolve(
             assert (type(decoded).__struct_config__.tag or "dead_letter") == msg["name"]
     # who writes and who reads, from the service cores
     ops = set(DOC["operations"])
-    assert {"shoe.send.shoe.events", "dealing.receive.shoe.events", "dealing.send.shoe.commands",
-            "callers.send.wagering.commands", "settlement.receive.wagering.events", "shoe.receive.shoe.vault",
+    assert {"shoe.send.shoe.events", "dealing.receive.shoe.events", "dealing.send.shoe.draws",
+            "console.send.wagering.commands", "bettor.send.wagering.bets", "wagering.receive.wagering.bets", "settlement.receive.wagering.events", "shoe.receive.shoe.vault",
             "projection.send.projection.odds", "wagering.send.wagering.dlq"} <= ops
 
 

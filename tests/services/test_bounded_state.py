@@ -135,11 +135,11 @@ async def test_late_commands_and_replayed_inputs_about_old_rounds_answer_as_befo
     settled_before = len(payloads(bus, T.SETTLEMENT_EVENTS, BetSettled))
     opened_before = len(payloads(bus, T.WAGERING_EVENTS, BettingOpened))
     old = first.round_id  # closed and pruned two shoes ago
-    bus.send(T.WAGERING_COMMANDS, command("T1", "late-bet", AT, PlaceBet(round_id=old, seat=1, player_id="p",
+    bus.send(T.WAGERING_BETS, command("T1", "late-bet", AT, PlaceBet(round_id=old, seat=1, player_id="p",
                                                                           wager="banker", amount_cents=2500)))
-    bus.send(T.WAGERING_COMMANDS, command("T1", "late-withdraw", AT, WithdrawBet(round_id=old, bet_id="x")))
+    bus.send(T.WAGERING_BETS, command("T1", "late-withdraw", AT, WithdrawBet(round_id=old, bet_id="x"), actor="p"))
     bus.send(T.WAGERING_COMMANDS, command("T1", "late-close", AT, CloseBetting(round_id=old)))
-    bus.send(T.WAGERING_COMMANDS, command("T1", "never", AT, PlaceBet(round_id="no-such-round", seat=1,
+    bus.send(T.WAGERING_BETS, command("T1", "never", AT, PlaceBet(round_id="no-such-round", seat=1,
                                                                        player_id="p", wager="banker",
                                                                        amount_cents=2500)))
     bus.send(T.DEALING_COMMANDS, command("T1", "reuse", AT, OpenRound(round_id=old, shoe_id=first.shoe_id)))

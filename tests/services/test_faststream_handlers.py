@@ -9,12 +9,13 @@ from faststream.kafka import TestKafkaBroker
 from baccarat.table import punto_banco_full
 from contracts import topics as T
 from contracts.codecs import decode_dead_letter, encode
-from contracts.commands import CloseBetting, LoadShoe, OpenRound, OpenTable, PlaceBet
+from contracts.commands import CloseBetting, LoadShoe, OpenRound, OpenTable, PlaceBet, SeatPlayer
 from contracts.envelope import Envelope, event_id
 from contracts.events import (
     BetLine,
     BetPlaced,
     BetRejected,
+    PlayerSeated,
     BetSettled,
     BettingClosed,
     BettingOpened,
@@ -60,7 +61,7 @@ class Capture:
 
 def app_for(name: str) -> tuple[object, Capture]:
     cap = Capture()
-    extra = (T.SHOE_COMMANDS,) if name == "dealing" else ()
+    extra = (T.SHOE_DRAWS,) if name == "dealing" else ()
     _, broker, _ = build_app(make_cores()[name], SETTINGS, publisher=cap, extra_topics=extra)  # type: ignore[arg-type]
     return broker, cap
 
@@ -99,14 +100,16 @@ async def test_wagering_handler_opens_betting_on_round_opened_and_takes_bets():
         await br.publish(ev(T.DEALING_EVENTS, 1, TableOpened(config=SPEC)), T.DEALING_EVENTS, key=b"T1")
         await br.publish(ev(T.DEALING_EVENTS, 2, RoundOpened(round_id="R1", shoe_id="S", number=1), round_id="R1"),
                          T.DEALING_EVENTS, key=b"T1")
+        await br.publish(encode(command("T1", "s3", AT, SeatPlayer(seat=3, player_id="p"))), T.WAGERING_COMMANDS,
+                         key=b"T1")
         await br.publish(encode(command("T1", "b1", AT, PlaceBet(round_id="R1", seat=3, player_id="p", wager="tie",
-                                                                 amount_cents=1000))), T.WAGERING_COMMANDS, key=b"T1")
+                                                                 amount_cents=1000))), T.WAGERING_BETS, key=b"T1")
         await br.publish(encode(command("T1", "b2", AT, PlaceBet(round_id="R1", seat=3, player_id="p", wager="tie",
-                                                                 amount_cents=1))), T.WAGERING_COMMANDS, key=b"T1")
+                                                                 amount_cents=1))), T.WAGERING_BETS, key=b"T1")
         await br.publish(encode(command("T1", "c", AT, CloseBetting(round_id="R1"))), T.WAGERING_COMMANDS, key=b"T1")
-    assert [type(p) for p in cap.events] == [BettingOpened, BetPlaced, BetRejected, BettingClosed]
-    assert cap.events[2].reason == "under_table_min"
-    assert [b.bet_id for b in cap.events[3].bets] == ["b1"]
+    assert [type(p) for p in cap.events] == [BettingOpened, PlayerSeated, BetPlaced, BetRejected, BettingClosed]
+    assert cap.events[3].reason == "under_table_min"
+    assert [b.bet_id for b in cap.events[4].bets] == ["b1"]
 
 
 async def test_settlement_handler_settles_when_book_and_result_meet():

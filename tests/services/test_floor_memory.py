@@ -12,9 +12,12 @@ from baccarat.table import Limits, no_vig_dragon, punto_banco_full
 from baccarat.wagers import Wager
 from contracts import topics as T
 from contracts.codecs import decode_dead_letter, encode
-from contracts.commands import CloseBetting, OpenRound, PlaceBet, WithdrawBet
+from contracts.commands import CloseBetting, LeaveSeat, OpenRound, PlaceBet, WithdrawBet
 from contracts.events import (
     BetPlaced,
+    BettingClosed,
+    CommandRejected,
+    PlayerSeated,
     BetRejected,
     BetSettled,
     RoundResolved,
@@ -79,7 +82,7 @@ async def test_settlement_restart_between_resolution_and_settlements():
             await io.send(T.SHOE_COMMANDS, command("T1", "load", Clock()(), LoadShoe(shoe_id="T1-shoe-1", cut_at=50)))
         await io.send(T.DEALING_COMMANDS, command("T1", f"open-{n}", Clock()(), OpenRound(round_id=bus_round,
                                                                                          shoe_id="T1-shoe-1")))
-        await io.send(T.WAGERING_COMMANDS, command("T1", f"bet-{n}", Clock()(), PlaceBet(
+        await io.send(T.WAGERING_BETS, command("T1", f"bet-{n}", Clock()(), PlaceBet(
             round_id=bus_round, seat=1, player_id="p", wager="banker", amount_cents=2500)))
         await io.send(T.WAGERING_COMMANDS, command("T1", f"close-{n}", Clock()(), CloseBetting(round_id=bus_round)))
     assert crashed["n"] == 1
@@ -122,7 +125,7 @@ async def test_restart_any_service_mid_shoe(victim):
     new = bus.add(type(host.core)(host.core.entropy, host.core.vault) if victim == "shoe" else type(host.core)())
     await bus.rebuild(new)
     await bus.pump()
-    await io.send(T.WAGERING_COMMANDS, command("T1", "bet-16", t(), PlaceBet(
+    await io.send(T.WAGERING_BETS, command("T1", "bet-16", t(), PlaceBet(
         round_id="S-round-16", seat=2, player_id="p2", wager="player", amount_cents=5000)))
     bus.remove(new)
     await io.send(T.WAGERING_COMMANDS, command("T1", "close-16", t(), CloseBetting(round_id="S-round-16")))
@@ -152,25 +155,67 @@ async def _table_with_open_round(limits=None):
     return bus, io, hosts
 
 
-def _bet(cid, wager="banker", amount=2500, seat=1, round_id="R1"):
+def _bet(cid, wager="banker", amount=2500, seat=1, round_id="R1", player="player-1", actor=None):
     return command("T1", cid, datetime(2026, 1, 1, tzinfo=timezone.utc),
-                   PlaceBet(round_id=round_id, seat=seat, player_id="p1", wager=wager, amount_cents=amount))
+                   PlaceBet(round_id=round_id, seat=seat, player_id=player, wager=wager, amount_cents=amount),
+                   actor=actor)
+
+
+async def test_only_a_registered_player_bets_only_from_their_own_terminal_and_a_bettor_cannot_close_betting():
+    """Issue 9, identity: the player registry (``SeatPlayer``), the actor a terminal names, the one kind of
+    writer per command topic, and every event saying who caused it."""
+    bus, io, _ = await _table_with_open_round()  # SEATS registered: player-1 at seat 1 ... player-6 at seat 6
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    await io.send(T.WAGERING_BETS, _bet("mine"))
+    await io.send(T.WAGERING_BETS, _bet("stranger", player="alice", actor="alice"))  # never registered
+    await io.send(T.WAGERING_BETS, _bet("wrong-seat", seat=2))  # player-1 sits at seat 1
+    await io.send(T.WAGERING_BETS, _bet("for-another", seat=2, player="player-2", actor="player-1"))
+    await io.send(T.WAGERING_BETS, command("T1", "not-mine", at, WithdrawBet(round_id="R1", bet_id="mine"),
+                                           actor="player-2"))
+    # a bettor's principal writes wagering.bets only: a "No more bets" there is a forgery, refused
+    await io.send(T.WAGERING_BETS, command("T1", "forged-close", at, CloseBetting(round_id="R1"), actor="player-2"))
+    # a console command that does not name its dealer is refused too
+    await io.send(T.WAGERING_COMMANDS, command("T1", "anonymous-close", at, CloseBetting(round_id="R1"), actor=""))
+    await io.send(T.WAGERING_BETS, _bet("still-open", seat=2, player="player-2"))
+    await io.send(T.WAGERING_COMMANDS, command("T1", "leave", at, LeaveSeat(seat=2, player_id="player-2")))
+    await io.send(T.WAGERING_BETS, _bet("after-leaving", seat=2, player="player-2"))
+    rejected = {p.command_id: p.reason for p in payloads(bus, T.WAGERING_EVENTS, BetRejected)}
+    assert rejected == {"stranger": "unknown_player", "wrong-seat": "unknown_player",
+                        "for-another": "actor_mismatch", "not-mine": "not_your_bet",
+                        "after-leaving": "unknown_player"}
+    refused = {p.command_id: (p.command, p.reason) for p in payloads(bus, T.WAGERING_EVENTS, CommandRejected)}
+    assert refused == {"forged-close": ("close_betting", "wrong_topic"),
+                       "anonymous-close": ("close_betting", "unattributed")}
+    assert payloads(bus, T.WAGERING_EVENTS, BettingClosed) == []  # betting stayed open
+    assert [p.bet_id for p in payloads(bus, T.WAGERING_EVENTS, BetPlaced)] == ["mine", "still-open"]
+    who = {(type(e.payload).__name__, getattr(e.payload, "bet_id", "")): (e.principal, e.actor)
+           for e in events(bus, T.WAGERING_EVENTS)}
+    assert who[("BetPlaced", "mine")] == ("bettor", "player-1")
+    assert who[("BetPlaced", "still-open")] == ("bettor", "player-2")
+    assert who[("PlayerLeft", "")] == ("console", "dealer-T1")
+    assert who[("BettingOpened", "")] == ("wagering", None)  # a reaction: the service's own
+    seated = [(e.payload.seat, e.payload.player_id, e.principal, e.actor) for e in events(bus, T.WAGERING_EVENTS)
+              if isinstance(e.payload, PlayerSeated)]
+    assert seated == [(i, f"player-{i}", "console", "dealer-T1") for i in range(1, 7)]
+    # every event of the floor is attributed, and DrawCard's card to the dealing service
+    assert all(e.principal for e in events(bus))
+    assert {e.principal for e in events(bus, T.SHOE_EVENTS) if type(e.payload).__name__ == "CardDrawn"} <= {"dealing"}
 
 
 async def test_rejections_have_stable_reasons_and_the_table_carries_on():
     bus, io, _ = await _table_with_open_round(limits={Wager.TIE: Limits(500, 10_000)})
-    await io.send(T.WAGERING_COMMANDS, _bet("ok"))
-    await io.send(T.WAGERING_COMMANDS, _bet("over", wager="tie", amount=10_500))
-    await io.send(T.WAGERING_COMMANDS, _bet("under", wager="tie", amount=100))
-    await io.send(T.WAGERING_COMMANDS, _bet("disabled", wager="dragon_7"))
-    await io.send(T.WAGERING_COMMANDS, _bet("unknown", wager="pairs"))
-    await io.send(T.WAGERING_COMMANDS, _bet("seat", seat=99))
-    await io.send(T.WAGERING_COMMANDS, _bet("ok"))  # duplicate command: nothing new
+    await io.send(T.WAGERING_BETS, _bet("ok"))
+    await io.send(T.WAGERING_BETS, _bet("over", wager="tie", amount=10_500))
+    await io.send(T.WAGERING_BETS, _bet("under", wager="tie", amount=100))
+    await io.send(T.WAGERING_BETS, _bet("disabled", wager="dragon_7"))
+    await io.send(T.WAGERING_BETS, _bet("unknown", wager="pairs"))
+    await io.send(T.WAGERING_BETS, _bet("seat", seat=99))
+    await io.send(T.WAGERING_BETS, _bet("ok"))  # duplicate command: nothing new
     await io.send(T.WAGERING_COMMANDS, command("T1", "close", datetime(2026, 1, 1, tzinfo=timezone.utc),
                                                CloseBetting(round_id="R1")))
-    await io.send(T.WAGERING_COMMANDS, _bet("late"))
-    await io.send(T.WAGERING_COMMANDS, command("T1", "wd", datetime(2026, 1, 1, tzinfo=timezone.utc),
-                                               WithdrawBet(round_id="R1", bet_id="ok")))
+    await io.send(T.WAGERING_BETS, _bet("late"))
+    await io.send(T.WAGERING_BETS, command("T1", "wd", datetime(2026, 1, 1, tzinfo=timezone.utc),
+                                           WithdrawBet(round_id="R1", bet_id="ok"), actor="p1"))
     reasons = {p.command_id: p.reason for p in payloads(bus, T.WAGERING_EVENTS, BetRejected)}
     assert reasons == {"over": "over_table_max", "under": "under_table_min", "disabled": "wager_not_offered",
                        "unknown": "unknown_wager", "seat": "invalid_seat", "late": "betting_closed",
@@ -197,7 +242,7 @@ async def test_garbage_goes_to_the_dead_letter_topic_and_unknown_types_are_skipp
         assert len(dl) == 1 and dl[0].original == b"\x00\xffnot json" and "undecodable" in dl[0].error
         assert hosts[svc].skipped == 1
     # still serving
-    await io.send(T.WAGERING_COMMANDS, _bet("after"))
+    await io.send(T.WAGERING_BETS, _bet("after"))
     assert [p.bet_id for p in payloads(bus, T.WAGERING_EVENTS, BetPlaced)] == ["after"]
 
 

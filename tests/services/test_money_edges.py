@@ -20,6 +20,7 @@ from contracts.commands import (
     OpenTable,
     PlaceBet,
     ReadCard,
+    SeatPlayer,
     WithdrawBet,
 )
 from contracts.events import (
@@ -39,6 +40,7 @@ from tests.services.helpers import floor_bus, payloads
 AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
 BANKER_NATURAL_9 = ("2s", "9s", "3s", "Ks")  # Player 5, Banker 9
 PLAYER_NATURAL_8 = ("5h", "2h", "3h", "Kh")  # Player 8, Banker 2
+PLAYERS = ((1, "alice"), (1, "bob"), (2, "carol"), (2, "bob"))
 
 
 class Table:
@@ -51,14 +53,21 @@ class Table:
         self.send(T.DEALING_COMMANDS, OpenTable(config=table_spec(config)))
         self.send(T.SHOE_COMMANDS, LoadShoe(shoe_id="PS", physical=True))
 
-    def send(self, topic, payload, cid=None):  # type: ignore[no-untyped-def]
+    def send(self, topic, payload, cid=None, actor=None):  # type: ignore[no-untyped-def]
         self.n += 1
         cid = cid or f"c{self.n}"
-        self.bus.send(topic, command("M1", cid, AT, payload))
+        self.bus.send(topic, command("M1", cid, AT, payload, actor=actor))
         return cid
+
+    def withdraw(self, rid, bet_id, player, cid=None):  # type: ignore[no-untyped-def]
+        """``player`` withdraws ``bet_id`` from the betting terminal."""
+        return self.send(T.WAGERING_BETS, WithdrawBet(round_id=rid, bet_id=bet_id), cid, actor=player)
 
     async def open(self) -> str:
         await self.bus.pump()
+        if not self.rounds:  # the table is open: the player registry takes these, at these seats
+            for seat, player in PLAYERS:
+                self.send(T.WAGERING_COMMANDS, SeatPlayer(seat=seat, player_id=player))
         self.rounds += 1
         rid = f"R{self.rounds}"
         self.send(T.DEALING_COMMANDS, OpenRound(round_id=rid, shoe_id="PS"))
@@ -66,7 +75,7 @@ class Table:
         return rid
 
     def bet(self, rid, seat, player, wager, cents, cid=None):  # type: ignore[no-untyped-def]
-        return self.send(T.WAGERING_COMMANDS, PlaceBet(round_id=rid, seat=seat, player_id=player, wager=wager,
+        return self.send(T.WAGERING_BETS, PlaceBet(round_id=rid, seat=seat, player_id=player, wager=wager,
                                                         amount_cents=cents), cid)
 
     async def deal(self, rid, cards):  # type: ignore[no-untyped-def]
@@ -122,15 +131,15 @@ async def test_withdrawing_the_base_bet_a_bonus_depends_on_is_refused():
     bonus = t.bet(r1, 1, "alice", "bonus_player", 500)
     other = t.bet(r1, 2, "bob", "banker", 2_500)
     await t.bus.pump()
-    t.send(T.WAGERING_COMMANDS, WithdrawBet(round_id=r1, bet_id=base), "wd-base")
-    t.send(T.WAGERING_COMMANDS, WithdrawBet(round_id=r1, bet_id=other), "wd-other")  # no bonus depends on it
+    t.withdraw(r1, base, "alice", "wd-base")
+    t.withdraw(r1, other, "bob", "wd-other")  # no bonus depends on it
     await t.bus.pump()
     rej = {r.command_id: r.reason for r in t.of(T.WAGERING_EVENTS, BetRejected)}
     assert rej == {"wd-base": "bonus_depends_on_bet"}
     assert [w.bet_id for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)] == [other]
     # the bonus first, then the base: both come back
-    t.send(T.WAGERING_COMMANDS, WithdrawBet(round_id=r1, bet_id=bonus), "wd-bonus")
-    t.send(T.WAGERING_COMMANDS, WithdrawBet(round_id=r1, bet_id=base), "wd-base-2")
+    t.withdraw(r1, bonus, "alice", "wd-bonus")
+    t.withdraw(r1, base, "alice", "wd-base-2")
     await t.deal(r1, PLAYER_NATURAL_8)
     assert [w.bet_id for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)] == [other, bonus, base]
     assert t.of(T.WAGERING_EVENTS, BettingClosed)[0].bets == []
@@ -142,7 +151,7 @@ async def test_a_second_base_bet_on_the_seat_keeps_the_bonus_covered():
     first = t.bet(r1, 1, "alice", "player", 2_500)
     t.bet(r1, 1, "alice", "banker", 2_500)
     t.bet(r1, 1, "alice", "bonus_player", 500)
-    t.send(T.WAGERING_COMMANDS, WithdrawBet(round_id=r1, bet_id=first))
+    t.withdraw(r1, first, "alice")
     await t.deal(r1, PLAYER_NATURAL_8)
     assert [w.bet_id for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)] == [first]
     assert sorted(b.wager for b in t.of(T.WAGERING_EVENTS, BettingClosed)[0].bets) == ["banker", "bonus_player"]
@@ -153,7 +162,7 @@ async def test_without_the_requirement_the_base_bet_may_go():
     r1 = await t.open()
     base = t.bet(r1, 1, "alice", "player", 2_500)
     t.bet(r1, 1, "alice", "bonus_player", 500)
-    t.send(T.WAGERING_COMMANDS, WithdrawBet(round_id=r1, bet_id=base))
+    t.withdraw(r1, base, "alice")
     await t.bus.pump()
     assert [w.bet_id for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)] == [base]
 

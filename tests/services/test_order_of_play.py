@@ -11,7 +11,7 @@ from msgspec.structs import replace
 
 from baccarat.table import punto_banco_full
 from contracts import topics as T
-from contracts.commands import CloseBetting, LoadShoe, OpenRound, OpenTable, PlaceBet, ReadCard, WithdrawBet
+from contracts.commands import CloseBetting, LoadShoe, OpenRound, OpenTable, PlaceBet, ReadCard, SeatPlayer, WithdrawBet
 from contracts.events import (
     BetPlaced,
     BetRejected,
@@ -38,25 +38,30 @@ class Table:
     def __init__(self, handling: str = "void_round"):
         self.bus, self.hosts = floor_bus()
         self.n = 0
+        self.seated = False
         spec = replace(table_spec(punto_banco_full()), irregularity_handling=handling)
         self.send(T.DEALING_COMMANDS, OpenTable(config=spec))
         self.send(T.SHOE_COMMANDS, LoadShoe(shoe_id="PS", physical=True))
 
-    def send(self, topic: str, payload, cid: str | None = None) -> str:  # type: ignore[no-untyped-def]
+    def send(self, topic: str, payload, cid: str | None = None, actor: str | None = None) -> str:  # type: ignore[no-untyped-def]
         self.n += 1
         cid = cid or f"c{self.n}"
-        self.bus.send(topic, command("P1", cid, START + timedelta(seconds=self.n), payload))
+        self.bus.send(topic, command("P1", cid, START + timedelta(seconds=self.n), payload, actor=actor))
         return cid
 
     def read(self, n: int, card: str, hand: str = "", round_id: str = "R1") -> None:
         self.send(T.SHOE_COMMANDS, ReadCard(shoe_id="PS", round_id=round_id, card_number=n, card=card, hand=hand))
 
     def bet(self, wager: str, cents: int, round_id: str = "R1", cid: str | None = None) -> str:
-        return self.send(T.WAGERING_COMMANDS, PlaceBet(round_id=round_id, seat=1, player_id="p", wager=wager,
+        return self.send(T.WAGERING_BETS, PlaceBet(round_id=round_id, seat=1, player_id="p", wager=wager,
                                                         amount_cents=cents), cid)
 
     async def pump(self) -> None:
         await self.bus.pump()
+        if not self.seated:  # the table is open now: register its one player
+            self.seated = True
+            self.send(T.WAGERING_COMMANDS, SeatPlayer(seat=1, player_id="p"))
+            await self.bus.pump()
 
 
 async def _early_nine(handling: str) -> Table:
@@ -72,7 +77,7 @@ async def _early_nine(handling: str) -> Table:
     await t.pump()
     t.bet("player", 100_000, cid="late")
     await t.pump()
-    t.send(T.WAGERING_COMMANDS, WithdrawBet(round_id="R1", bet_id="before"), "withdraw")
+    t.send(T.WAGERING_BETS, WithdrawBet(round_id="R1", bet_id="before"), "withdraw", actor="p")
     await t.pump()
     t.send(T.WAGERING_COMMANDS, CloseBetting(round_id="R1"), "close")
     await t.pump()

@@ -24,6 +24,7 @@ from contracts.commands import (
     OpenTable,
     PlaceBet,
     ReadCard,
+    SeatPlayer,
     VoidRound,
     WithdrawBet,
 )
@@ -62,10 +63,11 @@ class OrderOfPlay(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.loop.close()
 
-    def send(self, topic: str, payload: object) -> str:
+    def send(self, topic: str, payload: object, actor: str | None = None) -> str:
         self.n += 1
         cid = f"c{self.n}"
-        self.bus.send(topic, command(TABLE, cid, START + timedelta(seconds=self.n), payload))  # type: ignore[arg-type]
+        self.bus.send(topic, command(TABLE, cid, START + timedelta(seconds=self.n), payload,  # type: ignore[arg-type]
+                                     actor=actor))
         self.loop.run_until_complete(self.bus.pump())
         return cid
 
@@ -84,6 +86,8 @@ class OrderOfPlay(RuleBasedStateMachine):
         spec = replace(table_spec(punto_banco_full()), irregularity_handling=handling)
         self.send(T.DEALING_COMMANDS, OpenTable(config=spec))
         self.send(T.SHOE_COMMANDS, LoadShoe(shoe_id="PS", physical=True))
+        for seat in (1, 2, 3):  # the player registry: p1..p3 at seats 1..3
+            self.send(T.WAGERING_COMMANDS, SeatPlayer(seat=seat, player_id=f"p{seat}"))
 
     # -- the dealer ----------------------------------------------------------------------------------------
     @rule()
@@ -120,15 +124,16 @@ class OrderOfPlay(RuleBasedStateMachine):
     @rule(wager=st.sampled_from(["player", "banker", "tie", "cards_5", "cards_4"]),
           amount=st.sampled_from([2500, 5000, 10_000]), seat=st.integers(1, 3))
     def bet(self, wager: str, amount: int, seat: int) -> None:
-        self.send(T.WAGERING_COMMANDS, PlaceBet(round_id=self.current(), seat=seat, player_id=f"p{seat}",
+        self.send(T.WAGERING_BETS, PlaceBet(round_id=self.current(), seat=seat, player_id=f"p{seat}",
                                                 wager=wager, amount_cents=amount))
 
     @rule(data=st.data())
     def withdraw(self, data: st.DataObject) -> None:
         rid = self.current()
-        ids = [e.payload.bet_id for e in self.log() if isinstance(e.payload, BetPlaced) and e.round_id == rid]
-        bet_id = data.draw(st.sampled_from(ids)) if ids else "nothing"
-        self.send(T.WAGERING_COMMANDS, WithdrawBet(round_id=rid, bet_id=bet_id))
+        bets = {e.payload.bet_id: e.payload.player_id for e in self.log()
+                if isinstance(e.payload, BetPlaced) and e.round_id == rid}
+        bet_id = data.draw(st.sampled_from(sorted(bets))) if bets else "nothing"
+        self.send(T.WAGERING_BETS, WithdrawBet(round_id=rid, bet_id=bet_id), actor=bets.get(bet_id, "p1"))
 
     # -- what no interleaving may break --------------------------------------------------------------------
     @invariant()
@@ -193,7 +198,7 @@ class OrderOfPlay(RuleBasedStateMachine):
                 a, b = dc_replace(a, round=dc_replace(a.round, requested=0)), \
                     dc_replace(b, round=dc_replace(b.round, requested=0))
             assert a == b, name
-        assert not copy.queue or all(r.topic == T.SHOE_COMMANDS for r in copy.queue)  # only DrawCard re-sends
+        assert not copy.queue or all(r.topic == T.SHOE_DRAWS for r in copy.queue)  # only DrawCard re-sends
 
 
 OrderOfPlay.TestCase.settings = settings(max_examples=40, stateful_step_count=40, deadline=None,

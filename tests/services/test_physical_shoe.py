@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from baccarat.table import punto_banco_full
 from contracts import topics as T
-from contracts.commands import CloseBetting, LoadShoe, OpenRound, OpenTable, PlaceBet, ReadCard
+from contracts.commands import CloseBetting, LoadShoe, OpenRound, OpenTable, PlaceBet, ReadCard, SeatPlayer
 from contracts.events import CardDealt, CardReadRefused, RoundResolved, RoundSettled, ShoeLoaded
 from services.runtime.core import command
 from services.runtime.translate import table_spec
@@ -27,10 +27,11 @@ async def _open_physical_round(wagers: tuple[str, ...]):  # type: ignore[no-unty
     bus.send(T.DEALING_COMMANDS, cmd(OpenTable(config=table_spec(punto_banco_full()))))
     bus.send(T.SHOE_COMMANDS, cmd(LoadShoe(shoe_id="PS", physical=True)))
     await bus.pump()
+    bus.send(T.WAGERING_COMMANDS, cmd(SeatPlayer(seat=1, player_id="p")))
     bus.send(T.DEALING_COMMANDS, cmd(OpenRound(round_id="R1", shoe_id="PS")))
     await bus.pump()
     for wager in wagers:
-        bus.send(T.WAGERING_COMMANDS, cmd(PlaceBet(round_id="R1", seat=1, player_id="p", wager=wager,
+        bus.send(T.WAGERING_BETS, cmd(PlaceBet(round_id="R1", seat=1, player_id="p", wager=wager,
                                                    amount_cents=2500)))
     bus.send(T.WAGERING_COMMANDS, cmd(CloseBetting(round_id="R1")))
     await bus.pump()
@@ -152,9 +153,10 @@ async def test_a_physical_shoe_records_the_cut_and_reads_the_burn():
     assert [r.reason for r in payloads(bus, T.SHOE_EVENTS, CommandRejected) if r.command_id == "again"] == [
         "burn_done"]
     # the round's cards come after the burn: positions 3.., and the burned queens count against the shoe
+    bus.send(T.WAGERING_COMMANDS, cmd(SeatPlayer(seat=1, player_id="p")))
     bus.send(T.DEALING_COMMANDS, cmd(OpenRound(round_id="R1", shoe_id="PS")))
     await bus.pump()
-    bus.send(T.WAGERING_COMMANDS, cmd(PlaceBet(round_id="R1", seat=1, player_id="p", wager="player",
+    bus.send(T.WAGERING_BETS, cmd(PlaceBet(round_id="R1", seat=1, player_id="p", wager="player",
                                                amount_cents=2500)))
     bus.send(T.WAGERING_COMMANDS, cmd(CloseBetting(round_id="R1")))
     await bus.pump()

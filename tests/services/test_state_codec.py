@@ -15,8 +15,8 @@ import msgspec
 from baccarat.money import CommissionMode
 from baccarat.table import no_vig_dragon, punto_banco_full
 from contracts import topics as T
-from contracts.commands import CloseBetting, CollectCommission, LoadShoe, OpenRound, OpenTable, PlaceBet, ReadCard, \
-    VoidRound
+from contracts.commands import (CloseBetting, CollectCommission, LoadShoe, OpenRound, OpenTable, PlaceBet, ReadCard,
+                                SeatPlayer, VoidRound)
 from contracts.events import CommissionAccrued, RoundResolved, RoundSettled, RoundVoided
 from services.dealing.core import DealingState
 from services.floor.bettors import Seat
@@ -107,9 +107,11 @@ async def test_physical_shoe_and_voided_round_states_round_trip():
     bus.send(T.SHOE_COMMANDS, cmd(LoadShoe(shoe_id="PS", physical=True)))
     await bus.pump()
     # R1: a bet, "No more bets", six cards read (Banker 6 draws on 6); R2: voided with a bet on it
+    bus.send(T.WAGERING_COMMANDS, cmd(SeatPlayer(seat=1, player_id="p")))
+    bus.send(T.WAGERING_COMMANDS, cmd(SeatPlayer(seat=2, player_id="q")))
     bus.send(T.DEALING_COMMANDS, cmd(OpenRound(round_id="R1", shoe_id="PS")))
     await bus.pump()
-    bus.send(T.WAGERING_COMMANDS, cmd(PlaceBet(round_id="R1", seat=1, player_id="p", wager="player",
+    bus.send(T.WAGERING_BETS, cmd(PlaceBet(round_id="R1", seat=1, player_id="p", wager="player",
                                                amount_cents=2500)))
     bus.send(T.WAGERING_COMMANDS, cmd(CloseBetting(round_id="R1")))
     await bus.pump()
@@ -118,7 +120,7 @@ async def test_physical_shoe_and_voided_round_states_round_trip():
         await bus.pump()
     bus.send(T.DEALING_COMMANDS, cmd(OpenRound(round_id="R2", shoe_id="PS")))
     await bus.pump()
-    bus.send(T.WAGERING_COMMANDS, cmd(PlaceBet(round_id="R2", seat=2, player_id="q", wager="banker",
+    bus.send(T.WAGERING_BETS, cmd(PlaceBet(round_id="R2", seat=2, player_id="q", wager="banker",
                                                amount_cents=5000)))
     bus.send(T.DEALING_COMMANDS, cmd(VoidRound(round_id="R2", reason="dealer error")))
     await bus.pump()

@@ -68,7 +68,8 @@ class Shoe:
 
     async def send(self, payload) -> None:  # type: ignore[no-untyped-def]
         self.n += 1
-        self.bus.send(T.SHOE_COMMANDS, command("T1", f"c{self.n}-{id(self)}", AT, payload))
+        topic = T.TOPIC_OF[type(payload).__struct_config__.tag]  # DrawCard: shoe.draws, as dealing sends it
+        self.bus.send(topic, command("T1", f"c{self.n}-{id(self)}", AT, payload))
         await self.bus.pump()
 
     def events(self, stream: str = T.SHOE_EVENTS) -> list:  # type: ignore[type-arg]

@@ -19,7 +19,7 @@ from tests.system.secured import SecuredBroker
 
 #: the base topics these tests use, created once by the admin with the contracts' partition count
 USED = (T.SHOE_VAULT, T.SHOE_EVENTS, T.DEALING_EVENTS, T.DEALING_COMMANDS, T.WAGERING_COMMANDS,
-        T.WAGERING_EVENTS, T.SHOE_COMMANDS)
+        T.WAGERING_EVENTS, T.SHOE_COMMANDS, T.SHOE_DRAWS, T.WAGERING_BETS)
 
 
 @pytest.fixture
@@ -110,15 +110,31 @@ async def test_analytics_cannot_write_a_command_topic(secured: SecuredBroker):
     assert await _read_all(secured.settings("surveillance"), T.DEALING_COMMANDS) == []
 
 
-async def test_only_consoles_write_command_topics_and_dealing_only_draws(secured: SecuredBroker):
-    await _send(secured.settings("console"), T.WAGERING_COMMANDS, b"console bet")
-    await _send(secured.settings("dealing"), T.SHOE_COMMANDS, b"draw card")
-    for principal, base in (("wagering", T.WAGERING_COMMANDS), ("dealing", T.DEALING_COMMANDS),
-                            ("pit", T.WAGERING_COMMANDS), ("shoe", T.SHOE_COMMANDS)):
+async def test_each_command_topic_takes_writes_from_its_one_writer_alone(secured: SecuredBroker):
+    """The console writes the dealer's topics, a bettor wagering.bets, dealing shoe.draws; nobody else
+    (a bettor's "No more bets" on wagering.commands never reaches the log)."""
+    await _send(secured.settings("console"), T.WAGERING_COMMANDS, b"console no more bets")
+    await _send(secured.settings("bettor"), T.WAGERING_BETS, b"bettor bet")
+    await _send(secured.settings("dealing"), T.SHOE_DRAWS, b"draw card")
+    for principal, base in (("bettor", T.WAGERING_COMMANDS), ("console", T.WAGERING_BETS),
+                            ("dealing", T.SHOE_COMMANDS), ("console", T.SHOE_DRAWS), ("bettor", T.SHOE_COMMANDS),
+                            ("wagering", T.WAGERING_COMMANDS), ("dealing", T.DEALING_COMMANDS),
+                            ("pit", T.WAGERING_COMMANDS), ("shoe", T.SHOE_COMMANDS), ("shoe", T.SHOE_DRAWS)):
         with pytest.raises(TopicAuthorizationFailedError):
             await _send(secured.settings(principal), base, b"forged")
-    assert await _read_all(secured.settings("surveillance"), T.WAGERING_COMMANDS) == [b"console bet"]
-    assert await _read_all(secured.settings("surveillance"), T.SHOE_COMMANDS) == [b"draw card"]
+    surveillance = secured.settings("surveillance")
+    assert await _read_all(surveillance, T.WAGERING_COMMANDS) == [b"console no more bets"]
+    assert await _read_all(surveillance, T.WAGERING_BETS) == [b"bettor bet"]
+    assert await _read_all(surveillance, T.SHOE_DRAWS) == [b"draw card"]
+    assert await _read_all(surveillance, T.SHOE_COMMANDS) == []
+
+
+async def test_a_bettor_sees_rounds_and_bets_but_not_the_shoe_nor_other_commands(secured: SecuredBroker):
+    errors = await _describe_errors(secured.settings("bettor"), (T.DEALING_EVENTS, T.WAGERING_EVENTS,
+                                                                 T.SHOE_VAULT, T.SHOE_EVENTS, T.WAGERING_COMMANDS))
+    assert errors == {T.DEALING_EVENTS: for_code(0), T.WAGERING_EVENTS: for_code(0),
+                      T.SHOE_VAULT: TopicAuthorizationFailedError, T.SHOE_EVENTS: TopicAuthorizationFailedError,
+                      T.WAGERING_COMMANDS: TopicAuthorizationFailedError}
 
 
 async def test_a_service_cannot_write_another_services_events(secured: SecuredBroker):

@@ -35,7 +35,7 @@ from services.runtime.tasks import partition_of, snapshot_topic
 from tests.services.helpers import make_cores
 
 SEATS = [Seat(i, f"player-{i}") for i in range(1, 4)]
-EXTRA = {"dealing": (T.SHOE_COMMANDS,)}
+EXTRA = {"dealing": (T.SHOE_DRAWS,)}
 DECIDERS = ("shoe", "dealing", "wagering", "settlement")
 
 
@@ -268,7 +268,7 @@ async def test_a_record_whose_outcome_cannot_be_published_is_dead_lettered_and_i
     await cluster.io.send(T.DEALING_COMMANDS, command("P1", "open-1", at, OpenRound(round_id=rid, shoe_id="P1-shoe-1")))
     await cluster.io.wait("P1", lambda e: type(e.payload).__name__ == "BettingOpened", since, 90)
     for cid in ("ok-1", "poison", "ok-2"):  # one batch: the poison between two good bets and the close
-        await cluster.io.send(T.WAGERING_COMMANDS, command("P1", cid, at, PlaceBet(
+        await cluster.io.send(T.WAGERING_BETS, command("P1", cid, at, PlaceBet(
             round_id=rid, seat=1, player_id="player-1", wager="banker", amount_cents=2_500)))
     await cluster.io.send(T.WAGERING_COMMANDS, command("P1", "close-1", at, CloseBetting(round_id=rid)))
     env = await cluster.io.wait("P1", lambda e: isinstance(e.payload, RoundSettled), since, 90)

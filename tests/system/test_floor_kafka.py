@@ -32,7 +32,7 @@ from services.projection.digest import state_digest
 from tests.services.helpers import make_cores
 
 SEATS = [Seat(i, f"player-{i}") for i in range(1, 6)]
-EXTRA = {"dealing": (T.SHOE_COMMANDS,)}
+EXTRA = {"dealing": (T.SHOE_DRAWS,)}
 
 
 class Floor:
@@ -143,7 +143,7 @@ async def test_every_service_restarts_mid_shoe_and_the_shoe_completes(floor: Flo
                                                                                                shoe_id=shoe_id)))
             await floor.io.wait("T1", lambda e: getattr(e.payload, "round_id", "") == rid
                                 and type(e.payload).__name__ == "BettingOpened", since, 60)
-            await floor.io.send(T.WAGERING_COMMANDS, command("T1", "bet-8", Clock()(), PlaceBet(
+            await floor.io.send(T.WAGERING_BETS, command("T1", "bet-8", Clock()(), PlaceBet(
                 round_id=rid, seat=1, player_id="player-1", wager="banker", amount_cents=10_000)))
             await floor.io.send(T.WAGERING_COMMANDS, command("T1", "close-8", Clock()(), CloseBetting(round_id=rid)))
             await asyncio.wait_for(died.wait(), 60)
@@ -177,7 +177,8 @@ async def test_rejections_and_duplicates_and_the_table_carries_on(floor: Floor):
     at = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
     def bet(cid: str, wager: str = "banker", amount: int = 2500) -> object:
-        return command("T9", cid, at, PlaceBet(round_id="S-1", seat=1, player_id="p", wager=wager, amount_cents=amount))
+        return command("T9", cid, at, PlaceBet(round_id="S-1", seat=1, player_id="player-1", wager=wager,
+                                               amount_cents=amount))
 
     for attempt in range(100):  # the dealing service may not have seen the shoe yet
         since = floor.io.log.mark("T9")
@@ -189,9 +190,9 @@ async def test_rejections_and_duplicates_and_the_table_carries_on(floor: Floor):
             break
         await asyncio.sleep(0.05)
     for b in (bet("ok"), bet("over", "tie", 20_000), bet("disabled", "dragon_7"), bet("ok")):
-        await floor.io.send(T.WAGERING_COMMANDS, b)  # type: ignore[arg-type]
+        await floor.io.send(T.WAGERING_BETS, b)  # type: ignore[arg-type]
     await floor.io.send(T.WAGERING_COMMANDS, command("T9", "close", at, CloseBetting(round_id="S-1")))
-    await floor.io.send(T.WAGERING_COMMANDS, bet("late"))  # type: ignore[arg-type]
+    await floor.io.send(T.WAGERING_BETS, bet("late"))  # type: ignore[arg-type]
     await floor.io.wait("T9", lambda e: getattr(e.payload, "command_id", "") == "late", since, 60)
     await floor.io.wait("T9", lambda e: isinstance(e.payload, RoundSettled), since, 60)
     log = [e for e in await floor.log() if e.table_id == "T9"]

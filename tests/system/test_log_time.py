@@ -42,7 +42,7 @@ async def test_events_take_the_log_time_and_a_back_dated_command_is_refused(kafk
         await prod.start()
         try:  # raw, as any client could: the producer even sets a record timestamp of its choosing
             for cmd in (honest, forged):
-                await prod.send_and_wait(c.settings.topic(T.WAGERING_COMMANDS), encode(cmd), key=T.key("L1"),
+                await prod.send_and_wait(c.settings.topic(T.WAGERING_BETS), encode(cmd), key=T.key("L1"),
                                          timestamp_ms=int(cmd.issued_at.timestamp() * 1000))
         finally:
             await prod.stop()
@@ -51,7 +51,7 @@ async def test_events_take_the_log_time_and_a_back_dated_command_is_refused(kafk
                                   and e.payload.command_id == "bet-back-dated", since, 90)
         assert refused.payload.reason == "clock_skew"
         records = {decode_command(r.value).command_id: r
-                   for r in await read_log(c.settings, c.settings.topic(T.WAGERING_COMMANDS))}
+                   for r in await read_log(c.settings, c.settings.topic(T.WAGERING_BETS))}
         for env, cid in ((placed, "bet-now"), (refused, "bet-back-dated")):
             rec = records[cid]
             assert rec.timestamp_type == 1  # LogAppendTime: the broker's clock, not the producer's

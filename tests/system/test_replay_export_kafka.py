@@ -45,6 +45,7 @@ async def _play(floor: Floor, tid: str, cfg) -> list[str]:  # type: ignore[no-un
     clock = Clock()
     dealer = TableDealer(floor.io, tid, cfg, SEATS, random.Random(tid), clock, timeout=60)
     await dealer.open_table()
+    await dealer.seat_players([Seat(9, "whale")])  # a registered player, who does not bet every round
     shoe = f"{tid}-S"
     await floor.io.send(T.SHOE_COMMANDS, command(tid, f"{tid}-load", clock(), LoadShoe(shoe_id=shoe, cut_at=60)))
     rounds = [f"{shoe}-{n}" for n in range(1, ROUNDS + 1)]
@@ -59,7 +60,7 @@ async def _play(floor: Floor, tid: str, cfg) -> list[str]:  # type: ignore[no-un
                             and e.payload.round_id == rid, since, 60)
         for cid, seat, player, wager, cents in ((f"{tid}-ok", 1, "player-1", "banker", 2_500),
                                                 (f"{tid}-big-tie", 9, "whale", "tie", 50_000)):
-            await floor.io.send(T.WAGERING_COMMANDS, command(tid, cid, clock(), PlaceBet(
+            await floor.io.send(T.WAGERING_BETS, command(tid, cid, clock(), PlaceBet(
                 round_id=rid, seat=seat, player_id=player, wager=wager, amount_cents=cents)))
         await floor.io.send(T.WAGERING_COMMANDS, command(tid, f"{rid}-close", clock(), CloseBetting(round_id=rid)))
         await floor.io.wait(tid, lambda e, rid=rid: isinstance(e.payload, RoundSettled)

@@ -61,21 +61,22 @@ async def _floor() -> tuple[list[Envelope], dict[str, object]]:
     clock = Clock(datetime(2026, 2, 1, tzinfo=UTC))
     n = iter(range(1, 1000))
 
-    async def send(topic: str, payload: object, cid: str | None = None) -> None:
-        await io.send(topic, command("A1", cid or f"extra-{next(n)}", clock(), payload))  # type: ignore[arg-type]
+    async def send(topic: str, payload: object, cid: str | None = None, actor: str | None = None) -> None:
+        await io.send(topic, command("A1", cid or f"extra-{next(n)}", clock(), payload,  # type: ignore[arg-type]
+                                     actor=actor))
 
     await send(T.SETTLEMENT_COMMANDS, CollectCommission(seat=1))
     from contracts.commands import CloseShoe, LoadShoe
 
     await send(T.SHOE_COMMANDS, LoadShoe(shoe_id="A1-shoe-2", cut_at=70))
     await send(T.DEALING_COMMANDS, OpenRound(round_id="W", shoe_id="A1-shoe-2"))
-    await send(T.WAGERING_COMMANDS, PlaceBet(round_id="W", seat=1, player_id="p1", wager="banker", amount_cents=5000))
-    await send(T.WAGERING_COMMANDS, PlaceBet(round_id="W", seat=2, player_id="p2", wager="player",
+    await send(T.WAGERING_BETS, PlaceBet(round_id="W", seat=1, player_id="player-1", wager="banker", amount_cents=5000))
+    await send(T.WAGERING_BETS, PlaceBet(round_id="W", seat=2, player_id="player-2", wager="player",
                                              amount_cents=5000), cid="taken-back")
-    await send(T.WAGERING_COMMANDS, WithdrawBet(round_id="W", bet_id="taken-back"))
+    await send(T.WAGERING_BETS, WithdrawBet(round_id="W", bet_id="taken-back"), actor="player-2")
     await send(T.WAGERING_COMMANDS, CloseBetting(round_id="W"))
     await send(T.DEALING_COMMANDS, OpenRound(round_id="V", shoe_id="A1-shoe-2"))
-    await send(T.WAGERING_COMMANDS, PlaceBet(round_id="V", seat=3, player_id="p3", wager="tie", amount_cents=2500))
+    await send(T.WAGERING_BETS, PlaceBet(round_id="V", seat=3, player_id="player-3", wager="tie", amount_cents=2500))
     await send(T.DEALING_COMMANDS, VoidRound(round_id="V", reason="dealer error"))
     await send(T.SHOE_COMMANDS, CloseShoe(shoe_id="A1-shoe-2"))
     return events(bus), runs
@@ -162,8 +163,8 @@ async def test_a_live_logs_tail_is_pending_not_a_discrepancy(stopped):
     bus.remove(hosts[stopped])
     at = datetime(2026, 1, 2, tzinfo=UTC)
     await io.send(T.DEALING_COMMANDS, command("L1", "open-4", at, OpenRound(round_id="S-4", shoe_id="S")))
-    await io.send(T.WAGERING_COMMANDS, command("L1", "bet-4", at, PlaceBet(
-        round_id="S-4", seat=1, player_id="p1", wager="banker", amount_cents=2500)))
+    await io.send(T.WAGERING_BETS, command("L1", "bet-4", at, PlaceBet(
+        round_id="S-4", seat=1, player_id="player-1", wager="banker", amount_cents=2500)))
     await io.send(T.WAGERING_COMMANDS, command("L1", "close-4", at, CloseBetting(round_id="S-4")))
     log = events(bus)
     assert any(isinstance(e.payload, RoundResolved) and e.payload.round_id == "S-4" for e in log) == (
@@ -237,14 +238,14 @@ async def test_rejections_that_mean_the_floor_is_broken_make_the_audit_dirty():
     await io.send(T.SHOE_COMMANDS, command("R1", "load", at, LoadShoe(shoe_id="S", cut_at=40)))
     assert await dealer.play_round("S", "S-1")
     # a bet after "No more bets" is the player's error, not the floor's: still clean
-    await io.send(T.WAGERING_COMMANDS, command("R1", "late", at, PlaceBet(
-        round_id="S-1", seat=1, player_id="p1", wager="banker", amount_cents=2500)))
+    await io.send(T.WAGERING_BETS, command("R1", "late", at, PlaceBet(
+        round_id="S-1", seat=1, player_id="player-1", wager="banker", amount_cents=2500)))
     clean = audit(events(bus))
     assert clean.clean and clean.broken_rejections == {}, [str(d) for d in clean.discrepancies]
     # a round on a shoe the table never loaded, and a bet on a round wagering never heard of
     await io.send(T.DEALING_COMMANDS, command("R1", "open-x", at, OpenRound(round_id="X-1", shoe_id="other")))
-    await io.send(T.WAGERING_COMMANDS, command("R1", "bet-x", at, PlaceBet(
-        round_id="nowhere", seat=1, player_id="p1", wager="banker", amount_cents=2500)))
+    await io.send(T.WAGERING_BETS, command("R1", "bet-x", at, PlaceBet(
+        round_id="nowhere", seat=1, player_id="player-1", wager="banker", amount_cents=2500)))
     log = events(bus)
     rejected = sorted((type(e.payload).__name__, e.payload.reason) for e in log
                       if isinstance(e.payload, (CommandRejected, BetRejected)))

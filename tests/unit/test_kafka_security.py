@@ -70,20 +70,33 @@ def test_the_vault_is_the_shoe_services_alone():
     assert {g.principal for g in acls.GRANTS if T.SHOE_VAULT in g.create} == {"shoe"}
 
 
-def test_command_topics_take_writes_from_the_console_and_dealings_draws_only():
+def test_every_command_topic_has_exactly_one_writer():
     assert {c: _writers(c) for c in T.COMMAND_TOPICS} == {
-        T.SHOE_COMMANDS: {"console", "dealing"}, T.DEALING_COMMANDS: {"console"},
-        T.WAGERING_COMMANDS: {"console"}, T.SETTLEMENT_COMMANDS: {"console"}}
+        T.SHOE_COMMANDS: {"console"}, T.SHOE_DRAWS: {"dealing"}, T.DEALING_COMMANDS: {"console"},
+        T.WAGERING_COMMANDS: {"console"}, T.WAGERING_BETS: {"bettor"}, T.SETTLEMENT_COMMANDS: {"console"}}
+    assert {r.name: r.writer for r in T.COMMAND_ROUTES} == {c: next(iter(w)) for c, w in
+                                                           ((c, _writers(c)) for c in T.COMMAND_TOPICS)}
+
+
+def test_each_command_type_travels_on_one_topic_which_its_writer_alone_may_write():
+    from contracts.commands import AnyCommand
+
+    tags = [tp.__struct_config__.tag for tp in AnyCommand.__args__]
+    routed = [tag for r in T.COMMAND_ROUTES for tag in r.commands]
+    assert sorted(routed) == sorted(tags)  # every command on exactly one topic
+    assert T.TOPIC_OF["place_bet"] == T.TOPIC_OF["withdraw_bet"] == T.WAGERING_BETS
+    assert T.TOPIC_OF["close_betting"] == T.WAGERING_COMMANDS and T.TOPIC_OF["draw_card"] == T.SHOE_DRAWS
 
 
 def test_each_service_writes_only_its_own_topics_and_analytics_reads_events_only():
     for g in acls.GRANTS:
         if g.kind == "service":
             own = {t for t in T.ALL_TOPICS if t.startswith(f"{g.principal}.")} | {f"{g.principal}.snapshots"}
-            sends = {T.SHOE_COMMANDS} if g.principal == "dealing" else set()
-            assert set(g.write) == (own - {f"{g.principal}.commands"}) | sends, g.principal
+            sends = {T.SHOE_DRAWS} if g.principal == "dealing" else set()
+            commands = {r.name for r in T.COMMAND_ROUTES}
+            assert set(g.write) == (own - commands) | sends, g.principal
         else:
-            assert g.write == () or g.principal == "console", g.principal
+            assert g.write == () or g.principal in ("console", "bettor"), g.principal
     analytics = next(g for g in acls.GRANTS if g.principal == "analytics")
     assert set(analytics.read) == set(acls.EVENTS) and T.SHOE_VAULT not in acls.EVENTS
 
@@ -107,7 +120,7 @@ def test_acl_calls_name_every_grant_with_the_prefix():
         if g.transactional:
             expected.add((g.principal, "Write", f"croupier.t-1.{g.principal}"))
     assert granted == expected
-    assert len(calls) == 21
+    assert len(calls) == 23  # two for the bettor (Read, Write)
 
 
 def test_the_readme_table_is_the_policy():

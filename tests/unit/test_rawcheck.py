@@ -146,7 +146,7 @@ async def test_broken_floor_rejections_are_counted():
     dealer = TableDealer(io, "B1", punto_banco_full(), SEATS, random.Random(3), Clock())
     await dealer.open_table()
     at = datetime(2026, 1, 2, tzinfo=UTC)
-    await io.send(T.WAGERING_COMMANDS, command("B1", "lost-bet", at, PlaceBet(
+    await io.send(T.WAGERING_BETS, command("B1", "lost-bet", at, PlaceBet(
         round_id="nowhere", seat=1, player_id="p", wager="banker", amount_cents=2500)))
     recs = {t: [RawRecord(t, r.partition, r.offset, r.key, r.value, 0) for r in rs] for t, rs in bus.topics.items()}
     rep = check(recs)

@@ -69,9 +69,9 @@ async def _floor() -> list[LogRecord]:
                                                     amount_cents=cents))
 
     for b in (bet("ok", "banker", 2500), bet("over", "tie", 20_000), bet("nope", "dragon_7", 500)):
-        await fio.send(T.WAGERING_COMMANDS, b)  # type: ignore[arg-type]
+        await fio.send(T.WAGERING_BETS, b)  # type: ignore[arg-type]
     await fio.send(T.WAGERING_COMMANDS, command("T2", "close-3", clock(), CloseBetting(round_id="S-3")))
-    await fio.send(T.WAGERING_COMMANDS, bet("late", "player", 2500))  # type: ignore[arg-type]
+    await fio.send(T.WAGERING_BETS, bet("late", "player", 2500))  # type: ignore[arg-type]
     out = []
     for stream in STREAMS:
         for rec in bus.topics.get(stream, []):
@@ -256,7 +256,7 @@ def test_summary_one_line_per_round(envs):
                                           "T1-shoe-1-round-1 to T1-shoe-1-round-83"),
     ({"shoe_id": "T1-shoe-2"}, "unknown shoe 'T1-shoe-2' at table T1: 1 shoe(s): T1-shoe-1"),
     ({"at": datetime(2025, 12, 31, 23, 0, tzinfo=UTC)}, "is outside the log of table T1: its events span "
-                                                         "2026-01-01T00:00:00.010000Z to 2026-01-01T00:00:07.420000Z"),
+                                                         "2026-01-01T00:00:00.010000Z to 2026-01-01T00:00:07.450000Z"),
     ({"at": datetime(2026, 1, 1, 0, 0, 8, tzinfo=UTC)}, "2026-01-01T00:00:08Z is outside the log"),
     ({"round_id": "x", "shoe_id": "y"}, "give one of --round, --shoe or --at"),
 ])
