@@ -32,6 +32,12 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   under the vault key (when given) to the order revealed at close, or before the close to the commitment
   (``vault_unopenable``, ``vault_mismatch``, ``vault_missing``); without the key the encrypted records are
   counted as not checked (:attr:`AuditReport.vault`), neither clean nor dirty;
+* who did what (:mod:`croupier.provenance`): every event names its principal, and, when the reader passes
+  the command topics' records, each event a command caused matches that command's record: its topic's one
+  writer, the command's actor, the record's append time as the event's time (``unattributed_event``,
+  ``command_missing``, ``principal_mismatch``, ``actor_mismatch``, ``event_time_mismatch``,
+  ``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``); without them
+  :attr:`AuditReport.provenance` says the commands were not read;
 * records that could not be decoded at all (passed in by the reader as :class:`UndecodableRecord`) are
   discrepancies of kind ``undecodable_record``; well-formed events of a type this version does not know
   (passed in as :class:`UnknownEvent`) are only counted (``unknown_types``), as the evolution rules say
@@ -49,7 +55,9 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``book_mismatch``, ``unresolved_round``, ``settlement_count``, ``settlement_mismatch``,
 ``round_settled_count``, ``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``,
 ``round_not_dealt``, ``round_not_settled``, ``floor_broken``, ``card_before_no_more_bets``,
-``card_outside_round``, ``bet_after_first_card``, ``vault_unopenable``, ``vault_mismatch``, ``vault_missing``.
+``card_outside_round``, ``bet_after_first_card``, ``vault_unopenable``, ``vault_mismatch``, ``vault_missing``,
+``unattributed_event``, ``command_missing``, ``principal_mismatch``, ``actor_mismatch``, ``event_time_mismatch``,
+``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``.
 """
 
 from __future__ import annotations
@@ -90,6 +98,7 @@ from contracts.events import (
     TableOpened,
 )
 from contracts.vault import VaultKeys
+from croupier.provenance import CommandRecord, ProvenanceReport, check_provenance
 from croupier.vaultcheck import VaultReport, check_vault
 from services.runtime.translate import shoe_rules, table_config
 
@@ -162,6 +171,8 @@ class AuditReport:
     broken_rejections: dict[str, int] = field(default_factory=dict)
     #: the vault check: opened with the key, not opened (no key), or not read
     vault: VaultReport = field(default_factory=VaultReport)
+    #: the provenance check: events matched to their commands' records, or why the commands were not read
+    provenance: ProvenanceReport = field(default_factory=ProvenanceReport)
 
     @property
     def clean(self) -> bool:
@@ -181,6 +192,7 @@ class AuditReport:
             "unknown_types": dict(sorted(self.unknown_types.items())),
             "broken_rejections": dict(sorted(self.broken_rejections.items())),
             "vault": self.vault.to_dict(),
+            "provenance": self.provenance.to_dict(),
             "discrepancies": [
                 {"table_id": d.table_id, "kind": d.kind, "where": d.where, "detail": d.detail}
                 for d in self.discrepancies or []
@@ -198,6 +210,8 @@ def audit(
     vault: Iterable[Envelope] | None = None,
     vault_keys: VaultKeys | None = None,
     vault_reason: str = "",
+    commands: Iterable[CommandRecord] | None = None,
+    commands_reason: str = "",
 ) -> AuditReport:
     """Audit the given events (any order across streams; per-stream order by ``seq``).
 
@@ -206,7 +220,8 @@ def audit(
     decode (each one is a discrepancy); ``unknown``: events of types this version does not know (counted
     by type, not discrepancies; each holds its seq). ``vault``: the records of ``shoe.vault`` (None: not
     read, with ``vault_reason`` saying why), checked with ``vault_keys`` when given
-    (:func:`croupier.vaultcheck.check_vault`).
+    (:func:`croupier.vaultcheck.check_vault`). ``commands``: the command topics' records (None: not read,
+    with ``commands_reason`` saying why), for :func:`croupier.provenance.check_provenance`.
     """
     by_table: dict[str, list[Envelope]] = defaultdict(list)
     n = 0
@@ -234,6 +249,8 @@ def audit(
                                    table_id=table_id, shoe_id=shoe_id)
     else:
         report.vault = VaultReport(reason=vault_reason or "the vault was not read")
+    report.provenance = check_provenance(envelopes, commands, lambda t, k, w, d: found.append(Discrepancy(t, k, w, d)),
+                                         commands_reason, table_id=table_id)
     for u in undecodable:
         if table_id is not None and u.table_id not in (table_id, "?"):
             continue

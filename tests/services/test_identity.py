@@ -1,0 +1,87 @@
+"""Issue 9, identity: who may choose a shoe's order, the player registry's bounds, and commands routed by
+topic (the in-memory bus delivers by topic as Kafka does)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from baccarat.cards import standard_deck
+from baccarat.table import punto_banco_full
+from contracts import topics as T
+from contracts.bounds import MAX_SEATED_PLAYERS
+from contracts.commands import LoadShoe, OpenTable, SeatPlayer
+from contracts.events import CommandRejected, PlayerSeated, ShoeLoaded
+from services.dealing.core import DealingCore
+from services.runtime.core import command
+from services.runtime.memory import MemoryBus
+from services.runtime.translate import table_spec
+from services.shoe.app import test_tables
+from services.shoe.core import ShoeCore
+from services.wagering.core import WageringCore
+from tests.services.helpers import floor_bus, payloads, seeded_entropy
+from tests.vaultkeys import seeded_vault
+
+AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
+STACKED = [str(c) for c in standard_deck()] * 8  # a stacked order: every suit in sequence
+
+
+async def _load(table_id: str, patterns: tuple[str, ...]) -> MemoryBus:
+    bus = MemoryBus()
+    bus.add(ShoeCore(seeded_entropy(1), seeded_vault(1), test_tables=patterns))
+    bus.send(T.SHOE_COMMANDS, command(table_id, "load", AT, LoadShoe(shoe_id="S", order=STACKED, cut_at=100)))
+    await bus.pump()
+    return bus
+
+
+async def test_a_supplied_shoe_order_is_refused_on_a_live_table():
+    bus = await _load("BAC-01", ())
+    (rej,) = payloads(bus, T.SHOE_EVENTS, CommandRejected)
+    assert (rej.command_id, rej.reason) == ("load", "supplied_order_not_allowed")
+    assert payloads(bus, T.SHOE_EVENTS, ShoeLoaded) == []
+    bus = await _load("BAC-01", ("TEST-*",))  # other tables are test tables: this one still is not
+    assert [r.reason for r in payloads(bus, T.SHOE_EVENTS, CommandRejected)] == ["supplied_order_not_allowed"]
+
+
+async def test_a_test_table_takes_a_supplied_order_and_says_so():
+    bus = await _load("TEST-7", ("TEST-*", "LAB-?"))
+    (loaded,) = payloads(bus, T.SHOE_EVENTS, ShoeLoaded)
+    assert loaded.source == "supplied" and payloads(bus, T.SHOE_EVENTS, CommandRejected) == []
+
+
+def test_test_tables_come_from_the_environment_only():
+    assert test_tables(environ={}) == ()
+    assert test_tables(environ={"CROUPIER_TEST_TABLES": " TEST-*, LAB-? ,"}) == ("TEST-*", "LAB-?")
+
+
+async def test_the_registry_holds_at_most_max_seated_players_and_refuses_twice_seated():
+    bus = MemoryBus()
+    bus.add(DealingCore())
+    bus.add(WageringCore())
+    bus.send(T.DEALING_COMMANDS, command("T1", "open", AT, OpenTable(config=table_spec(punto_banco_full()))))
+    await bus.pump()
+    for n in range(MAX_SEATED_PLAYERS + 1):
+        bus.send(T.WAGERING_COMMANDS, command("T1", f"seat-{n}", AT, SeatPlayer(seat=1 + n % 14,
+                                                                                player_id=f"p{n}")))
+    bus.send(T.WAGERING_COMMANDS, command("T1", "again", AT, SeatPlayer(seat=1, player_id="p0")))
+    bus.send(T.WAGERING_COMMANDS, command("T1", "seat-bad", AT, SeatPlayer(seat=99, player_id="px")))
+    await bus.pump()
+    assert len(payloads(bus, T.WAGERING_EVENTS, PlayerSeated)) == MAX_SEATED_PLAYERS
+    refused = {r.command_id: r.reason for r in payloads(bus, T.WAGERING_EVENTS, CommandRejected)}
+    assert refused == {f"seat-{MAX_SEATED_PLAYERS}": "table_full", "again": "already_seated",
+                       "seat-bad": "invalid_seat"}
+
+
+async def test_a_command_on_a_topic_that_does_not_carry_it_is_refused_and_attributed():
+    bus, _ = floor_bus()
+    # the dealing service's DrawCard topic carries nothing else: a LoadShoe there is refused by the shoe
+    bus.send(T.SHOE_DRAWS, command("T1", "sneaky-load", AT, LoadShoe(shoe_id="S"), actor=""))
+    await bus.pump()
+    (rej,) = [e for e in bus_events(bus, T.SHOE_EVENTS) if isinstance(e.payload, CommandRejected)]
+    assert (rej.payload.reason, rej.principal, rej.actor) == ("wrong_topic", "dealing", None)
+    assert payloads(bus, T.SHOE_EVENTS, ShoeLoaded) == []
+
+
+def bus_events(bus: MemoryBus, stream: str) -> list:  # type: ignore[type-arg]
+    from tests.services.helpers import events
+
+    return events(bus, stream)
