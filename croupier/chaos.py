@@ -340,7 +340,8 @@ def _partitions() -> int:
 
 
 async def _ends(bootstrap: str, prefix: str) -> dict[TopicPartition, int]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed")
+    consumer = AIOKafkaConsumer(**replace(Settings.from_env(), bootstrap_servers=bootstrap).client_options(),
+                                isolation_level="read_committed")
     await consumer.start()
     try:
         tps = [TopicPartition(prefix + t, p) for t in T.ALL_TOPICS for p in range(_partitions())]
@@ -615,7 +616,7 @@ async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> Cha
         cfg.bootstrap = broker.bootstrap
     cluster = Cluster(cfg, workdir)
     floor = FloorState()
-    io = KafkaFloorIO(Settings(bootstrap_servers=cfg.bootstrap, topic_prefix=cfg.prefix))
+    io = KafkaFloorIO(replace(Settings.from_env(), bootstrap_servers=cfg.bootstrap, topic_prefix=cfg.prefix))
     log = WatchedLog()
     io.log = log
     injector = Injector(cfg, cluster, log, broker, out)

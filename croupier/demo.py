@@ -14,7 +14,7 @@ import random
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -234,7 +234,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         console.print("using the project's local Kafka broker (infra/kafka/kafka.sh) ...")
         bootstrap, started_kafka = await asyncio.to_thread(start_local_kafka)
     prefix = prefix or f"demo-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:4]}."
-    settings = Settings(bootstrap_servers=bootstrap, topic_prefix=prefix)
+    # connection security (a secured broker's SASL settings) from the environment, as every command has
+    settings = replace(Settings.from_env(), bootstrap_servers=bootstrap, topic_prefix=prefix)
     if with_services:
         # the demo's shoe service needs a vault key: a configured one, else a development key for this prefix
         settings, key_path, created = with_dev_key(settings)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
@@ -79,12 +79,21 @@ class RawRecord:
     timestamp_ms: int
 
 
+def _connection(bootstrap: str) -> dict[str, object]:
+    """aiokafka connection options for ``bootstrap``: on a secured broker the environment's SASL settings
+    (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``). Only the connection settings of the services' package are
+    used, none of their logic."""
+    from services.runtime.settings import Settings
+
+    return replace(Settings.from_env(), bootstrap_servers=bootstrap).client_options()
+
+
 async def read_all(bootstrap: str, prefix: str, topics: Iterable[str] = T.ALL_TOPICS,
                    timeout_s: float = 120.0) -> dict[str, list[RawRecord]]:
     """Every committed record of every partition of each existing ``prefix + topic``, by base topic name,
     in partition/offset order. Topics that do not exist are left out (reading one must not create it).
     Raises :class:`TimeoutError` if the end offsets are not reached within ``timeout_s``."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(**_connection(bootstrap))
     await admin.start()
     try:
         existing = set(await admin.list_topics())
@@ -93,7 +102,7 @@ async def read_all(bootstrap: str, prefix: str, topics: Iterable[str] = T.ALL_TO
     finally:
         await admin.close()
     partitions = {t["topic"]: sorted(p["partition"] for p in t["partitions"]) for t in described}
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+    consumer = AIOKafkaConsumer(**_connection(bootstrap), enable_auto_commit=False,
                                 isolation_level="read_committed", auto_offset_reset="earliest",
                                 max_partition_fetch_bytes=8 * 1024 * 1024)
     await consumer.start()

@@ -2,7 +2,10 @@
 
 ``CROUPIER_SECURE_KAFKA=<data dir>`` points at a secured broker already running (started with
 ``KAFKA_DATA_DIR=<data dir> infra/kafka/kafka.sh start --secure``); its ports are read from the rendered
-``server.properties`` and ``kafka.sh acl`` adds the ACLs of the test's topic prefix. Without it,
+``server.properties`` and ``kafka.sh acl`` adds the ACLs of the test's topic prefix. When the session itself
+runs against a secured kafka.sh broker (``KAFKA_SECURITY_PROTOCOL=SASL_*`` and the ``KAFKA_CREDENTIALS_FILE``
+that ``kafka.sh start --secure`` prints, as in ``.ci/run``'s second run), that broker's data dir is the
+default of ``CROUPIER_SECURE_KAFKA``. Without either,
 :func:`start_secured` starts one on two free loopback ports (its own data dir, stopped at the end), with the
 ACLs of the prefix applied during start-up, so the main broker that ``.ci/run`` starts is never touched.
 """
@@ -88,10 +91,21 @@ def _ports_of(data_dir: Path) -> tuple[int, int]:
     return int(broker.group(1)), int(ctl.group(1))
 
 
+def _session_data_dir() -> str:
+    """The data dir of the secured kafka.sh broker the whole session runs against, or ""."""
+    if not os.environ.get("KAFKA_SECURITY_PROTOCOL", "").strip().upper().startswith("SASL"):
+        return ""
+    credentials = os.environ.get("KAFKA_CREDENTIALS_FILE", "").strip()
+    if not credentials:
+        return ""
+    data_dir = Path(credentials).resolve().parent
+    return str(data_dir) if (data_dir / "server.properties").is_file() else ""
+
+
 def start_secured(tmp_dir: Path) -> SecuredBroker:
     """The secured broker of ``CROUPIER_SECURE_KAFKA``, or a fresh one in ``tmp_dir`` (see the module)."""
     prefix = f"acl{uuid.uuid4().hex[:8]}."
-    given = os.environ.get("CROUPIER_SECURE_KAFKA", "").strip()
+    given = os.environ.get("CROUPIER_SECURE_KAFKA", "").strip() or _session_data_dir()
     if given:
         data_dir = Path(given).resolve()
         port, ctl = _ports_of(data_dir)

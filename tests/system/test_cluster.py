@@ -30,9 +30,9 @@ from services.runtime import snapshot as S
 from services.runtime.app import Service, build_service
 from services.runtime.core import command
 from services.runtime.kafka import ensure_topics, read_log
-from services.runtime.settings import Settings
 from services.runtime.tasks import partition_of, snapshot_topic
 from tests.services.helpers import make_cores
+from tests.system.conftest import broker_settings
 
 SEATS = [Seat(i, f"player-{i}") for i in range(1, 4)]
 EXTRA = {"dealing": (T.SHOE_DRAWS,)}
@@ -43,8 +43,8 @@ class Cluster:
     """Several instances of each decider in this process, one consumer group per service, 5 partitions."""
 
     def __init__(self, bootstrap: str, **settings: object):
-        self.settings = Settings(bootstrap_servers=bootstrap, topic_prefix=f"c{uuid.uuid4().hex[:8]}.",
-                                 partitions=5, **settings)  # type: ignore[arg-type]
+        self.settings = broker_settings(bootstrap, topic_prefix=f"c{uuid.uuid4().hex[:8]}.", partitions=5,
+                                        **settings)
         self.cores = make_cores(seed=23)
         self.instances: dict[str, list[Service]] = {n: [] for n in DECIDERS}
         self.io = KafkaFloorIO(self.settings)

@@ -26,10 +26,10 @@ from services.runtime.app import Service, build_service
 from services.runtime.core import command
 from services.runtime.kafka import ensure_topics, read_log
 from services.runtime.host import NullPublisher, ServiceHost
-from services.runtime.settings import Settings
 from services.projection.core import ProjectionCore
 from services.projection.digest import state_digest
 from tests.services.helpers import make_cores
+from tests.system.conftest import broker_settings
 
 SEATS = [Seat(i, f"player-{i}") for i in range(1, 6)]
 EXTRA = {"dealing": (T.SHOE_DRAWS,)}
@@ -39,7 +39,7 @@ class Floor:
     """Four services in this process on a real broker, under a topic prefix of their own."""
 
     def __init__(self, bootstrap: str, projection: bool = False):
-        self.settings = Settings(bootstrap_servers=bootstrap, topic_prefix=f"t{uuid.uuid4().hex[:8]}.")
+        self.settings = broker_settings(bootstrap, topic_prefix=f"t{uuid.uuid4().hex[:8]}.")
         self.cores = make_cores(seed=17)
         if projection:
             self.cores["projection"] = ProjectionCore()
