@@ -563,7 +563,9 @@ def audit(
         "allowed to (the shoe one, on a secured broker).")] = None,
 ) -> None:
     """Audit the event log: re-deal every round from the cards drawn, re-settle every bet with the rules core,
-    check each shoe's reveal against its commitment and every stream's gapless seq; with
+    check each shoe's reveal against its commitment and every stream's gapless seq, every event's principal,
+    and each event a command caused against that command's record (its topic's writer, its actor, the
+    broker's append time; needs a principal that may read the command topics: surveillance); with
     ``--vault-key-file``, check that every sealed order on ``shoe.vault`` opens to the order revealed at close.
     List every discrepancy. Exit 0 when clean, 1 when a discrepancy is found."""
     import asyncio
@@ -574,7 +576,7 @@ def audit(
 
     from contracts.vault import VaultKeyError, VaultKeys
     from croupier.audit import audit as run_audit
-    from croupier.log import VaultUnreadable, read_for_audit, read_vault
+    from croupier.log import CommandsUnreadable, VaultUnreadable, read_commands, read_for_audit, read_vault
 
     settings = _settings(bootstrap, prefix)
     keys = None
@@ -596,6 +598,11 @@ def audit(
                 undecodable += bad_vault
             except (VaultUnreadable, KafkaError) as e:
                 vault_reason = f"cannot read shoe.vault: {type(e).__name__}: {e}"
+        commands, commands_reason = None, ""
+        try:
+            commands = asyncio.run(read_commands(settings, table))
+        except (CommandsUnreadable, KafkaError) as e:
+            commands_reason = f"cannot read the command topics: {type(e).__name__}: {e}"
     except Exception as e:  # a broker that cannot be reached, and the like: one line
         detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
         raise fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {detail}", code=1) from None
@@ -611,7 +618,8 @@ def audit(
     if shoe is not None and not any(e.shoe_id == shoe or getattr(e.payload, "shoe_id", None) == shoe for e in envs):
         raise fail(f"no events for shoe {shoe!r}" + (f" at table {table!r}" if table else ""))
     report = run_audit(envs, table_id=table, shoe_id=shoe, undecodable=undecodable, unknown=unknown,
-                       vault=vault, vault_keys=keys, vault_reason=vault_reason)
+                       vault=vault, vault_keys=keys, vault_reason=vault_reason, commands=commands,
+                       commands_reason=commands_reason)
     if as_json:
         _json({"table": table, "shoe": shoe, **report.to_dict()})
     else:
@@ -636,6 +644,12 @@ def audit(
                        f"commitment (keys {', '.join(f'{k} {n}' for k, n in sorted(v.key_ids.items())) or 'none'})")
         else:
             typer.echo(f"vault: not checked, the sealed shoe orders could not be opened ({v.reason})")
+        pv = report.provenance
+        if pv.status == "checked":
+            typer.echo(f"provenance: {pv.events_checked} event(s) matched to their command among {pv.commands} "
+                       "command record(s) (principal, actor, the log's time)")
+        else:
+            typer.echo(f"provenance: attribution only, events not matched to commands ({pv.reason})")
     if not report.clean:
         raise typer.Exit(1)
 

@@ -32,7 +32,7 @@ from contracts import topics as T
 from contracts.events import BetSettled, CardDrawn, RoundResolved, RoundSettled, ShoeBurned, ShoeLoaded
 from croupier.audit import AuditReport, audit
 from croupier.devkey import with_dev_key
-from croupier.log import read_for_audit, read_vault
+from croupier.log import read_commands, read_for_audit, read_vault
 from services.floor.advantage import AdvantagePlayer
 from services.floor.bettors import Seat
 from services.floor.dealer import TableDealer, TableRun
@@ -299,7 +299,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         keys = running[0].host.core.vault.keys if with_services else None  # the shoe service's keys
         vault = (await read_vault(settings))[0] if keys is not None else None
         report = audit(envs, undecodable=undecodable, unknown=unknown, vault=vault, vault_keys=keys,
-                       vault_reason="the demo drove services it did not start: no vault key")
+                       vault_reason="the demo drove services it did not start: no vault key",
+                       commands=await read_commands(settings))
         _summary(console, run, alerts, report, elapsed, settings, started_kafka, log_path)
         return 0 if report.clean else 1
     finally:

@@ -136,3 +136,37 @@ async def read_for_audit(settings: Settings, table: str | None = None):  # type:
             except Undecodable as e:
                 undecodable.append(UndecodableRecord(key, rec.topic, rec.partition, rec.offset, str(e)))
     return [r.env for r in records], undecodable, unknown
+
+
+class CommandsUnreadable(LookupError):
+    """The command topics cannot be read by this principal (only surveillance may, on a secured broker)."""
+
+
+async def read_commands(settings: Settings, table: str | None = None):  # type: ignore[no-untyped-def]
+    """Every decodable record of the command topics (all tables, or one) for the audit's provenance check:
+    :class:`croupier.provenance.CommandRecord` s, each with its topic, offset and the broker's append time. A
+    record that does not decode is left out (the services dead-lettered or skipped it: it caused nothing).
+    Raises :class:`CommandsUnreadable` when a command topic that exists
+    cannot be read (aiokafka's authorization error on a secured broker)."""
+    from aiokafka.errors import TopicAuthorizationFailedError
+
+    from contracts.codecs import decode_command
+    from croupier.provenance import CommandRecord
+
+    out: list[CommandRecord] = []
+    for base in T.COMMAND_TOPICS:
+        try:
+            recs = await read_log(settings, settings.topic(base), table_id=table)
+        except TopicAuthorizationFailedError as e:
+            who = f"principal {settings.sasl_username!r}" if settings.secured else "this client"
+            raise CommandsUnreadable(f"{settings.topic(base)} cannot be read by {who} ({e}): the surveillance "
+                                     "principal may read the command topics") from None
+        for rec in recs:
+            try:
+                cmd = decode_command(rec.value)
+            except (UnknownMessageType, Undecodable):
+                continue  # dead-lettered or skipped by the services: it caused no event
+            if table is None or cmd.table_id == table:
+                out.append(CommandRecord(base, rec.partition, rec.offset, rec.timestamp,
+                                         getattr(rec, "timestamp_type", 0) == 1, cmd))
+    return out

@@ -10,6 +10,10 @@ so the cache never changes an answer.
 
 from __future__ import annotations
 
+import fnmatch
+import os
+from collections.abc import Mapping
+
 from baccarat.table import TableConfig
 from contracts.tables import TableSpec
 from services.runtime.translate import table_config
@@ -29,3 +33,20 @@ def config_of(spec: TableSpec) -> TableConfig:
         _CACHE.clear()
     _CACHE[id(spec)] = (spec, cfg)
     return cfg
+
+
+#: the environment variable naming the test tables (comma-separated ``fnmatch`` patterns of table ids): the only
+#: tables that may load a supplied shoe order (the shoe service) or open unregulated (the dealing service);
+#: unset, none may. An operator's setting of the services, never a console's.
+ENV_TEST_TABLES = "CROUPIER_TEST_TABLES"
+
+
+def test_tables(extra: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The test tables' patterns from ``extra`` (``Settings.extra``) or else the environment."""
+    raw = (extra or {}).get(ENV_TEST_TABLES) or (os.environ if environ is None else environ).get(ENV_TEST_TABLES, "")
+    return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+
+def is_test_table(table_id: str, patterns: tuple[str, ...]) -> bool:
+    """True when ``table_id`` matches one of ``patterns`` (:func:`test_tables`)."""
+    return any(fnmatch.fnmatchcase(table_id, pat) for pat in patterns)

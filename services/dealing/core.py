@@ -41,7 +41,7 @@ from contracts.events import (
     TableOpened,
 )
 from contracts.tables import TableSpec
-from services.configs import config_of
+from services.configs import config_of, is_test_table
 from services.history import History
 from services.runtime.core import Emit, Send, command
 from services.runtime.translate import shoe_rules, table_config
@@ -188,6 +188,13 @@ class DealingCore:
     private_streams: tuple[str, ...] = ()
     command_streams = (T.DEALING_COMMANDS,)
     input_streams = (T.SHOE_EVENTS, T.WAGERING_EVENTS)
+
+    def __init__(self, test_tables: tuple[str, ...] = ()):
+        """``test_tables``: ``fnmatch`` patterns of the table ids that may open unregulated
+        (``TableSpec.regulated`` false: a test or training table, free of the locked terms of
+        :mod:`baccarat.regulated`); any other table is refused ``unregulated_not_allowed``, so a console
+        cannot unlock a live table's terms (``CROUPIER_TEST_TABLES``, :func:`services.configs.test_tables`)."""
+        self.test_tables = tuple(test_tables)
 
     def initial(self, table_id: str) -> DealingState:
         return DealingState(table_id)
@@ -423,6 +430,10 @@ class DealingCore:
         if isinstance(c, OpenTable):
             if in_progress:
                 return _reject(cmd, "round_in_progress", "the configuration changes only between rounds")
+            if not c.config.regulated and not is_test_table(state.table_id, self.test_tables):
+                return _reject(cmd, "unregulated_not_allowed",
+                               f"table {state.table_id} is not a test table: it opens regulated, with the terms "
+                               "N.J.A.C. 13:69F-3 and 13:47-20.20 fix (CROUPIER_TEST_TABLES names the test tables)")
             try:
                 table_config(c.config)
             except BaccaratError as e:

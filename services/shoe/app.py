@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contracts.vault import ENV_FILE, ENV_KEYS, ENV_SEAL, NONCE_BYTES, Vault, VaultKeys
+from services.configs import test_tables
 from services.runtime.app import Service, build_app, build_service
 from services.runtime.settings import Settings
 from services.shoe.core import Entropy, ShoeCore
@@ -48,22 +49,11 @@ def secure_vault(keys: VaultKeys) -> Vault:
     return Vault(keys, nonce=lambda: secrets.token_bytes(NONCE_BYTES))
 
 
-#: the environment variable naming the test tables (comma-separated ``fnmatch`` patterns of table ids), the
-#: only tables that may load a supplied shoe order; unset: none may
-ENV_TEST_TABLES = "CROUPIER_TEST_TABLES"
-
-
-def test_tables(settings: Settings | None = None, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """The test tables' patterns from ``settings.extra`` or the environment (:data:`ENV_TEST_TABLES`)."""
-    extra = settings.extra if settings is not None else {}
-    raw = extra.get(ENV_TEST_TABLES) or (os.environ if environ is None else environ).get(ENV_TEST_TABLES, "")
-    return tuple(p.strip() for p in raw.split(",") if p.strip())
-
-
 def core(settings: Settings | None = None) -> ShoeCore:
     """The shoe core with the production entropy and vault (raises ``VaultKeyError`` without a key) and the
-    test tables of :func:`test_tables`."""
-    return ShoeCore(secure_entropy(), secure_vault(vault_keys(settings)), test_tables(settings))
+    test tables of :func:`services.configs.test_tables` (``CROUPIER_TEST_TABLES``)."""
+    return ShoeCore(secure_entropy(), secure_vault(vault_keys(settings)),
+                    test_tables(settings.extra if settings is not None else None))
 
 
 def create(settings: Settings | None = None) -> Service:

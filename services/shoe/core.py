@@ -22,7 +22,6 @@ cannot open (a key it does not have) is refused ``vault_unopenable``, never deal
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import hashlib
 from dataclasses import dataclass, field, replace
@@ -32,6 +31,7 @@ from baccarat import shoe as S
 from baccarat.cards import Card, parse_card, standard_deck
 from baccarat.errors import BaccaratError
 from contracts import topics as T
+from services.configs import is_test_table
 from contracts.commands import CloseShoe, DrawCard, LoadShoe, ReadBurn, ReadCard
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
@@ -137,7 +137,7 @@ class ShoeCore:
 
     def is_test_table(self, table_id: str) -> bool:
         """True when ``table_id`` matches one of :attr:`test_tables`."""
-        return any(fnmatch.fnmatchcase(table_id, pat) for pat in self.test_tables)
+        return is_test_table(table_id, self.test_tables)
 
     def open_order(self, state: ShoeState, shoe_id: str) -> tuple[tuple[str, ...], str]:
         """``(order as loaded, salt hex)`` of a sealed shoe of this table. Raises :class:`VaultOpenError`

@@ -15,7 +15,7 @@ from services.dealing.core import DealingCore
 from services.runtime.core import command
 from services.runtime.memory import MemoryBus
 from services.runtime.translate import table_spec
-from services.shoe.app import test_tables
+from services.configs import test_tables as configured_test_tables
 from services.shoe.core import ShoeCore
 from services.wagering.core import WageringCore
 from tests.services.helpers import floor_bus, payloads, seeded_entropy
@@ -49,8 +49,8 @@ async def test_a_test_table_takes_a_supplied_order_and_says_so():
 
 
 def test_test_tables_come_from_the_environment_only():
-    assert test_tables(environ={}) == ()
-    assert test_tables(environ={"CROUPIER_TEST_TABLES": " TEST-*, LAB-? ,"}) == ("TEST-*", "LAB-?")
+    assert configured_test_tables(environ={}) == ()
+    assert configured_test_tables(environ={"CROUPIER_TEST_TABLES": " TEST-*, LAB-? ,"}) == ("TEST-*", "LAB-?")
 
 
 async def test_the_registry_holds_at_most_max_seated_players_and_refuses_twice_seated():
@@ -85,3 +85,27 @@ def bus_events(bus: MemoryBus, stream: str) -> list:  # type: ignore[type-arg]
     from tests.services.helpers import events
 
     return events(bus, stream)
+
+
+async def test_a_live_table_cannot_open_unregulated_but_a_test_table_can():
+    """Regulated terms are locked (baccarat/regulated.py); ``regulated=False`` would unlock them (Player at
+    100 to 1, finding 9), so only a test table may say it."""
+    import msgspec
+
+    from baccarat.money import Odds
+    from baccarat.table import unregulated
+    from baccarat.wagers import PayTable
+    from contracts.events import TableOpened
+
+    spec = table_spec(unregulated(pay=PayTable(player=Odds(100, 1))))
+    assert spec.regulated is False
+    bus = MemoryBus()
+    bus.add(DealingCore(test_tables=("TRAIN-*",)))
+    bus.send(T.DEALING_COMMANDS, command("BAC-01", "open", AT, OpenTable(config=spec)))
+    bus.send(T.DEALING_COMMANDS, command("TRAIN-1", "open", AT, OpenTable(config=spec)))
+    bus.send(T.DEALING_COMMANDS, command("BAC-02", "open", AT, OpenTable(config=msgspec.structs.replace(spec, regulated=True))))
+    await bus.pump()
+    refused = {e.table_id: e.payload.reason for e in bus_events(bus, T.DEALING_EVENTS)
+               if isinstance(e.payload, CommandRejected)}
+    assert refused == {"BAC-01": "unregulated_not_allowed", "BAC-02": "invalid_config"}  # 3.3(a): Player 1 to 1
+    assert [e.table_id for e in bus_events(bus, T.DEALING_EVENTS) if isinstance(e.payload, TableOpened)] == ["TRAIN-1"]

@@ -65,11 +65,19 @@ async def test_croupier_audit_on_kafka_clean_then_catches_a_forged_settlement(ka
     assert (f"audited {len(log)} events of 2 table(s): 2 shoe(s) verified, {2 * ROUNDS} round(s) and {bets} bet(s) "
             f"checked, 0 round(s) in play") in r.stdout
     assert "0 discrepancies: clean" in r.stdout
+    # every event a command caused matched its command's record: topic writer, actor, the broker's append time
+    caused = [e for e in log if e.principal != e.stream.split(".")[0]]
+    assert caused and all(e.principal for e in log)
+    commands = len({(e.table_id, e.causation_id) for e in caused})
+    assert (f"provenance: {len(caused)} event(s) matched to their command among ") in r.stdout, r.stdout
+    assert commands <= int(r.stdout.split(" event(s) matched to their command among ")[1].split()[0])
     r = await asyncio.to_thread(_audit, *where, "--table", "K2", "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert (d["clean"], d["tables"], d["shoes_verified"], d["rounds_checked"], d["bets_checked"]) == (
         True, 1, 1, ROUNDS, dealers[1].run_state.bets)
+    assert d["provenance"]["status"] == "checked" and d["provenance"]["events_checked"] == sum(
+        1 for e in caused if e.table_id == "K2")
     for args, message in ((("--table", "K9"), "no events for table 'K9'"),
                           (("--shoe", "K1-shoe-7"), "no events for shoe 'K1-shoe-7'")):
         r = await asyncio.to_thread(_audit, *where, *args)
@@ -103,4 +111,5 @@ async def test_croupier_audit_on_kafka_clean_then_catches_a_forged_settlement(ka
     assert "undecodable records: 1; events of unknown types skipped: 1 (bet_teleported 1)" in lines
     assert not any(line.startswith("K2 ") and "undecodable" not in line for line in lines)  # K2 is otherwise clean
     r = await asyncio.to_thread(_audit, *where, "--table", "K2")
-    assert r.exit_code == 1 and [ln.split()[1] for ln in r.stdout.splitlines()[3:] if not ln.startswith("vault:")] == ["undecodable_record"]
+    assert r.exit_code == 1 and [ln.split()[1] for ln in r.stdout.splitlines()[3:]
+                                  if not ln.startswith(("vault:", "provenance:"))] == ["undecodable_record"]
