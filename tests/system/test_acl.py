@@ -107,7 +107,7 @@ async def test_analytics_cannot_write_a_command_topic(secured: SecuredBroker):
     with pytest.raises(TopicAuthorizationFailedError) as err:
         await _send(secured.settings("analytics"), T.DEALING_COMMANDS, b'{"type":"close_betting"}')
     assert secured.prefix + T.DEALING_COMMANDS in str(err.value)
-    assert await _read_all(secured.settings("surveillance"), T.DEALING_COMMANDS) == []
+    assert b'{"type":"close_betting"}' not in await _read_all(secured.settings("surveillance"), T.DEALING_COMMANDS)
 
 
 async def test_each_command_topic_takes_writes_from_its_one_writer_alone(secured: SecuredBroker):
@@ -123,10 +123,12 @@ async def test_each_command_topic_takes_writes_from_its_one_writer_alone(secured
         with pytest.raises(TopicAuthorizationFailedError):
             await _send(secured.settings(principal), base, b"forged")
     surveillance = secured.settings("surveillance")
-    assert await _read_all(surveillance, T.WAGERING_COMMANDS) == [b"console no more bets"]
-    assert await _read_all(surveillance, T.WAGERING_BETS) == [b"bettor bet"]
-    assert await _read_all(surveillance, T.SHOE_DRAWS) == [b"draw card"]
-    assert await _read_all(surveillance, T.SHOE_COMMANDS) == []
+    # (the prefix is shared with test_floor_secured: its floor's real commands may be there too)
+    for base, allowed in ((T.WAGERING_COMMANDS, b"console no more bets"), (T.WAGERING_BETS, b"bettor bet"),
+                          (T.SHOE_DRAWS, b"draw card"), (T.SHOE_COMMANDS, None)):
+        got = await _read_all(surveillance, base)
+        assert b"forged" not in got, base
+        assert allowed is None or got.count(allowed) == 1, base
 
 
 async def test_a_bettor_sees_rounds_and_bets_but_not_the_shoe_nor_other_commands(secured: SecuredBroker):
@@ -142,7 +144,7 @@ async def test_a_service_cannot_write_another_services_events(secured: SecuredBr
         await _send(secured.settings("wagering"), T.DEALING_EVENTS, b'{"type":"round_resolved"}',
                     enable_idempotence=True)
     await _send(secured.settings("wagering"), T.WAGERING_EVENTS, b"own event", enable_idempotence=True)
-    assert await _read_all(secured.settings("analytics"), T.DEALING_EVENTS) == []
+    assert b'{"type":"round_resolved"}' not in await _read_all(secured.settings("analytics"), T.DEALING_EVENTS)
     assert b"own event" in await _read_all(secured.settings("analytics"), T.WAGERING_EVENTS)
 
 
