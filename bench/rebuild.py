@@ -1,21 +1,34 @@
 """Restart time of each service against 1k, 10k and 100k rounds of history (issue 8, "Proven by the project").
 
 Run: ``.venv/bin/python bench/rebuild.py [--rounds 1000,10000,100000] [--tables N] [--timeout 300]
-[--bootstrap HOST:PORT] [--keep-topics]`` (exit 2 with one line on stderr when the broker cannot be reached).
+[--workers 2] [--gen-budget 2400] [--bootstrap HOST:PORT] [--keep-topics]`` (exit 2 with one line on stderr
+when the broker cannot be reached).
 
 For each size:
 
-1. **History, generated, not dealt live.** The five services (shoe with a seeded shuffle, dealing, wagering,
-   settlement, projection) run on the in-memory bus (``services/runtime/memory.py``) driven by the simulated
-   floor (``services/floor``), as ``tests/services/test_floor_memory.py``: ``--tables`` tables (default
-   ``max(4, rounds // 500)``: about 500 rounds, six shoes, per table), 3 seated players betting. Every
+1. **History, generated, not dealt live.** The five services (shoe, dealing, wagering, settlement,
+   projection) run on the in-memory bus (``services/runtime/memory.py``; :class:`RoutedBus` delivers exactly
+   as its ``pump`` but looks each topic's subscribers up once) driven by the simulated floor
+   (``services/floor``), as ``tests/services/test_floor_memory.py``: ``--tables`` tables (default
+   ``max(4, rounds // 500)``: about 500 rounds, six shoes, per table), 3 seated players betting, dealt one
+   table after another. The shuffle, the salt and the vault's nonces are reseeded per table from
+   ``(seed, table index)``, so a table's history does not depend on which tables share a process: the tables
+   are split over ``--workers`` spawned processes (default 2; table *i* to worker ``i % workers``), each
+   with its own five services and producer (``tests/unit/test_bench_helpers.py`` checks that two workers
+   write byte for byte the records of one, per table in the same order, with the same digest). Every
    record written to the bus (each service's events on all its streams, the floor's commands and the
    dealing service's ``DrawCard`` on the command topics, dead letters) is written raw, in bus order, into
-   Kafka topics of a fresh prefix by a plain producer (no idempotence, acks=1, big batches, linger, no
-   compression), keyed as the services key (``contracts.topics.key``: the table id). The bus is emptied
-   every ``--chunk`` records, between rounds, so memory stays bounded by the services' own state. The
-   topics are created first with the services' own ``ensure_topics``; their partition counts are checked
-   against ``contracts.topics.PARTITIONS`` and the records per topic against the end offsets.
+   Kafka topics of a fresh prefix by a plain producer (no idempotence, acks=1, no compression) that fills
+   each partition's 1 MiB batches itself (``send_batch``, the partition the default partitioner gives the
+   key: ``contracts.topics.key``, the table id). The bus is emptied every ``--chunk`` records, between
+   rounds, so memory stays bounded by the services' own state; the services' info log lines (one per
+   event, to /dev/null anyway) are dropped while generating, warnings are not. The topics are created first
+   with the services' own ``ensure_topics``; their partition counts are checked against
+   ``contracts.topics.PARTITIONS`` and the records per topic against the end offsets. The expected
+   projection digest is ``state_digest`` over every worker's in-memory projection states (shipped as msgpack
+   of the core's ``state_type``); the test also checks that a projection rebuilt from the written records
+   alone reaches it and has nothing left to write. Generation stops with a message once ``--gen-budget`` s
+   (default 2400) have passed.
 2. **Restarts.** Each service alone, ``services.create(name, settings)`` and ``start()`` (as ``croupier
    serve``), twice: *cold* (its consumer group committed at the end of the history, as a service that had
    handled it all, but no snapshot yet: a fold from offset zero) then *warm* (the same group again, after a
@@ -51,6 +64,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.partitioner import murmur2
 
 import services
 from baccarat.table import punto_banco_full
@@ -90,22 +105,77 @@ SEATS = [Seat(i, f"player-{i}") for i in range(1, 4)]
 
 
 # -- 1. history -------------------------------------------------------------------------------------
-def seeded_entropy(seed: int) -> Any:
-    """A reproducible shuffle and salt for the in-memory shoe service (the bench's only randomness)."""
-    from services.shoe.core import Entropy
+class BenchRandomness:
+    """The bench's only randomness: the in-memory shoe service's shuffle and salt and the vault's nonces.
 
-    rng = random.Random(seed)
+    Reseeded at the start of each table (:meth:`for_table`): the tables of one process are dealt one after
+    another, so every shoe of table *i* is shuffled, salted and sealed from ``(seed, i)`` alone, and a
+    table's history is the same whichever tables share its process (``--workers``)."""
 
-    def shuffle(cards: list[Any]) -> list[Any]:
-        rng.shuffle(cards)
-        return cards
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.cards = random.Random(f"cards-{seed}")
+        self.nonces = random.Random(f"nonce-{seed}")
 
-    return Entropy(shuffle=shuffle, salt=lambda: rng.randbytes(16))
+    def for_table(self, index: int) -> None:
+        """Reseed for the table dealt next (its index in the whole history)."""
+        self.cards.seed(f"cards-{self.seed}-{index}")
+        self.nonces.seed(f"nonce-{self.seed}-{index}")
+
+    def entropy(self) -> Any:
+        """The shoe service's :class:`~services.shoe.core.Entropy`, drawing from :attr:`cards`."""
+        from services.shoe.core import Entropy
+
+        def shuffle(cards: list[Any]) -> list[Any]:
+            self.cards.shuffle(cards)
+            return cards
+
+        return Entropy(shuffle=shuffle, salt=lambda: self.cards.randbytes(16))
+
+    def nonce(self) -> bytes:
+        """A vault nonce, drawing from :attr:`nonces`."""
+        from contracts.vault import NONCE_BYTES
+
+        return self.nonces.randbytes(NONCE_BYTES)
 
 
-def memory_floor(seed: int) -> tuple[MemoryBus, dict[str, Any]]:
-    """The five services on an in-memory bus (as ``tests/services``)."""
-    from contracts.vault import NONCE_BYTES, Vault
+class RoutedBus(MemoryBus):
+    """The in-memory bus, delivering exactly as :meth:`MemoryBus.pump` does (every record, in order, to
+    each subscribed host in the order the hosts were added) but looking each topic's subscribers up once
+    instead of rebuilding every host's topic list for every record (a tenth of the generation's time)."""
+
+    def __init__(self, settings: Settings | None = None):
+        super().__init__(settings)
+        self._routes: dict[str, list[Any]] = {}
+
+    def add(self, core: Any) -> Any:
+        """As :meth:`MemoryBus.add`; the routes are looked up again."""
+        self._routes.clear()
+        return super().add(core)
+
+    def remove(self, host: Any) -> None:
+        """As :meth:`MemoryBus.remove`; the routes are looked up again."""
+        self._routes.clear()
+        super().remove(host)
+
+    async def pump(self, limit: int = 1_000_000) -> int:
+        """Deliver queued records until none is left; returns how many were delivered."""
+        n = 0
+        routes = self._routes
+        while self.queue and n < limit:
+            rec = self.queue.popleft()
+            hosts = routes.get(rec.topic)
+            if hosts is None:
+                hosts = routes[rec.topic] = [h for h in self.hosts if rec.topic in h.subscribed_topics]
+            for host in hosts:
+                await host.handle(rec.topic, rec.partition, rec.offset, rec.key, rec.value)
+            n += 1
+        return n
+
+
+def memory_floor(seed: int) -> tuple[MemoryBus, dict[str, Any], BenchRandomness]:
+    """The five services on an in-memory bus (as ``tests/services``), and the randomness they draw from."""
+    from contracts.vault import Vault
     from services.dealing.core import DealingCore
     from services.projection.core import ProjectionCore
     from services.settlement.core import SettlementCore
@@ -113,12 +183,12 @@ def memory_floor(seed: int) -> tuple[MemoryBus, dict[str, Any]]:
     from services.shoe.core import ShoeCore
     from services.wagering.core import WageringCore
 
-    nonces = random.Random(f"nonce-{seed}")
-    vault = Vault(vault_keys(), nonce=lambda: nonces.randbytes(NONCE_BYTES))  # the key the services get too
-    bus = MemoryBus()
-    cores = {"shoe": ShoeCore(seeded_entropy(seed), vault), "dealing": DealingCore(), "wagering": WageringCore(),
+    rand = BenchRandomness(seed)
+    vault = Vault(vault_keys(), nonce=rand.nonce)  # the key the services get too
+    bus = RoutedBus()
+    cores = {"shoe": ShoeCore(rand.entropy(), vault), "dealing": DealingCore(), "wagering": WageringCore(),
              "settlement": SettlementCore(), "projection": ProjectionCore()}
-    return bus, {name: bus.add(core) for name, core in cores.items()}
+    return bus, {name: bus.add(core) for name, core in cores.items()}, rand
 
 
 async def projection_digest(host: Any) -> tuple[str, int]:
@@ -154,10 +224,20 @@ class History:
     records: Counter[str] = field(default_factory=Counter)
     digest: str = ""
     gen_s: float = 0.0
+    #: the records themselves, when generated without a broker (``generate(settings=None)``)
+    written: list[tuple[str, bytes | None, bytes]] = field(default_factory=list)
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    """The partition a keyed record lands on: murmur2 of the key, as every Kafka client's default
+    partitioner computes it (``services.runtime.tasks.partition_of`` for a table id)."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 class KafkaWriter:
-    """A fast plain producer (no idempotence, acks=1, 1 MiB batches, 20 ms linger, no compression)."""
+    """A fast plain producer (no idempotence, acks=1, 1 MiB batches, 20 ms linger, no compression) that
+    fills each partition's batches itself (``create_batch``/``send_batch``, the partition from
+    :func:`partition_for_key`), in the order given: the per-record ``send`` cost a third of the generation."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -166,70 +246,206 @@ class KafkaWriter:
                                          max_request_size=8 << 20, request_timeout_ms=60_000)
 
     async def write(self, records: list[Any], counts: Counter[str]) -> None:
-        pending = []
+        """Write ``records`` (bus records: topic, key, value) and count them per topic, once delivered."""
+        producer, n = self.producer, self.settings.partitions
+        open_batches: dict[tuple[str, int], Any] = {}
+        sent: list[Any] = []
+        written: Counter[str] = Counter()
         for r in records:
-            pending.append(await self.producer.send(self.settings.topic(r.topic), r.value, key=r.key))
+            topic = self.settings.topic(r.topic)
+            written[r.topic] += 1
+            if r.key is None:  # no key: the default partitioner's choice, as before
+                sent.append(await producer.send(topic, r.value))
+                continue
+            tp = (topic, partition_for_key(r.key, n))
+            batch = open_batches.get(tp)
+            if batch is None:
+                batch = open_batches[tp] = producer.create_batch()
+            if batch.append(key=r.key, value=r.value, timestamp=None) is None:  # full: send it, start the next
+                sent.append(await producer.send_batch(batch, tp[0], partition=tp[1]))
+                batch = open_batches[tp] = producer.create_batch()
+                if batch.append(key=r.key, value=r.value, timestamp=None) is None:
+                    raise RuntimeError(f"a record of {len(r.value)} bytes does not fit an empty batch")
+        for (topic, p), batch in open_batches.items():
+            if batch.record_count():
+                sent.append(await producer.send_batch(batch, topic, partition=p))
+        await asyncio.gather(*sent)
+        counts.update(written)
+
+
+class ListWriter:
+    """A writer that keeps the records instead (``generate(settings=None)``: the history without a broker)."""
+
+    def __init__(self) -> None:
+        self.producer = self
+        self.records: list[tuple[str, bytes | None, bytes]] = []
+
+    async def start(self) -> None:
+        """Nothing to start."""
+
+    async def stop(self) -> None:
+        """Nothing to stop."""
+
+    async def flush(self) -> None:
+        """Nothing to flush."""
+
+    async def write(self, records: list[Any], counts: Counter[str]) -> None:
+        """Keep ``records`` as (topic, key, value) and count them per topic."""
+        for r in records:
+            self.records.append((r.topic, r.key, r.value))
             counts[r.topic] += 1
-            if len(pending) >= 20_000:
-                await asyncio.gather(*pending)
-                pending.clear()
-        await asyncio.gather(*pending)
 
 
 class OverBudget(RuntimeError):
     """Generating the history would take longer than ``--gen-budget`` allows."""
 
 
-async def generate(settings: Settings, rounds: int, tables: int, chunk: int, budget: float,
-                   seed: int = 17) -> History:
-    """Deal ``rounds`` rounds over ``tables`` tables in memory, writing every record into Kafka as it goes.
-    Raises :class:`OverBudget` (with the rounds reached and the rate) once ``budget`` s have passed."""
-    hist = History(rounds=rounds, tables=tables)
-    bus, hosts = memory_floor(seed)
+@dataclass
+class Part:
+    """What one process generated: its tables' records per topic, each table's projection state (msgpack of
+    the core's ``state_type``, as a snapshot holds it) and, without a broker, the records themselves."""
+
+    rounds: int = 0
+    records: Counter[str] = field(default_factory=Counter)
+    states: dict[str, bytes] = field(default_factory=dict)
+    written: list[tuple[str, bytes | None, bytes]] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def warnings_only() -> Any:
+    """Drop the services' info lines while the history is generated (one rendered JSON line per event,
+    written to /dev/null anyway: a tenth of the generation's time); warnings and errors still go through.
+    Loggers bound inside the block keep the filter; the restarted services are created after it."""
+    import structlog
+
+    before = structlog.get_config()["wrapper_class"]
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    try:
+        yield
+    finally:
+        structlog.configure(wrapper_class=before)
+
+
+def split_rounds(rounds: int, tables: int) -> list[int]:
+    """Rounds per table: ``rounds`` over ``tables``, the first ``rounds % tables`` tables one more."""
+    return [rounds // tables + (1 if i < rounds % tables else 0) for i in range(tables)]
+
+
+async def generate_tables(settings: Settings | None, tables: list[tuple[int, int]], chunk: int, budget: float,
+                          seed: int = 17, name: str = "") -> Part:
+    """Deal ``tables`` ((table index, rounds) each, one table after another) on one in-memory floor, writing
+    every record into Kafka as it goes (``settings`` None: kept in :attr:`Part.written` instead). Raises
+    :class:`OverBudget` (with the rounds reached and the rate) once ``budget`` s have passed."""
+    part = Part()
+    total = sum(n for _, n in tables)
+    bus, hosts, rand = memory_floor(seed)
     io = MemoryFloorIO(bus)
-    writer = KafkaWriter(settings)
+    writer: Any = KafkaWriter(settings) if settings is not None else ListWriter()
     await writer.producer.start()
     t0 = clock()
 
     async def flush() -> None:
         records, bus.log = bus.log, []
-        await writer.write(records, hist.records)
+        await writer.write(records, part.records)
         for lst in bus.topics.values():  # nothing reads them but a bus rebuild, which the bench never does
             lst.clear()
         io._seen.clear()
         io.log.by_table.clear()  # between rounds: a dealer takes its marks at the start of each step
 
     try:
-        per = [rounds // tables + (1 if i < rounds % tables else 0) for i in range(tables)]
-        done = 0
-        for i, n in enumerate(per):
+        for i, n in tables:
+            rand.for_table(i)
             d = TimedDealer(io, f"H{i:03d}", punto_banco_full(), SEATS, random.Random(seed * 1000 + i),
                             Clock(datetime(2026, 1, 1, tzinfo=UTC)), timeout=5)
             await d.open_table()
             await d.load_shoe()
             for _ in range(n):
                 await d.next_round()
-                done += 1
+                part.rounds += 1
                 if len(bus.log) >= chunk:
                     await flush()
-                    rate = done / (clock() - t0)
-                    print(f"  generated {done}/{rounds} rounds, {sum(hist.records.values())} records "
+                    rate = part.rounds / (clock() - t0)
+                    print(f"  {name}generated {part.rounds}/{total} rounds, {sum(part.records.values())} records "
                           f"({rate:.0f} rounds/s; RSS {rss_mib():.0f} MiB)", flush=True)
-                    if clock() - t0 > budget and done < rounds:
+                    if clock() - t0 > budget and part.rounds < total:
                         raise OverBudget(
-                            f"generation stopped at {done} of {rounds} rounds after {clock() - t0:.0f} s "
-                            f"(--gen-budget {budget:.0f} s): {rate:.0f} rounds/s on {os.cpu_count()} CPUs, "
-                            f"{(rounds - done) / rate / 60:.0f} more minutes needed; the in-memory services "
-                            f"(the projection's exact odds twice per card, the bus delivering every record to "
-                            f"every host) bound it, not Kafka")
+                            f"{name}generation stopped at {part.rounds} of {total} rounds after "
+                            f"{clock() - t0:.0f} s (--gen-budget {budget:.0f} s): {rate:.0f} rounds/s, "
+                            f"{(total - part.rounds) / rate / 60:.0f} more minutes needed; the in-memory "
+                            f"services (the projection's exact odds twice per card, every host's handling of "
+                            f"every record) bound it, not Kafka")
             d.close_sent.clear()
             d.close_acked.clear()
         await flush()
         await writer.producer.flush()
     finally:
         await writer.producer.stop()
+    import msgspec
+
+    part.states = {tid: msgspec.msgpack.encode(slot.state) for tid, slot in hosts["projection"].runner.tables.items()}
+    if isinstance(writer, ListWriter):
+        part.written = writer.records
+    return part
+
+
+def _generate_in_child(bootstrap: str | None, prefix: str, tables: list[tuple[int, int]], chunk: int,
+                       budget: float, seed: int, name: str) -> Part:
+    """:func:`generate_tables` in a worker process (spawned: its own services, logs and producer)."""
+    quiet_client_logs()
+    watch_service_logs(open(os.devnull, "w"), loud=lambda m: print(m, file=sys.stderr, flush=True))  # noqa: SIM115
+    settings = None if bootstrap is None else Settings(bootstrap_servers=bootstrap, topic_prefix=prefix)
+    with warnings_only():
+        return asyncio.run(generate_tables(settings, tables, chunk, budget, seed, name))
+
+
+def digest_of_states(states: dict[str, bytes]) -> str:
+    """The projection's state digest (``services.projection.digest.state_digest``) over tables whose
+    states were generated in several processes (decoded with the core's ``state_type``)."""
+    import msgspec
+
+    from services.projection.core import ProjectionCore
+    from services.projection.digest import state_digest
+
+    @dataclass
+    class _Slot:
+        state: Any
+
+    codec = ProjectionCore.state_type
+    return state_digest({tid: _Slot(msgspec.msgpack.decode(b, type=codec)) for tid, b in states.items()})
+
+
+async def generate(settings: Settings | None, rounds: int, tables: int, chunk: int, budget: float,
+                   seed: int = 17, workers: int = 1) -> History:
+    """Deal ``rounds`` rounds over ``tables`` tables in memory, writing every record into Kafka as it goes
+    (``settings`` None: kept in :attr:`History.written`). With ``workers`` > 1 the tables are dealt by that
+    many spawned processes (table *i* by worker ``i % workers``; tables are independent and each draws its
+    randomness from ``(seed, i)``, so the history is the same for any ``workers``), each with its own
+    in-memory floor and producer; the projection's digest is taken over all their tables' states."""
+    hist = History(rounds=rounds, tables=tables)
+    per = list(enumerate(split_rounds(rounds, tables)))
+    workers = max(1, min(workers, tables))
+    t0 = clock()
+    if workers == 1:
+        with warnings_only():
+            parts = [await generate_tables(settings, per, chunk, budget, seed)]
+    else:
+        import multiprocessing
+
+        bootstrap = None if settings is None else settings.bootstrap_servers
+        prefix = "" if settings is None else settings.topic_prefix
+        loop = asyncio.get_running_loop()
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            parts = await asyncio.gather(*(
+                loop.run_in_executor(pool, _generate_in_child, bootstrap, prefix, per[w::workers], chunk, budget,
+                                     seed, f"[worker {w}] ")
+                for w in range(workers)))
     hist.gen_s = clock() - t0
-    hist.digest, _ = await projection_digest(hosts["projection"])
+    states: dict[str, bytes] = {}
+    for part in parts:
+        hist.records.update(part.records)
+        states.update(part.states)
+        hist.written.extend(part.written)
+    hist.digest = digest_of_states(states)
     return hist
 
 
@@ -393,7 +609,7 @@ async def one_size(args: argparse.Namespace, rounds: int, watch: LogWatch) -> fl
     try:
         await ensure_topics(settings, T.ALL_TOPICS)  # the services' own topic creation
         await partitions_ready(settings, T.ALL_TOPICS)
-        hist = await generate(settings, rounds, tables, args.chunk, args.gen_budget)
+        hist = await generate(settings, rounds, tables, args.chunk, args.gen_budget, workers=args.workers)
         await check_topics(settings, hist)
         total = sum(hist.records.values())
         print(f"history: {total} records in {hist.gen_s:.1f} s ({rounds / hist.gen_s:.0f} rounds/s, "
@@ -475,8 +691,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tables", type=int, default=0, help="tables (default: max(4, rounds // 500))")
     ap.add_argument("--chunk", type=int, default=50_000, help="records per write to Kafka (memory bound)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds one start may take")
-    ap.add_argument("--gen-budget", type=float, default=1200.0,
+    ap.add_argument("--gen-budget", type=float, default=2400.0,
                     help="seconds the generation of one size may take (default %(default)s)")
+    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                    help="processes generating the history, tables split between them (default %(default)s)")
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP))
     ap.add_argument("--service-logs", choices=("devnull", "stderr", "off"), default="devnull")
     ap.add_argument("--keep-topics", action="store_true", help="do not delete each size's topics")
