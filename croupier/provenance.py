@@ -21,7 +21,8 @@ Pure, like :mod:`croupier.audit`, which calls :func:`check_provenance`. Checks:
     (``unattributed_command``).
 
 A command sent twice (a console's retry: a new record with the same id) is decided once; its events match one
-of its records. Events written before attribution existed carry no principal and are flagged: such a log
+of its records. Ids are the senders' own, so two principals may use the same one: an event is matched to the
+record its own principal wrote. Events written before attribution existed carry no principal and are flagged: such a log
 predates this check.
 """
 
@@ -119,7 +120,10 @@ def check_provenance(envelopes: Iterable[Envelope], commands: Iterable[CommandRe
 
 def _check_event(e: Envelope, recs: list[CommandRecord], flag: Flag) -> None:
     """One command-caused event against the records of its command (one, or a retry's too)."""
-    rec = next((r for r in recs if r.log_append_time and e.occurred_at == r.logged_at), recs[0])
+    # the same id may come from two principals (ids are the senders' own): the event's is the one its topic
+    # writer sent; of a retry's records, the one whose append time the event took
+    mine = [r for r in recs if (route := T.ROUTES.get(r.topic)) is not None and route.writer == e.principal] or recs
+    rec = next((r for r in mine if r.log_append_time and e.occurred_at == r.logged_at), mine[0])
     route = T.ROUTES.get(rec.topic)
     cmd = rec.command
     tag = type(cmd.payload).__struct_config__.tag

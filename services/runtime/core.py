@@ -111,7 +111,8 @@ class TableSlot(Generic[S]):
     """A table's state plus the bookkeeping the runner keeps for it.
 
     ``causes``: the ids of the last :data:`CAUSES_WINDOW` commands/events that caused an own event, in
-    order (a dict used as an ordered set, so the oldest is dropped first).
+    order (a dict used as an ordered set, so the oldest is dropped first), each scoped by the principal of
+    the events it caused (:func:`cause_key`).
     """
 
     state: S
@@ -161,7 +162,7 @@ class Runner(Generic[S]):
             return False
         s.state = self.core.evolve(s.state, env)
         s.seq[env.stream] = env.seq
-        s.remember(env.causation_id)
+        s.remember(cause_key(env.principal, env.causation_id))
         s.last_event_id = env.event_id
         return True
 
@@ -224,7 +225,7 @@ class Runner(Generic[S]):
         refused ``clock_skew`` (a ``CommandRejected``) and decides nothing else.
         """
         s = self.slot(cmd.table_id)
-        if cmd.command_id in s.causes:
+        if cause_key(route.writer if route is not None else None, cmd.command_id) in s.causes:
             return Decision(cmd.table_id)
         at = logged_at or cmd.issued_at
         claimed = cmd.issued_at if logged_at is not None else None
@@ -264,6 +265,14 @@ class Runner(Generic[S]):
             s = self.slot(decision.table_id)
             for send in decision.sends:
                 s.state = self.core.sent(s.state, send)
+
+
+def cause_key(principal: str | None, cause_id: str) -> str:
+    """The key a cause is remembered by: ``<principal>|<id>``. Command ids are chosen by their senders, so a
+    duplicate is a command of the *same* principal with the same id: a bettor who sends a bet under the id of
+    the console's next "No more bets" cannot make the console's real command look like a retry. Without a
+    principal (a log written before attribution, a core tested alone): the id itself."""
+    return f"{principal}|{cause_id}" if principal else cause_id
 
 
 def _refusal(cmd: CommandEnvelope, tag: str, route: CommandTopic | None) -> tuple[str, str] | None:

@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 #: bump when the layout of the records below changes (2: the state is zlib-compressed msgpack)
-FORMAT = 2
+FORMAT = 3  # 3: remembered command ids are scoped by principal (``<principal>|<id>``)
 #: the largest snapshot record a checkpoint writes (the snapshot topics take records up to 16 MiB); a
 #: checkpoint with a larger one is not written at all (the previous one stays valid)
 MAX_RECORD_BYTES = 15 * 1024 * 1024

@@ -280,3 +280,18 @@ async def test_casino_night_and_an_accruing_table_through_full_shoes():
                  if isinstance(e.payload, CommissionCollected)}
     assert collected == owed
     assert audit(events(bus)).clean
+
+
+async def test_a_bettor_cannot_pre_empt_the_consoles_command_id():
+    """Command ids are the senders' own: a bet sent under the id the console will give "No more bets" is a
+    bet; the console's call under that id is still decided, and a real retry of either is dropped."""
+    bus, io, _ = await _table_with_open_round()
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    await io.send(T.WAGERING_BETS, _bet("T1:close-R1"))  # the id the console is about to use
+    await io.send(T.WAGERING_COMMANDS, command("T1", "T1:close-R1", at, CloseBetting(round_id="R1")))
+    await io.send(T.WAGERING_COMMANDS, command("T1", "T1:close-R1", at, CloseBetting(round_id="R1")))  # retry
+    await io.send(T.WAGERING_BETS, _bet("T1:close-R1"))  # retry of the bet: nothing new either
+    (closed,) = [e for e in events(bus, T.WAGERING_EVENTS) if isinstance(e.payload, BettingClosed)]
+    assert (closed.causation_id, closed.principal) == ("T1:close-R1", "console")
+    assert [b.bet_id for b in closed.payload.bets] == ["T1:close-R1"]
+    assert [e.payload.reason for e in events(bus, T.WAGERING_EVENTS) if isinstance(e.payload, CommandRejected)] == []

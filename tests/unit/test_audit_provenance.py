@@ -128,3 +128,16 @@ def test_a_command_acted_on_from_a_topic_that_does_not_carry_it_is_flagged(floor
     moved = list(cmds)
     moved[k] = replace(cmds[k], topic=T.WAGERING_BETS)  # as if a bettor's "No more bets" had been taken
     assert kinds(audit(log, commands=moved)) == ["principal_mismatch", "wrong_topic_accepted"]
+
+
+def test_the_same_id_from_two_principals_is_matched_to_the_events_own_writer(floor):
+    """A bettor's record under the id of a console command (ids are the senders'): the console's events are
+    still matched to the console's record, and the audit stays clean."""
+    log, cmds = floor
+    k = next(n for n, r in enumerate(cmds) if isinstance(r.command.payload, CloseBetting))
+    from contracts.commands import PlaceBet
+
+    clash = CommandRecord(T.WAGERING_BETS, 0, 10**6, cmds[k].timestamp_ms - 5, True, msgspec.structs.replace(
+        cmds[k].command, actor="player-1", payload=PlaceBet(round_id="S-1", seat=1, player_id="player-1",
+                                                            wager="banker", amount_cents=2500)))
+    assert audit(log, commands=[clash] + cmds).clean
