@@ -123,6 +123,7 @@ def _check_event(e: Envelope, recs: list[CommandRecord], flag: Flag) -> None:
     # the same id may come from two principals (ids are the senders' own): the event's is the one its topic
     # writer sent; of a retry's records, the one whose append time the event took
     mine = [r for r in recs if (route := T.ROUTES.get(r.topic)) is not None and route.writer == e.principal] or recs
+    mine = [r for r in mine if r.command.actor == (e.actor or "")] or mine  # a reused id: the event's sender's
     rec = next((r for r in mine if r.log_append_time and e.occurred_at == r.logged_at), mine[0])
     route = T.ROUTES.get(rec.topic)
     cmd = rec.command

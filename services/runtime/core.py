@@ -19,9 +19,12 @@ Kafka publisher writes it in one transaction, so a crash never leaves half a dec
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, Protocol, TypeVar
+
+import msgspec
 
 from contracts.commands import Command
 from contracts.topics import ROUTES, TOPIC_OF, CommandTopic
@@ -112,20 +115,24 @@ class TableSlot(Generic[S]):
 
     ``causes``: the ids of the last :data:`CAUSES_WINDOW` commands/events that caused an own event, in
     order (a dict used as an ordered set, so the oldest is dropped first), each scoped by the principal of
-    the events it caused (:func:`cause_key`).
+    the events it caused (:func:`cause_key`), with the digest of the command it was (:func:`command_digest`;
+    "" when not known, as after a rebuild from the events alone).
     """
 
     state: S
     seq: dict[str, int] = field(default_factory=dict)
-    causes: dict[str, None] = field(default_factory=dict)
+    causes: dict[str, str] = field(default_factory=dict)
     input_seq: dict[str, int] = field(default_factory=dict)
     last_event_id: str | None = None
 
-    def remember(self, cause: str) -> None:
-        """Add a cause id, forgetting the oldest beyond :data:`CAUSES_WINDOW`."""
+    def remember(self, cause: str, digest: str = "") -> None:
+        """Add a cause key (with the digest of its command, when known), forgetting the oldest beyond
+        :data:`CAUSES_WINDOW`."""
         if cause in self.causes:
+            if digest and not self.causes[cause]:
+                self.causes[cause] = digest
             return
-        self.causes[cause] = None
+        self.causes[cause] = digest
         if len(self.causes) > CAUSES_WINDOW:
             del self.causes[next(iter(self.causes))]
 
@@ -225,11 +232,25 @@ class Runner(Generic[S]):
         refused ``clock_skew`` (a ``CommandRejected``) and decides nothing else.
         """
         s = self.slot(cmd.table_id)
-        if cause_key(route.writer if route is not None else None, cmd.command_id) in s.causes:
-            return Decision(cmd.table_id)
+        key = cause_key(route.writer if route is not None else None, cmd.command_id)
+        digest = command_digest(cmd)
+        tag = type(cmd.payload).__struct_config__.tag
+        if key in s.causes:
+            known = s.causes[key]
+            if not known or known == digest:
+                return Decision(cmd.table_id)  # a retry: decided once
+            # another command under an id its principal already used (a terminal taking another's bet id
+            # to swallow it): refused, never silently dropped
+            return self._wrap(cmd.table_id, [Emit(CommandRejected(
+                command_id=cmd.command_id, command=tag, reason="command_id_reused",
+                detail=f"command id {cmd.command_id} was already used by another {route.writer if route else ''} "
+                       "command at this table: a retry must repeat the command, a new command needs a new id"))],
+                cmd.command_id, logged_at or cmd.issued_at, cmd.correlation_id,
+                cmd.issued_at if logged_at is not None else None,
+                route.writer if route is not None else None, cmd.actor or None)
+        s.remember(key, digest)
         at = logged_at or cmd.issued_at
         claimed = cmd.issued_at if logged_at is not None else None
-        tag = type(cmd.payload).__struct_config__.tag
         refusal = _refusal(cmd, tag, route)
         if refusal is None and logged_at is not None and max_skew is not None \
                 and abs(cmd.issued_at - logged_at) > max_skew:
@@ -265,6 +286,13 @@ class Runner(Generic[S]):
             s = self.slot(decision.table_id)
             for send in decision.sends:
                 s.state = self.core.sent(s.state, send)
+
+
+def command_digest(cmd: CommandEnvelope) -> str:
+    """What makes a command the same command: its actor and payload (not its ``issued_at``: a retry is
+    stamped anew), 16 hex digits of BLAKE2b."""
+    return hashlib.blake2b(cmd.actor.encode() + b"\x00" + msgspec.json.encode(cmd.payload),
+                           digest_size=8).hexdigest()
 
 
 def cause_key(principal: str | None, cause_id: str) -> str:

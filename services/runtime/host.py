@@ -82,6 +82,9 @@ class ServiceHost:
         self.stale = False
         #: log each published event at debug rather than info (the projection writes two odds per card)
         self.quiet_events = getattr(core, "quiet_events", False)
+        #: the partition a table's records belong on (set by the Kafka runtime, :class:`Tasks`); None on the
+        #: in-memory bus, whose topics have one partition
+        self.partition_of: Callable[[str], int] | None = None
         #: handling and rebuilding take turns: a rebuild (on a partition assignment) and a handler must never
         #: run at once, or they would interleave two transactions on one producer
         self.lock = asyncio.Lock()
@@ -159,6 +162,10 @@ class ServiceHost:
         except Undecodable as e:
             await self._dead_letter(topic, partition, offset, key, body, f"undecodable: {e}")
             return
+        misrouted = self._misrouted(msg.table_id, partition, key)
+        if misrouted:
+            await self._dead_letter(topic, partition, offset, key, body, f"misrouted: {misrouted}")
+            return
         try:
             if is_command:
                 logged = datetime.fromtimestamp(logged_ms / 1000, timezone.utc) if logged_ms is not None else None
@@ -177,6 +184,16 @@ class ServiceHost:
         except Exception as e:  # a bug must not become a crash loop: dead-letter the message and go on
             self.log.exception("handler_failed", topic=topic, offset=offset)
             await self._dead_letter(topic, partition, offset, key, body, f"handler failed: {type(e).__name__}: {e}")
+
+    def _misrouted(self, table_id: str, partition: int, key: bytes | None) -> str:
+        """Why a record of ``table_id`` is not where its table's records are (its key is not the table id, or
+        its partition is not the one the table id maps to), else "". Every table's records are keyed by its
+        id: a record elsewhere was written by hand, to reach a task that does not own the table."""
+        if key is not None and key != T.key(table_id):
+            return f"key {key[:64]!r} is not table {table_id!r}'s"
+        if self.partition_of is not None and partition != (want := self.partition_of(table_id)):
+            return f"on partition {partition}, table {table_id!r} is on partition {want}"
+        return ""
 
     async def handle_batch(self, records: list[tuple[str, int, int, bytes | None, bytes]]) -> int:
         """Handle several records, then publish everything they caused in one transaction.

@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 #: bump when the layout of the records below changes (2: the state is zlib-compressed msgpack)
-FORMAT = 3  # 3: remembered command ids are scoped by principal (``<principal>|<id>``)
+FORMAT = 3  # 3: remembered command ids are scoped by principal (``<principal>|<id>``), with digests
 #: the largest snapshot record a checkpoint writes (the snapshot topics take records up to 16 MiB); a
 #: checkpoint with a larger one is not written at all (the previous one stays valid)
 MAX_RECORD_BYTES = 15 * 1024 * 1024
@@ -55,7 +55,8 @@ class TableSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     state: bytes
     seq: dict[str, int]
     input_seq: dict[str, int]
-    causes: list[str]
+    #: remembered cause key -> digest of the command it was ("" when not known: an event's cause)
+    causes: dict[str, str]
     last_event_id: str | None = None
 
 

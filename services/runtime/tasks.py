@@ -116,6 +116,9 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                  snapshots_of: str | None = None):
         self.host = host
         self.settings = settings
+        # a record on a partition its table does not map to is dead-lettered, never decided (a task would
+        # decide on a table it does not own, and its restore would never see the events)
+        host.partition_of = lambda table_id: partition_of(table_id, settings.partitions)
         self.group_id = group_id
         self.transactional = transactional
         self.service = host.core.name
@@ -350,7 +353,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             slot.state = state
             slot.seq = dict(snap.seq)
             slot.input_seq = dict(snap.input_seq)
-            slot.causes = dict.fromkeys(snap.causes)
+            slot.causes = dict(snap.causes)
             slot.last_event_id = snap.last_event_id
         return cp
 
@@ -536,7 +539,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             slot = runner.tables[t]
             out.append((T.key(t), S.encode(S.TableSnapshot(
                 version=self.version, table_id=t, state=S.encode_state(slot.state), seq=dict(slot.seq),
-                input_seq=dict(slot.input_seq), causes=list(slot.causes), last_event_id=slot.last_event_id))))
+                input_seq=dict(slot.input_seq), causes=dict(slot.causes), last_event_id=slot.last_event_id))))
         too_large = [t for (_, v), t in zip(out, changed) if len(v) > S.MAX_RECORD_BYTES]
         if too_large:  # never half a checkpoint: the previous one stays valid, the tail grows a little
             self.log.warning("checkpoint_skipped_snapshot_too_large", task=p, tables=too_large)

@@ -295,3 +295,17 @@ async def test_a_bettor_cannot_pre_empt_the_consoles_command_id():
     assert (closed.causation_id, closed.principal) == ("T1:close-R1", "console")
     assert [b.bet_id for b in closed.payload.bets] == ["T1:close-R1"]
     assert [e.payload.reason for e in events(bus, T.WAGERING_EVENTS) if isinstance(e.payload, CommandRejected)] == []
+
+
+async def test_a_bet_under_another_bets_id_is_refused_not_swallowed():
+    """Red team, finding 3: player-2 sends a bet under the id player-1's terminal is about to use; player-1's
+    bet under that id is then a different command with a used id: refused ``command_id_reused`` (so the
+    terminal learns its bet was not taken), never dropped as if it were a retry."""
+    bus, io, _ = await _table_with_open_round()
+    await io.send(T.WAGERING_BETS, _bet("bet-7", seat=2, player="player-2"))
+    await io.send(T.WAGERING_BETS, _bet("bet-7"))  # player-1's own bet, same id
+    await io.send(T.WAGERING_BETS, _bet("bet-7", seat=2, player="player-2"))  # player-2's retry: silent
+    refused = [(e.payload.command_id, e.payload.reason, e.actor) for e in events(bus, T.WAGERING_EVENTS)
+               if isinstance(e.payload, CommandRejected)]
+    assert refused == [("bet-7", "command_id_reused", "player-1")]
+    assert [(p.bet_id, p.player_id) for p in payloads(bus, T.WAGERING_EVENTS, BetPlaced)] == [("bet-7", "player-2")]

@@ -109,3 +109,15 @@ async def test_a_live_table_cannot_open_unregulated_but_a_test_table_can():
                if isinstance(e.payload, CommandRejected)}
     assert refused == {"BAC-01": "unregulated_not_allowed", "BAC-02": "invalid_config"}  # 3.3(a): Player 1 to 1
     assert [e.table_id for e in bus_events(bus, T.DEALING_EVENTS) if isinstance(e.payload, TableOpened)] == ["TRAIN-1"]
+
+
+async def test_a_command_whose_key_is_not_its_table_is_dead_lettered():
+    from contracts.codecs import decode_dead_letter, encode
+    from contracts.commands import CloseBetting
+
+    bus, _ = floor_bus()
+    bus.append(T.WAGERING_COMMANDS, T.key("T2"), encode(command("T1", "keyed-wrong", AT, CloseBetting(round_id="R1"))))
+    await bus.pump()
+    (letter,) = [decode_dead_letter(r.value) for r in bus.topics[T.dlq("wagering")]]
+    assert letter.error == "misrouted: key b'T2' is not table 'T1''s"
+    assert payloads(bus, T.WAGERING_EVENTS, CommandRejected) == []  # nothing decided

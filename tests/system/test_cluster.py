@@ -277,3 +277,47 @@ async def test_a_record_whose_outcome_cannot_be_published_is_dead_lettered_and_i
     assert [(lt.error.split(":")[0], lt.offset) for lt in letters][:1] == [("unpublishable outcome", letters[0].offset)]
     assert len(letters) == 1 and b'"poison"' in letters[0].original
     assert wagering.tasks.aborts >= 3  # the batch, then the poison alone twice
+
+
+async def test_a_record_on_another_tables_partition_is_dead_lettered_not_decided(cluster: Cluster):
+    """A bettor who writes a table's PlaceBet to another partition (red team, finding 4) reaches a task that
+    does not own the table: it is dead-lettered ``misrouted``, decides nothing, and the table carries on."""
+    from datetime import datetime, timezone
+
+    from contracts.codecs import decode_dead_letter
+    from contracts.commands import CloseBetting, OpenRound, PlaceBet
+    from contracts.events import BetPlaced, BettingOpened
+
+    await cluster.start()
+    tid = "M1"
+    d = TableDealer(cluster.io, tid, punto_banco_full(), SEATS, random.Random(3), Clock(), timeout=90)
+    await d.open_table()
+    await cluster.load(d, "M1-shoe-1")
+    since = cluster.io.log.mark(tid)
+    await cluster.io.send(T.DEALING_COMMANDS, command(tid, "open-1", Clock()(), OpenRound(round_id="R1",
+                                                                                        shoe_id="M1-shoe-1")))
+    await cluster.io.wait(tid, lambda e: isinstance(e.payload, BettingOpened), since, 90)
+    home = partition_of(tid, cluster.settings.partitions)
+    elsewhere = (home + 1) % cluster.settings.partitions
+    bet = command(tid, "misrouted", datetime.now(timezone.utc), PlaceBet(
+        round_id="R1", seat=1, player_id="player-1", wager="banker", amount_cents=10_000))
+    prod = AIOKafkaProducer(**cluster.settings.client_options())
+    await prod.start()
+    try:
+        await prod.send_and_wait(cluster.settings.topic(T.WAGERING_BETS), encode(bet), key=T.key(tid),
+                                 partition=elsewhere)
+    finally:
+        await prod.stop()
+    letters: list = []  # type: ignore[type-arg]
+    for _ in range(300):
+        letters = [decode_dead_letter(r.value) for r in
+                   await read_log(cluster.settings, cluster.settings.topic(T.dlq("wagering")))]
+        if letters:
+            break
+        await asyncio.sleep(0.1)
+    assert [(x.partition, x.error.split(":")[0]) for x in letters] == [(elsewhere, "misrouted")]
+    assert f"table {tid!r} is on partition {home}" in letters[0].error
+    await cluster.io.send(T.WAGERING_COMMANDS, command(tid, "close-1", Clock()(), CloseBetting(round_id="R1")))
+    env = await cluster.io.wait(tid, lambda e: isinstance(e.payload, RoundSettled), since, 90)
+    assert env.payload.bets == 0  # the misrouted bet was never taken
+    assert not any(isinstance(e.payload, BetPlaced) for e in cluster.io.log.by_table[tid][since:])
