@@ -36,7 +36,7 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   the command topics' records, each event a command caused matches that command's record: its topic's one
   writer, the command's actor, the record's append time as the event's time (``unattributed_event``,
   ``command_missing``, ``principal_mismatch``, ``actor_mismatch``, ``event_time_mismatch``,
-  ``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``); without them
+  ``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``, ``cause_missing``); without them
   :attr:`AuditReport.provenance` says the commands were not read;
 * records that could not be decoded at all (passed in by the reader as :class:`UndecodableRecord`) are
   discrepancies of kind ``undecodable_record``; well-formed events of a type this version does not know
@@ -57,7 +57,7 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``round_not_dealt``, ``round_not_settled``, ``floor_broken``, ``card_before_no_more_bets``,
 ``card_outside_round``, ``bet_after_first_card``, ``vault_unopenable``, ``vault_mismatch``, ``vault_missing``,
 ``unattributed_event``, ``command_missing``, ``principal_mismatch``, ``actor_mismatch``, ``event_time_mismatch``,
-``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``.
+``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``, ``cause_missing``.
 """
 
 from __future__ import annotations

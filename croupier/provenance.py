@@ -16,6 +16,8 @@ Pure, like :mod:`croupier.audit`, which calls :func:`check_provenance`. Checks:
   - its time is the broker's append time of the command's record (``event_time_mismatch``: a back-dated
     event) and its ``claimed_at``, when it has one, the command's ``issued_at`` (``claim_mismatch``), on a
     ``LogAppendTime`` topic;
+  - a service's own reaction names an event of the log as its cause (``cause_missing``: an event relabelled
+    as a reaction to hide that no command caused it);
   - unless it is the command's refusal (``CommandRejected``, ``BetRejected``): the topic carries that command
     (``wrong_topic_accepted``) and the command names its actor where the topic needs one
     (``unattributed_command``).
@@ -104,9 +106,17 @@ def check_provenance(envelopes: Iterable[Envelope], commands: Iterable[CommandRe
         by_id[(rec.command.table_id, rec.command.command_id)].append(rec)
         n += 1
     report = ProvenanceReport(status="checked", commands=n)
+    event_ids = {e.event_id for e in envs}
     for e in envs:
-        if not e.principal or e.principal == _owner(e.stream):
-            continue  # unattributed (flagged above), or the service's own reaction
+        if not e.principal:
+            continue  # flagged above
+        if e.principal == _owner(e.stream):  # the service's own reaction: caused by an event of the log
+            if e.causation_id not in event_ids and e.causation_id != e.table_id \
+                    and (e.table_id, e.causation_id) not in by_id:
+                flag(e.table_id, "cause_missing", _where(e),
+                     f"{type(e.payload).__name__} is the {e.principal} service's own reaction to {e.causation_id}, "
+                     "which is no event of the log")
+            continue
         recs = by_id.get((e.table_id, e.causation_id))
         if not recs:
             flag(e.table_id, "command_missing", _where(e),

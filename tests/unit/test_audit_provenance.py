@@ -141,3 +141,17 @@ def test_the_same_id_from_two_principals_is_matched_to_the_events_own_writer(flo
         cmds[k].command, actor="player-1", payload=PlaceBet(round_id="S-1", seat=1, player_id="player-1",
                                                             wager="banker", amount_cents=2500)))
     assert audit(log, commands=[clash] + cmds).clean
+
+
+def test_an_event_relabelled_as_a_reaction_with_no_cause_in_the_log_is_flagged(floor):
+    """Red team, finding 6: a forged BetPlaced naming the wagering service itself as its principal (as if it
+    were a reaction) must still have a cause in the log."""
+    log, cmds = floor
+    i = max(j for j, e in enumerate(log) if e.stream == T.WAGERING_EVENTS)
+    last = log[i]
+    from contracts.envelope import event_id
+
+    bet = BetPlaced(round_id="S-5", bet_id="ghost", seat=1, player_id="player-1", wager="banker", amount_cents=2500)
+    ghost = msgspec.structs.replace(last, seq=last.seq + 1, event_id=event_id(last.stream, last.table_id, last.seq + 1),
+                                    causation_id="nothing-at-all", principal="wagering", actor=None, payload=bet)
+    assert "cause_missing" in kinds(audit(log + [ghost], commands=cmds))
