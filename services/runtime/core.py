@@ -217,7 +217,8 @@ class Runner(Generic[S]):
 
     def decide(self, cmd: CommandEnvelope, logged_at: datetime | None = None,
                max_skew: timedelta | None = None, route: CommandTopic | None = None) -> Decision:
-        """Decide a command (nothing if its id already caused an event of ours).
+        """Decide a command: nothing if it is a retry (its principal already sent this command under this
+        id), a ``CommandRejected`` ``command_id_reused`` if its principal used the id for another command.
 
         ``route``: the command topic it came from. Its events record the topic's writer as ``principal`` and
         the command's ``actor``; a command type the topic does not carry is refused ``wrong_topic`` (a
