@@ -236,23 +236,20 @@ class Runner(Generic[S]):
         key = cause_key(route.writer if route is not None else None, cmd.command_id)
         digest = command_digest(cmd)
         tag = type(cmd.payload).__struct_config__.tag
+        at = logged_at or cmd.issued_at
+        claimed = cmd.issued_at if logged_at is not None else None
+        refusal: tuple[str, str] | None = None
         if key in s.causes:
-            known = s.causes[key]
-            if not known or known == digest:
+            if s.causes[key] in ("", digest):
                 return Decision(cmd.table_id)  # a retry: decided once
             # another command under an id its principal already used (a terminal taking another's bet id
             # to swallow it): refused, never silently dropped
-            return self._wrap(cmd.table_id, [Emit(CommandRejected(
-                command_id=cmd.command_id, command=tag, reason="command_id_reused",
-                detail=f"command id {cmd.command_id} was already used by another {route.writer if route else ''} "
-                       "command at this table: a retry must repeat the command, a new command needs a new id"))],
-                cmd.command_id, logged_at or cmd.issued_at, cmd.correlation_id,
-                cmd.issued_at if logged_at is not None else None,
-                route.writer if route is not None else None, cmd.actor or None)
-        s.remember(key, digest)
-        at = logged_at or cmd.issued_at
-        claimed = cmd.issued_at if logged_at is not None else None
-        refusal = _refusal(cmd, tag, route)
+            refusal = ("command_id_reused", f"command id {cmd.command_id} was already used by another "
+                                            f"{route.writer if route else ''} command at this table: a retry "
+                                            "must repeat the command, a new command needs a new id")
+        else:
+            s.remember(key, digest)
+            refusal = _refusal(cmd, tag, route)
         if refusal is None and logged_at is not None and max_skew is not None \
                 and abs(cmd.issued_at - logged_at) > max_skew:
             skew = (cmd.issued_at - logged_at).total_seconds()
