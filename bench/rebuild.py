@@ -191,12 +191,18 @@ def memory_floor(seed: int) -> tuple[MemoryBus, dict[str, Any], BenchRandomness]
     return bus, {name: bus.add(core) for name, core in cores.items()}, rand
 
 
-async def projection_digest(host: Any) -> tuple[str, int]:
-    """(digest, tables) of ``host``'s projection state, as the query API reports it (in process)."""
-    from services.projection.digest import state_digest
+_DIGESTS: dict[int, Any] = {}
 
+
+async def projection_digest(host: Any) -> tuple[str, int]:
+    """(digest, tables) of ``host``'s projection state, as the query API reports it (in process). Each
+    host's tables are re-encoded only when their state changed since the last poll
+    (:class:`services.projection.digest.DigestCache`), so polling does not load the restore it times."""
+    from services.projection.digest import DigestCache
+
+    cache = _DIGESTS.setdefault(id(host), DigestCache())
     tables = dict(host.runner.tables)
-    return state_digest(tables), len(tables)
+    return cache.digest(tables), len(tables)
 
 
 async def commit_history(settings: Settings, name: str) -> None:
@@ -570,6 +576,7 @@ async def start_once(settings: Settings, name: str, tag: str, watch: LogWatch, d
     except TimeoutError as e:
         out.note = f"timeout: {e}"
     finally:
+        _DIGESTS.pop(id(svc.host), None)
         with contextlib.suppress(Exception):
             await svc.stop()
         if probe_watch is not None:

@@ -15,13 +15,14 @@ from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
-from fastapi import Depends, FastAPI, HTTPException, Query
+from fastapi import Depends, FastAPI, HTTPException, Query, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from baccarat.roads import parse_results, roads
 from services.projection.auth import LEDGER_ROLES, ROLES, SURVEILLANCE_ROLES, NoCredentials, role_of
 from services.projection.core import ProjectionState
 from services.projection.digest import state_digest
+from services.projection.ledger_state import ENTRY_WINDOW
 from services.runtime.host import ServiceHost
 
 
@@ -165,13 +166,20 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
         }
 
     @api.get("/tables/{table_id}/ledger/entries",
-             summary="Journal entries of the current gaming day (cage, pit, surveillance)",
+             summary="The latest journal entries (cage, pit, surveillance)",
+             description="The latest entries the projection holds (about the last "
+                         f"{ENTRY_WINDOW:,} of the table), oldest first, narrowed by the filters; the response "
+                         "header `X-Ledger-Entries-Dropped` counts the table's entries no longer held (the "
+                         "whole journal is on the `projection.ledger` topic). Balances (`/ledger`) are exact "
+                         "running totals whatever is held.",
              dependencies=[Depends(ledger_reader)])
-    def ledger_entries(table_id: str, shoe_id: str | None = None, gaming_day: str | None = None,
-                       player_id: str | None = None, limit: int = Query(200, ge=1, le=10_000)) -> list[Any]:
+    def ledger_entries(response: Response, table_id: str, shoe_id: str | None = None,
+                       gaming_day: str | None = None, player_id: str | None = None,
+                       limit: int = Query(200, ge=1, le=10_000)) -> list[Any]:
         s = state(table_id)
         scope(s, table_id, shoe_id, gaming_day)
         es = s.ledger.entries(table_id=table_id, shoe_id=shoe_id, gaming_day=gaming_day, player_id=player_id)
+        response.headers["X-Ledger-Entries-Dropped"] = str(s.ledger.dropped)
         return [_plain(e) for e in list(es)[-limit:]]
 
     @api.get("/alerts", summary="Surveillance alerts of the current gaming day (surveillance)", dependencies=[Depends(surveillance)])

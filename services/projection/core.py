@@ -27,9 +27,9 @@ import msgspec
 from msgspec.structs import replace
 
 from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_card
+from baccarat.drawing import PUNTO_BANCO
 from baccarat.errors import BaccaratError
 from baccarat.expectation import wager_expectations
-from baccarat.drawing import PUNTO_BANCO
 from baccarat.odds import Composition, OutcomeCounts, exact_counts, table_for
 from baccarat.table import TableConfig
 from contracts import topics as T
@@ -111,7 +111,7 @@ class OddsDue(msgspec.Struct, frozen=True):
         return (self.shoe_number, self.step, 1 if self.trigger == "round_opened" else 0)
 
 
-def _due(state: "ProjectionState", due: OddsDue) -> "ProjectionState":
+def _due(state: ProjectionState, due: OddsDue) -> ProjectionState:
     """Make ``due`` the odds to publish unless something later in the shoe's history already is."""
     if state.odds_due is not None and state.odds_due.order >= due.order:
         return state
@@ -338,7 +338,7 @@ class ProjectionCore:
         new = book(env, self.cutoff)
         if not new:
             return state if ledger is state.ledger else replace(state, ledger=ledger)
-        ledger = ledger.post(new)
+        ledger = ledger.post(new, env.stream)
         published = state.ledger_published
         done = published.get(env.event_id) or frozenset()
         if done:
