@@ -3,7 +3,9 @@
 On opening the table it registers the seated players (``SeatPlayer``) and, for each shoe: load it (a CSPRNG shuffle by the shoe service, or a supplied order), then rounds until the
 dealing service refuses the next one (end of shoe); for each round: open it, wait for betting to open,
 place the seated players' bets (each from the player's betting terminal, on ``wagering.bets``), call "No more bets", wait for the round to be settled. Close the shoe
-(the reveal). Ids and time come from injected factories; randomness from an injected ``random.Random``.
+(the reveal). Ids derive from an injected run id (:mod:`services.floor.ids`), so a second run of the same tables
+on the same topics is not taken for retries of the first; time comes from an injected clock, randomness from an
+injected ``random.Random``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from contracts.events import (
     TableOpened,
 )
 from contracts.tables import ShoeSpec
+from services.floor import ids
 from services.floor.bettors import Seat, bets_for_round
 from services.floor.io import FloorIO
 from services.runtime.core import command
@@ -68,10 +71,18 @@ class TableRun:
 
 
 class TableDealer:
-    """Drives one table through ``FloorIO``."""
+    """Drives one table through ``FloorIO``.
+
+    ``run_id``: the namespace of this run's command, shoe and round ids (:mod:`services.floor.ids`; raises
+    :class:`~services.floor.ids.BadRunId` outside its pattern); ``""`` for the un-namespaced ids of a prefix
+    used once. ``timeout``: seconds to wait for each awaited event (:class:`~services.floor.io.FloorTimeout`
+    after it); ``open_timeout``: for the answer to the first command, ``OpenTable`` (default ``timeout``).
+    ``rounds_per_shoe``: close each shoe after that many rounds (None: deal it to the cutting card).
+    """
 
     def __init__(self, io: FloorIO, table_id: str, config: TableConfig, seats: list[Seat], rng: random.Random,
-                 clock: Callable[[], datetime], *, timeout: float = 60.0,
+                 clock: Callable[[], datetime], *, timeout: float = 60.0, open_timeout: float | None = None,
+                 run_id: str = "", rounds_per_shoe: int | None = None,
                  shoe_order: Callable[[int], list[str]] | None = None,
                  on_round: Callable[[TableRun, Envelope], None] | None = None):
         self.io = io
@@ -81,6 +92,11 @@ class TableDealer:
         self.rng = rng
         self.clock = clock
         self.timeout = timeout
+        self.open_timeout = timeout if open_timeout is None else open_timeout
+        self.run_id = ids.check_run_id(run_id) if run_id else ""
+        if rounds_per_shoe is not None and rounds_per_shoe < 1:
+            raise ValueError(f"rounds_per_shoe must be at least 1, got {rounds_per_shoe}")
+        self.rounds_per_shoe = rounds_per_shoe
         self.shoe_order = shoe_order
         self.on_round = on_round
         self.run_state = TableRun(table_id)
@@ -90,7 +106,7 @@ class TableDealer:
 
     def _id(self) -> str:
         self._n += 1
-        return f"{self.table_id}:cmd:{self._n}"
+        return ids.command_id(self.table_id, self.run_id, self._n)
 
     async def _send(self, topic: str, payload: Command, correlation: str = "", actor: str = "") -> str:
         """Send ``payload`` as ``actor`` (default: this dealer); returns the command id."""
@@ -105,7 +121,7 @@ class TableDealer:
     async def open_table(self) -> None:
         since = self.io.log.mark(self.table_id)
         cid = await self._send(T.DEALING_COMMANDS, OpenTable(config=table_spec(self.config)))
-        env = await self.io.wait(self.table_id, lambda e: e.causation_id == cid, since, self.timeout)
+        env = await self.io.wait(self.table_id, lambda e: e.causation_id == cid, since, self.open_timeout)
         if not isinstance(env.payload, TableOpened):
             raise RuntimeError(f"{self.table_id}: table refused: {env.payload}")
         await self.seat_players(self.seats)
@@ -121,7 +137,7 @@ class TableDealer:
                 raise RuntimeError(f"{self.table_id}: seating {s.player_id} refused: {env.payload}")
 
     async def play_shoe(self, number: int) -> None:
-        shoe_id = f"{self.table_id}-shoe-{number}"
+        shoe_id = ids.shoe_id(self.table_id, self.run_id, number)
         rules = self.config.shoe
         spec = ShoeSpec(decks=rules.decks, end_card_offset=rules.end_card_offset, burn=rules.burn.value,
                         end_of_shoe=rules.end_of_shoe.value, min_cut_depth=rules.min_cut_depth)
@@ -137,10 +153,9 @@ class TableDealer:
             raise RuntimeError(f"{self.table_id}: shoe refused: {env.payload.detail}")
         self.run_state.shoes += 1
         n = 0
-        while True:
+        while self.rounds_per_shoe is None or n < self.rounds_per_shoe:
             n += 1
-            round_id = f"{shoe_id}-round-{n}"
-            if not await self.play_round(shoe_id, round_id):
+            if not await self.play_round(shoe_id, ids.round_id(shoe_id, n)):
                 break
         since = self.io.log.mark(self.table_id)
         await self._send(T.SHOE_COMMANDS, CloseShoe(shoe_id=shoe_id))
