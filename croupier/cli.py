@@ -1,7 +1,9 @@
 """The ``croupier`` command line: how auditors, tests and operators poke the rules and run the floor.
 
-Every rules-core error (a :class:`baccarat.errors.BaccaratError`) prints one line ``error: …`` on stderr
-and exits with status 2; nothing prints a traceback for bad input.
+Exit statuses: 0 done (also when the reader of stdout closed the pipe: ``croupier replay … | head -1``,
+:mod:`croupier.group`); 2 bad input or usage (a missing or unknown option, a rules-core error, an unknown
+table or prefix), one line ``error: …`` on stderr and never a traceback; 1 infrastructure (a broker that
+cannot be reached, services that do not answer) or a dirty audit.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from baccarat.odds import Composition, exact_counts
 from baccarat.round import resolve as resolve_round
 from baccarat.table import TableConfig, casino_night, no_vig_dragon, punto_banco_full
 from baccarat.wagers import PANDA_AND_DRAGON, Wager, settle
+from croupier.group import CroupierGroup, is_closed_pipe
 
 app = typer.Typer(
+    cls=CroupierGroup,
     name="croupier",
     help="Croupier: New Jersey baccarat tables, exact rules, money and odds.",
     no_args_is_help=True,
