@@ -2,7 +2,7 @@
 then an independent check of the raw topics, ``croupier audit`` and a fresh projection replica.
 
 Run: ``.venv/bin/python bench/chaos.py [--rounds 300] [--faults 15] [--max-seconds 600] [--tables 6]
-[--instances 2] [--seed 1] [--own-broker PORT] [--bootstrap HOST:PORT] [--prefix P]``
+[--instances 2] [--seed 1] [--own-broker PORT] [--bootstrap HOST:PORT] [--prefix P] [--keep-topics]``
 (bootstrap default: ``KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:19092``; ``--own-broker PORT`` starts a
 broker of this run's own on PORT (controller on PORT+1, data in /tmp/croupier-chaos-kafka-PORT), kills it
 once with ``kill -9`` mid-run, and stops it at the end; the shared broker is never touched).
@@ -12,6 +12,9 @@ The last line is exactly ``chaos: rounds=<n> faults=<k> lost=<x> doubled=<y> seq
 ledger_diff_cents=<c> audit=<clean|dirty> stall_p99_s=<s>``. Exit status 0 only when every figure is zero,
 the audit clean, the replica's ledger equal to the published one, no broken-floor rejection or dead letter,
 and at least ``--rounds`` rounds were settled; 1 otherwise.
+
+At the end the run's topics and consumer groups are deleted from the shared broker when the run passed
+(``--keep-topics`` keeps them); a failed run keeps them for the investigation and says how to delete them.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ import asyncio
 import os
 import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from croupier.chaos import ChaosConfig, report_lines, run_chaos
+from croupier.topics import cleanup
+from services.runtime.settings import Settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:19092"))
     ap.add_argument("--prefix", default=None, help="topic prefix (default: a new chaos<hex>.)")
     ap.add_argument("--replica-port", type=int, default=18931)
+    ap.add_argument("--keep-topics", action="store_true", help="do not delete this run's topics at the end")
     a = ap.parse_args(argv)
     prefix = a.prefix or f"chaos{uuid.uuid4().hex[:8]}."
     if not prefix.endswith("."):
@@ -56,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
                       max_seconds=a.max_seconds, tables=a.tables, instances=a.instances, seed=a.seed,
                       fault_gap_s=tuple(a.fault_gap), own_broker=a.own_broker, replica_port=a.replica_port)
     res = asyncio.run(run_chaos(cfg, out=lambda s: print(s, flush=True)))
-    for line in report_lines(res):
+    if a.own_broker is None:  # an own broker was stopped with its data (/tmp/croupier-chaos-kafka-PORT)
+        settings = replace(Settings.from_env(), bootstrap_servers=a.bootstrap, topic_prefix=prefix)
+        asyncio.run(cleanup(settings, prefix, keep=a.keep_topics or not res.ok,
+                            out=lambda s: print(s, flush=True)))
+    for line in report_lines(res):  # the chaos: line stays the last
         print(line, flush=True)
     return 0 if res.ok else 1
 

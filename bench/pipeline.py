@@ -67,7 +67,6 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 import services
 from baccarat.table import punto_banco_full
 from bench.rawloop import NOT_ENOUGH_REPLICAS, RawLoop, run_raw, transactions_on_path
-from bench.rawloop import STAGES as RAW_STAGES
 from bench.readiness import LogWatch, wait_restored, watch_service_logs
 from contracts import topics as T
 from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe
@@ -84,6 +83,7 @@ from contracts.events import (
 )
 from contracts.tables import ShoeSpec
 from contracts.vault import new_key_entry
+from croupier.topics import cleanup
 from services.floor.bettors import Seat
 from services.floor.dealer import Clock, TableDealer
 from services.floor.io import EventLog, FloorTimeout, KafkaFloorIO
@@ -632,7 +632,7 @@ async def run(args: argparse.Namespace) -> int:
         await bench.stop()
         if raw_loop is not None:
             await raw_loop.stop()
-        await cleanup(args.bootstrap, prefix, settings, keep=args.keep_topics)
+        await cleanup(settings, prefix, keep=args.keep_topics)  # the raw loop's topics and groups too
     stray = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     if stray:
         print(f"warning: {len(stray)} task(s) still pending at exit: {[t.get_coro() for t in stray][:5]}")
@@ -655,33 +655,6 @@ def print_profile(profiler: Any, path: str, top: int = 25) -> None:
     print(f"cProfile of the timed phase (saved to {path}), top {top} by own time:")
     for line in lines[start:start + top + 1]:
         print("  " + line)
-
-
-async def cleanup(bootstrap: str, prefix: str, settings: Settings, *, keep: bool) -> None:
-    """Delete this run's topics and the services' consumer groups (all named with the unique prefix)."""
-    if keep:
-        print(f"kept topics {prefix}*")
-        return
-    from aiokafka.protocol.admin import DeleteGroupsRequest
-
-    admin = AIOKafkaAdminClient(**client_options(bootstrap))
-    try:
-        await admin.start()
-        mine = [t for t in await admin.list_topics() if t.startswith(prefix)]
-        if mine:
-            await admin.delete_topics(mine)
-        groups = [settings.group(s) for s in DECIDERS] + [f"{prefix}raw.{s}" for s in RAW_STAGES]
-        try:
-            for g in groups:  # one request per group: groups may live on different coordinators
-                node = await admin.find_coordinator(g)
-                await admin._send_request_to_node(node, DeleteGroupsRequest([g]))
-        except Exception as e:  # noqa: BLE001 - empty groups expire on their own
-            print(f"note: consumer groups not deleted ({type(e).__name__}: {e})")
-        print(f"deleted {len(mine)} topics {prefix}* and {len(groups)} consumer groups")
-    except Exception as e:  # noqa: BLE001
-        print(f"warning: cleanup failed: {type(e).__name__}: {e}")
-    finally:
-        await admin.close()
 
 
 def main(argv: list[str] | None = None) -> int:

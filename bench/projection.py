@@ -9,6 +9,7 @@
 3. For every card, the delay from the ``CardDrawn`` record being written (its Kafka timestamp) to the
    public ``OddsUpdated`` for it being written; p50 and p99.
 4. Rebuilds a fresh projection replica from offset zero and reports seconds per 100,000 events read.
+5. Deletes the run's topics (unless ``--keep-topics``).
 
 Last line: ``projection: tables=<n> odds_p50_ms=<a> odds_p99_ms=<b> rebuild_s_per_100k=<c>``.
 """
@@ -36,6 +37,7 @@ from contracts import topics as T  # noqa: E402
 from contracts.codecs import decode_event  # noqa: E402
 from contracts.commands import LoadShoe  # noqa: E402
 from contracts.events import CardDrawn, OddsUpdated  # noqa: E402
+from croupier.topics import cleanup  # noqa: E402
 from services.dealing.core import DealingCore  # noqa: E402
 from services.floor.bettors import Seat  # noqa: E402
 from services.floor.dealer import Clock, TableDealer  # noqa: E402
@@ -100,6 +102,7 @@ async def main() -> int:
     ap.add_argument("--card-interval-ms", type=float, default=500.0,
                     help="pause before each card at each table (a live table deals a card every 2-5 s)")
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:19092"))
+    ap.add_argument("--keep-topics", action="store_true", help="do not delete this run's topics at the end")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -119,6 +122,19 @@ async def main() -> int:
     except Exception as e:
         print(f"error: cannot reach Kafka at {args.bootstrap}: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    try:
+        last = await measure(args, settings, by_table)
+    finally:
+        await cleanup(settings, settings.topic_prefix, keep=args.keep_topics)
+    if last is None:
+        return 1
+    print(last)
+    return 0
+
+
+async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[str, list]) -> str | None:
+    """Steps 2-4 on the broker of ``settings``, under its fresh topic prefix; returns the last line to print
+    (None: no odds updates observed, said on stderr)."""
     # the projection runs in its own process, as in production (the replaying producer here would otherwise
     # share its event loop)
     proc = await asyncio.create_subprocess_exec(
@@ -173,7 +189,7 @@ async def main() -> int:
                 timeline.append((ts, rec.timestamp - ts))
     if not delays:
         print("error: no odds updates observed", file=sys.stderr)
-        return 1
+        return None
     p50, p99 = statistics.median(delays), pct(delays, 0.99)
     timeline.sort()
     t_first = timeline[0][0]
@@ -197,9 +213,8 @@ async def main() -> int:
     rebuild_s = time.perf_counter() - t2
     per_100k = rebuild_s / records * 100_000
     print(f"rebuild from zero: {records} events in {rebuild_s:.2f} s (reading from Kafka included)")
-    print(f"projection: tables={args.tables} odds_p50_ms={p50:.1f} odds_p99_ms={p99:.1f} "
-          f"rebuild_s_per_100k={per_100k:.1f}")
-    return 0
+    return (f"projection: tables={args.tables} odds_p50_ms={p50:.1f} odds_p99_ms={p99:.1f} "
+            f"rebuild_s_per_100k={per_100k:.1f}")
 
 
 if __name__ == "__main__":

@@ -83,6 +83,7 @@ from bench.readiness import LogWatch, wait_restored, watch_service_logs
 from contracts import topics as T
 from contracts.codecs import Undecodable, UnknownMessageType, decode_event, encode
 from contracts.commands import CloseBetting, CloseShoe, CollectCommission, Command, OpenRound
+from croupier.topics import cleanup
 from services.floor.bettors import Seat
 from services.floor.dealer import Clock
 from services.floor.io import MemoryFloorIO
@@ -592,21 +593,6 @@ def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-async def cleanup(settings: Settings, prefix: str) -> None:
-    """Delete the prefix's topics (the history can be gigabytes on a shared broker)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
-    try:
-        await admin.start()
-        mine = [t for t in await admin.list_topics() if t.startswith(prefix)]
-        if mine:
-            await admin.delete_topics(mine)
-        print(f"deleted {len(mine)} topics {prefix}*")
-    except Exception as e:  # noqa: BLE001
-        print(f"warning: cleanup failed: {type(e).__name__}: {e}")
-    finally:
-        await admin.close()
-
-
 async def one_size(args: argparse.Namespace, rounds: int, watch: LogWatch) -> float | str:
     """Generate, write and restart every service for one size; the slowest warm ``done`` (or why not)."""
     prefix = f"rebuild{uuid.uuid4().hex[:8]}."
@@ -634,8 +620,7 @@ async def one_size(args: argparse.Namespace, rounds: int, watch: LogWatch) -> fl
                 print(f"  {name:<10} {phase}: ready {fmt(s.ready)} s ({s.how or 'not seen'}), done {fmt(s.done)} s"
                       f"{' ' + s.note if s.note else ''}; RSS {rss_mib():.0f} MiB", flush=True)
     finally:
-        if not args.keep_topics:
-            await cleanup(settings, prefix)
+        await cleanup(settings, prefix, keep=args.keep_topics)
     print(f"\nrestart times at {rounds} rounds (s from start(); done = projection digest equal / probe answered)")
     print(f"  {'service':<11}{'cold ready':>11}{'cold done':>11}{'warm ready':>11}{'warm done':>11}")
     for name, r in rows.items():

@@ -275,20 +275,26 @@ def _check_port(port: int | None) -> None:
         raise fail(f"port must be 1..65535, got {port}")
 
 
-def _run_async(coro, settings) -> None:  # type: ignore[no-untyped-def]
+def _run_async(coro, settings):  # type: ignore[no-untyped-def]
+    """``asyncio.run(coro)``'s result; each failure one ``error:`` line: exit 2 for a prefix that is empty or
+    has no topics, 1 for the broker (unreachable, refusing) or a prefix still in use; Ctrl-C returns None."""
     import asyncio
 
-    from croupier.serve import NoSuchPrefix, PortTaken
+    from croupier.replay import Unreachable
+    from croupier.serve import PortTaken
+    from croupier.topics import BadPrefix, NoSuchPrefix, PrefixInUse
 
     try:
-        asyncio.run(coro)
+        return asyncio.run(coro)
     except KeyboardInterrupt:
-        pass
-    except PortTaken as e:
+        return None
+    except (PortTaken, Unreachable, PrefixInUse) as e:
         raise fail(str(e), code=1) from None
-    except NoSuchPrefix as e:
+    except (NoSuchPrefix, BadPrefix) as e:
         raise fail(str(e)) from None
     except Exception as e:  # a broker that cannot be reached: one line, no traceback
+        if is_closed_pipe(e):
+            raise
         detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
         raise fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {detail}", code=1) from None
 
@@ -382,6 +388,71 @@ def vault_key_new(
     except VaultKeyError as e:
         raise fail(str(e)) from None
     typer.echo(f"{file}: keys {', '.join(keys.ids)}; {kid} seals new shoes from the shoe service's next start")
+
+
+topics_app = typer.Typer(help="Housekeeping of a floor's Kafka topics: list them, delete them to reclaim space.",
+                         no_args_is_help=True)
+app.add_typer(topics_app, name="topics")
+
+TOPICS_PREFIX_HELP = "The floor's topic prefix (required, never empty: e.g. demo-20261130-110143-72a3.)."
+
+
+def _topics_settings(prefix: str, bootstrap: str | None):  # type: ignore[no-untyped-def]
+    """Settings of ``prefix`` (a trailing dot added, as every command does); exit 2 for an empty one."""
+    from croupier.topics import BadPrefix, check_prefix
+
+    try:
+        check_prefix(prefix)
+    except BadPrefix as e:
+        raise fail(str(e)) from None
+    return _settings(bootstrap, prefix)
+
+
+@topics_app.command("list")
+def topics_list(
+    prefix: Annotated[str, typer.Option(help=TOPICS_PREFIX_HELP)],
+    bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
+) -> None:
+    """Print the topics under a prefix, one name a line (their count and consumer groups' on stderr)."""
+    from croupier.topics import list_groups, list_topics
+
+    settings = _topics_settings(prefix, bootstrap)
+    pre = settings.topic_prefix
+    names = _run_async(list_topics(settings, pre), settings)
+    groups = _run_async(list_groups(settings, pre), settings)
+    for name in names:
+        typer.echo(name)
+    typer.echo(f"{len(names)} topic(s) and {len(groups)} consumer group(s) under prefix {pre!r} at "
+               f"{settings.bootstrap_servers}", err=True)
+
+
+@topics_app.command("delete")
+def topics_delete(
+    prefix: Annotated[str, typer.Option(help=TOPICS_PREFIX_HELP)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+    bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
+) -> None:
+    """Delete every topic under a prefix and its consumer groups: the floor's whole log, for good. Asks first
+    (unless --yes; declining exits 1); refuses while services still run on the prefix (exit 1) and an empty
+    prefix (exit 2)."""
+    from croupier.topics import delete_prefix, list_topics
+
+    settings = _topics_settings(prefix, bootstrap)
+    pre = settings.topic_prefix
+    names = _run_async(list_topics(settings, pre), settings)
+    if not names:
+        typer.echo(f"no topics under prefix {pre!r} at {settings.bootstrap_servers}: nothing to delete", err=True)
+        return
+    shown = ", ".join(names[:3]) + (f", ... ({len(names) - 3} more)" if len(names) > 3 else "")
+    if not yes and not typer.confirm(f"Delete {len(names)} topic(s) under prefix {pre!r} at "
+                                     f"{settings.bootstrap_servers} ({shown}) for good?", default=False, err=True):
+        typer.echo("nothing deleted", err=True)
+        raise typer.Exit(1)
+    d = _run_async(delete_prefix(settings, pre), settings)
+    typer.echo(f"deleted {len(d.topics)} topic(s) and {len(d.groups)} consumer group(s) under prefix {pre!r}",
+               err=True)
+    for note in d.notes:
+        typer.echo(f"note: {note}", err=True)
 
 
 @app.command()

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping
 
 import services
+from croupier.topics import require_prefix
 from services.runtime.app import Service
 from services.runtime.logging import get_logger
 from services.runtime.settings import Settings
@@ -17,10 +18,6 @@ from services.runtime.settings import Settings
 
 class PortTaken(OSError):
     """The API's port is already in use."""
-
-
-class NoSuchPrefix(LookupError):
-    """No Croupier topics under the given prefix (a read-only replica must not create any)."""
 
 
 def check_port(host: str, port: int) -> None:
@@ -115,21 +112,7 @@ async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1",
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
     check_port(host, port)
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    from contracts import topics as T
-
-    admin = AIOKafkaAdminClient(**settings.client_options())
-    await admin.start()
-    try:
-        existing = set(await admin.list_topics())
-    finally:
-        await admin.close()
-    if settings.topic(T.DEALING_EVENTS) not in existing:
-        prefixes = sorted({t[: -len(T.DEALING_EVENTS)] for t in existing if t.endswith(T.DEALING_EVENTS)})
-        raise NoSuchPrefix(f"no Croupier topics under prefix {settings.topic_prefix!r} at "
-                           f"{settings.bootstrap_servers}" + (f"; prefixes in use: {', '.join(p or '(none)' for p in prefixes[-5:])}"
-                                                              if prefixes else ""))
+    await require_prefix(settings)  # a read-only replica must not create topics under a mistyped prefix
     replica = create_replica(settings, group=f"{settings.group('projection-api')}.{uuid.uuid4().hex[:8]}")
     await replica.start()
     try:
