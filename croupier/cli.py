@@ -475,20 +475,28 @@ def api(
 @app.command()
 def demo(
     tables: Annotated[int, typer.Option(help="Tables on the floor (1-50).")] = 8,
-    shoes: Annotated[int, typer.Option(help="Complete 8-deck shoes each table deals (1-10).")] = 1,
+    shoes: Annotated[int, typer.Option(help="8-deck shoes each table deals (1-10).")] = 1,
+    rounds: Annotated[int, typer.Option(help="Close each shoe after this many rounds (0: deal it to the "
+                                             "cutting card).")] = 0,
     speed: Annotated[float, typer.Option(help="At most this many rounds per second per table (0: as fast as "
                                               "the services go).")] = 0.0,
     bootstrap: Annotated[Optional[str], typer.Option(help="Kafka bootstrap servers (default: "
                                                           "$KAFKA_BOOTSTRAP_SERVERS; none: start the "
-                                                          "project's local broker and stop it at the end).")
+                                                          "project's local broker and stop it at the end; with "
+                                                          "--no-services 127.0.0.1:19092).")
                          ] = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed of the simulated players (the shoes are always "
                                                      "shuffled by the shoe service's CSPRNG).")] = None,
     prefix: Annotated[Optional[str], typer.Option(help="Topic prefix (default: a new demo-<time>-<id>.).")] = None,
+    run_id: Annotated[Optional[str], typer.Option(
+        "--run-id", help="This run's namespace of command, shoe and round ids (1-32 letters, digits, . _ -; "
+        "default: a new random one), so the same tables can be dealt again on the same prefix.")] = None,
     services_: Annotated[bool, typer.Option("--services/--no-services",
                                             help="Run the five services here (default), or only the floor, "
                                                  "against services already running (croupier serve --prefix).")
                          ] = True,
+    timeout: Annotated[float, typer.Option(help="With --no-services: seconds to wait for the services to "
+                                                "answer each table's first command.")] = 30.0,
 ) -> None:
     """A whole floor: the five services, dealers dealing real shoes to the cutting card, players with
     bankrolls betting every wager, an advantage player for surveillance to find; a live dashboard, then a
@@ -497,24 +505,42 @@ def demo(
     import os
 
     from croupier.demo import DemoError, run_demo
+    from croupier.replay import Unreachable
+    from croupier.topics import NoSuchPrefix
+    from services.floor.ids import BadRunId, check_run_id
 
     if not 1 <= tables <= 50:
         raise fail(f"--tables must be 1..50, got {tables}")
     if not 1 <= shoes <= 10:
         raise fail(f"--shoes must be 1..10, got {shoes}")
+    if rounds < 0:
+        raise fail(f"--rounds must be 0 or more, got {rounds}")
     if speed < 0:
         raise fail(f"--speed must be 0 or more, got {speed}")
-    boot = bootstrap or os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None
+    if timeout <= 0:
+        raise fail(f"--timeout must be more than 0 seconds, got {timeout:g}")
+    pre = _settings(None, prefix).topic_prefix if prefix is not None else None
+    if not services_ and not pre:
+        raise fail("--no-services needs the --prefix the running services use")
     try:
-        pre = _settings(None, prefix).topic_prefix if prefix is not None else None
-        if not services_ and not pre:
-            raise fail("--no-services needs the --prefix the running services use")
-        code = asyncio.run(run_demo(tables, shoes, speed, boot, out, seed, prefix=pre, with_services=services_))
+        run = check_run_id(run_id) if run_id is not None else None
+    except BadRunId as e:
+        raise fail(f"--run-id: {e}") from None
+    boot = bootstrap or os.environ.get("KAFKA_BOOTSTRAP_SERVERS") or None
+    if boot is None and not services_:  # services running elsewhere have a broker already: never start one
+        boot = _settings(None, None).bootstrap_servers
+    try:
+        code = asyncio.run(run_demo(tables, shoes, speed, boot, out, seed, prefix=pre, with_services=services_,
+                                    run_id=run, rounds=rounds or None, answer_timeout=timeout))
     except KeyboardInterrupt:
         raise fail("interrupted", code=130) from None
-    except DemoError as e:
+    except NoSuchPrefix as e:
+        raise fail(str(e)) from None
+    except (DemoError, Unreachable) as e:
         raise fail(str(e), code=1) from None
-    except Exception as e:  # a broker that cannot be reached, and the like: one line
+    except Exception as e:  # a broker that stopped answering, and the like: one line
+        if is_closed_pipe(e):
+            raise
         raise fail(f"cannot run the demo against Kafka at {boot or 'the local broker'}: {type(e).__name__}: {e}",
                    code=1) from None
     raise typer.Exit(code)

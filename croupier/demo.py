@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from aiokafka.errors import KafkaError
 from rich.console import Console, Group
 from rich.live import Live
 from rich.panel import Panel
@@ -33,10 +34,13 @@ from contracts.events import BetSettled, CardDrawn, RoundResolved, RoundSettled,
 from croupier.audit import AuditReport, audit
 from croupier.devkey import with_dev_key
 from croupier.log import read_commands, read_for_audit, read_vault
+from croupier.replay import Unreachable
+from croupier.topics import require_prefix
 from services.floor.advantage import AdvantagePlayer
 from services.floor.bettors import Seat
 from services.floor.dealer import TableDealer, TableRun
-from services.floor.io import KafkaFloorIO
+from services.floor.ids import check_run_id
+from services.floor.io import FloorTimeout, KafkaFloorIO
 from services.runtime.app import Service
 from services.runtime.kafka import ensure_topics
 from services.runtime.logging import STDERR, configure
@@ -49,6 +53,10 @@ ROUNDS_PER_SHOE = 80  # for the progress bar only: a shoe of 8 decks gives about
 
 class DemoError(RuntimeError):
     """A demo that cannot run (no broker, no Java): one line for the user."""
+
+
+class NoAnswer(DemoError):
+    """The broker is reachable but no service answered the floor's first commands (``--no-services``)."""
 
 
 @dataclass
@@ -223,12 +231,23 @@ def _dashboard(run: FloorRun, projection: Service | None, progress: Progress, st
 
 
 async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None, console: Console,
-                   seed: int | None = None, prefix: str | None = None, with_services: bool = True) -> int:
+                   seed: int | None = None, prefix: str | None = None, with_services: bool = True,
+                   run_id: str | None = None, rounds: int | None = None, answer_timeout: float = 30.0) -> int:
     """Run the demo; returns the exit status (0 when the final audit is clean).
 
     ``prefix``: the topic prefix (default: a new ``demo-<time>-<id>.``); ``with_services`` False drives the
-    tables only, against services already running under that prefix (``croupier serve``).
+    tables only, against services already running under that prefix (``croupier serve``). ``run_id``: the
+    namespace of this run's command, shoe and round ids (:mod:`services.floor.ids`; default a new 8-hex-digit
+    uuid), so the same tables can be dealt again on the same prefix. ``rounds``: close each shoe after that
+    many rounds (None: deal it to the cutting card). ``answer_timeout``: seconds to wait for the services'
+    answer to each table's first command when they run elsewhere.
+
+    Raises :class:`Unreachable` (no broker at ``bootstrap``), :class:`croupier.topics.NoSuchPrefix` (driving
+    services elsewhere on a prefix that has no topics), :class:`NoAnswer` (no service answered within
+    ``answer_timeout``), :class:`DemoError` (the services stopped answering; no local broker could be started),
+    :class:`services.floor.ids.BadRunId`.
     """
+    run_id = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex[:8]
     started_kafka = False
     if not bootstrap:
         console.print("using the project's local Kafka broker (infra/kafka/kafka.sh) ...")
@@ -242,6 +261,10 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         if key_path is not None:
             console.print(f"no vault key configured: the demo's shoe service seals under the development key "
                           f"{key_path} ({'created' if created else 'reused'}, mode 600)")
+    else:
+        # a prefix no service ever ran on: say so now, and create nothing for it (topics, log file)
+        await require_prefix(settings, hint=f": no service has run on it; start them with `croupier serve "
+                                            f"--prefix {prefix}`")
     log_path = REPO / "var" / f"{prefix}log.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_file = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
@@ -251,7 +274,10 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
     rng = random.Random(seed)
     run = FloorRun()
     try:
-        await ensure_topics(settings, T.ALL_TOPICS)
+        try:
+            await ensure_topics(settings, T.ALL_TOPICS)
+        except (KafkaError, OSError) as e:
+            raise Unreachable(f"cannot reach Kafka at {bootstrap} ({e})") from None
         for name in services.NAMES if with_services else ():
             svc = services.create(name, settings)
             await svc.start()
@@ -267,6 +293,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
             bankrolls = [Bankroll(s, rng.choice([100_000, 250_000, 500_000, 1_000_000])) for s in seats]
             ap = AdvantagePlayer(seat=7, player_id=f"{tid}-counter")
             dealers.append(DemoDealer(io, tid, cfg, seats, random.Random(rng.random()), _clock, timeout=120,
+                                      open_timeout=120 if with_services else answer_timeout, run_id=run_id,
+                                      rounds_per_shoe=rounds,
                                       bankrolls=bankrolls, ap=ap, board=board, run=run,
                                       pause_s=(1 / speed if speed > 0 else 0.0),
                                       on_round=None))
@@ -275,7 +303,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
             run.runs.append(d.run_state)
         progress = Progress(TextColumn("dealing"), BarColumn(), TextColumn("{task.completed}/{task.total} rounds"),
                             TimeElapsedColumn())
-        task = progress.add_task("rounds", total=tables * shoes * ROUNDS_PER_SHOE)
+        per_shoe = rounds or ROUNDS_PER_SHOE
+        task = progress.add_task("rounds", total=tables * shoes * per_shoe)
         t0 = time.monotonic()
 
         async def table(d: DemoDealer) -> None:
@@ -286,12 +315,21 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         with Live(_dashboard(run, projection, progress, t0), console=console, refresh_per_second=4,
                   transient=False) as live:
             while not work.done():
-                progress.update(task, completed=run.rounds, total=max(run.rounds, tables * shoes * ROUNDS_PER_SHOE))
+                progress.update(task, completed=run.rounds, total=max(run.rounds, tables * shoes * per_shoe))
                 live.update(_dashboard(run, projection, progress, t0))
                 await asyncio.sleep(0.25)
             progress.update(task, completed=run.rounds, total=run.rounds)
             live.update(_dashboard(run, projection, progress, t0))
-        await work
+        try:
+            await work
+        except FloorTimeout as e:
+            if with_services or any(io.log.by_table.get(tid) for tid in run.tables):
+                raise DemoError(f"the services on prefix {prefix!r} stopped answering: {e}") from None
+            raise NoAnswer(
+                f"no service answered the floor on prefix {prefix!r} at {bootstrap} within {answer_timeout:g} s "
+                f"(the broker is reachable): start the services on it, `croupier serve --prefix {prefix}`, or run "
+                f"`croupier demo` without --no-services; if they run, run id {run_id!r} was used on this prefix "
+                "before: give a new --run-id") from None
         elapsed = time.monotonic() - t0
         await asyncio.sleep(1.0)  # let the projection fold the last settlements
         alerts = [a for s in projection.host.runner.tables.values() for a in s.state.alerts] if projection else []
@@ -301,7 +339,7 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         report = audit(envs, undecodable=undecodable, unknown=unknown, vault=vault, vault_keys=keys,
                        vault_reason="the demo drove services it did not start: no vault key",
                        commands=await read_commands(settings))
-        _summary(console, run, alerts, report, elapsed, settings, started_kafka, log_path)
+        _summary(console, run, alerts, report, elapsed, settings, started_kafka, log_path, run_id)
         return 0 if report.clean else 1
     finally:
         await io.stop()
@@ -318,7 +356,7 @@ def _clock() -> datetime:
 
 
 def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport, elapsed: float,  # type: ignore[type-arg]
-             settings: Settings, started_kafka: bool, log_path: Path) -> None:
+             settings: Settings, started_kafka: bool, log_path: Path, run_id: str) -> None:
     t = Table(title="Summary", title_justify="left")
     t.add_column("table")
     t.add_column("rounds", justify="right")
@@ -350,7 +388,7 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
                       + ", ".join(f"{k} {v}" for k, v in sorted(report.broken_rejections.items())), markup=False)
     for d in (report.discrepancies or [])[:20]:
         console.print(f"  {d}", markup=False)
-    where = f"Kafka at {settings.bootstrap_servers}, topics {settings.topic_prefix}*"
+    where = f"Kafka at {settings.bootstrap_servers}, topics {settings.topic_prefix}*, run {run_id}"
     if started_kafka:
         where += f" (broker data in {REPO / 'var' / 'kafka'}; start it again with `bash infra/kafka/kafka.sh start`)"
     console.print(f"The log: {where}", markup=False)
@@ -359,6 +397,8 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
     console.print(f"  .venv/bin/croupier audit --prefix {settings.topic_prefix}"
                   + (f" --vault-key-file {key_file}" if key_file else ""), markup=False)
     console.print(f"  .venv/bin/croupier replay --prefix {settings.topic_prefix} --table BAC-01", markup=False)
+    console.print(f"Space: `.venv/bin/croupier topics delete --prefix {settings.topic_prefix}` deletes this log",
+                  markup=False)
 
 
-__all__ = ["run_demo", "DemoError"]
+__all__ = ["DemoError", "NoAnswer", "run_demo"]
