@@ -88,7 +88,7 @@ def test_resolve_human_output():
 def test_demo_with_an_unreachable_broker_is_one_line():
     r = run("demo", "--tables", "1", "--bootstrap", "127.0.0.1:1")
     assert r.exit_code == 1, r.output
-    assert r.stderr.strip().startswith("error: cannot run the demo against Kafka at 127.0.0.1:1")
+    assert r.stderr.strip().startswith("error: cannot reach Kafka at 127.0.0.1:1")
     assert "Traceback" not in r.output
 
 
