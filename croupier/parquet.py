@@ -272,3 +272,23 @@ def read_file(path: str | Path) -> list[LogRecord]:
 def read_directory(directory: str | Path) -> dict[str, list[LogRecord]]:
     """Every ``<EventType>.parquet`` of ``directory`` back as log records, ``{event type name: records}``."""
     return {p.name[: -len(SUFFIX)]: read_file(p) for p in owned_files(directory)}
+
+
+def type_text(t: Any) -> str:
+    """An Arrow type in words that do not depend on the pyarrow version: ``int64``, ``timestamp[us, UTC]``,
+    ``list<struct<account: string, amount_cents: int64>>``, ``map<string, int64>``."""
+    pa = _pa()
+    if pa.types.is_timestamp(t):
+        return f"timestamp[{t.unit}, {t.tz}]" if t.tz else f"timestamp[{t.unit}]"
+    if pa.types.is_list(t):
+        return f"list<{type_text(t.value_type)}>"
+    if pa.types.is_map(t):
+        return f"map<{type_text(t.key_type)}, {type_text(t.item_type)}>"
+    if pa.types.is_struct(t):
+        return "struct<" + ", ".join(f"{t.field(i).name}: {type_text(t.field(i).type)}"
+                                     for i in range(t.num_fields)) + ">"
+    names = {pa.string(): "string", pa.int64(): "int64", pa.int32(): "int32", pa.bool_(): "bool",
+             pa.float64(): "float64", pa.binary(): "binary"}
+    if t in names:
+        return names[t]
+    raise ParquetError(f"no name for the Arrow type {t}")
