@@ -535,8 +535,8 @@ def export(
     out_path: Annotated[str | None, typer.Option("--out", help="Output file (jsonl, parquet-json; - for "
                                                                   "stdout) or directory (parquet). Default "
                                                                   "<table>.jsonl, <table>-parquet/, "
-                                                                  "<table>.parquet; floor.* for several "
-                                                                  "tables.")] = None,
+                                                                  "<table>.parquet; floor.jsonl, floor-parquet/, "
+                                                                  "floor.parquet for several tables.")] = None,
     shoe: Annotated[str | None, typer.Option("--shoe", help="Only the events of this shoe (those naming it "
                                                                "and those of its rounds).")] = None,
     gaming_day: Annotated[str | None, typer.Option("--gaming-day", help="Only the events of this gaming day "
