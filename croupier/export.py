@@ -1,4 +1,7 @@
-"""Export: a table's events for analytics, as JSON lines or Parquet.
+"""Export: tables' events for analytics, as JSON lines or a single Parquet file with the payload as JSON.
+
+Typed Parquet, one flat table per event type (``--format parquet``), is :mod:`croupier.parquet`; which
+events an export takes (tables, shoe, gaming day, time), :mod:`croupier.selection`.
 
 Pure over :class:`croupier.log.LogRecord` (an envelope with its Kafka topic, partition, offset and
 timestamp), so it is testable without a broker:
@@ -6,8 +9,9 @@ timestamp), so it is testable without a broker:
 * JSON lines: one object per event = the envelope exactly as encoded on the wire
   (:func:`contracts.codecs.encode`) plus ``topic``, ``partition``, ``offset``, ``kafka_timestamp_ms``.
   Each line decodes back with :func:`contracts.codecs.decode_event` (unknown fields are ignored).
-* Parquet (needs ``pyarrow``): flat columns :data:`PARQUET_COLUMNS`; the payload as its wire JSON in
-  ``payload_json``; ``occurred_at`` a UTC timestamp in microseconds.
+* Parquet with the payload as JSON (``--format parquet-json``, needs ``pyarrow``): flat columns
+  :data:`PARQUET_COLUMNS`; the payload as its wire JSON in ``payload_json``; ``occurred_at`` a UTC timestamp
+  in microseconds.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from typing import IO, Any
 
 from contracts.codecs import encode
 
-FORMATS = ("jsonl", "parquet")
+#: ``parquet``: a directory of typed tables, one per event type (:mod:`croupier.parquet`); ``parquet-json``:
+#: one file of :data:`PARQUET_COLUMNS`, the payload as JSON text (the layout ``parquet`` had before)
+FORMATS = ("jsonl", "parquet", "parquet-json")
 
 PARQUET_COLUMNS = ("event_id", "stream", "table_id", "seq", "type", "occurred_at", "round_id", "shoe_id",
                    "causation_id", "correlation_id", "topic", "partition", "offset", "kafka_timestamp_ms",
@@ -104,6 +110,7 @@ def write_parquet(records: Iterable[Any], out: Any) -> int:
 
 
 def default_path(table_id: str, fmt: str) -> str:
-    """``<table>.jsonl`` / ``<table>.parquet`` (characters unsafe in a file name replaced by ``_``)."""
+    """Where an export goes by default: ``<table>.jsonl``, ``<table>-parquet`` (a directory, ``parquet``),
+    ``<table>.parquet`` (``parquet-json``); characters unsafe in a file name replaced by ``_``."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in table_id).lstrip(".") or "table"
-    return f"{safe}.{fmt}"
+    return {"parquet": f"{safe}-parquet", "parquet-json": f"{safe}.parquet"}.get(fmt, f"{safe}.{fmt}")

@@ -578,6 +578,21 @@ async def read_table(settings: Any, table_id: str, *, timeout_s: float = 300.0) 
     return await _guarded(run(), settings, timeout_s)
 
 
+async def read_floor(settings: Any, *, timeout_s: float = 600.0) -> list[Any]:
+    """Every event of every table, as :func:`read_table` reads one (the same streams, every partition of
+    each, read once), in per-stream order. Raises :class:`Unreachable`."""
+    from croupier.log import EVENT_STREAMS, PROJECTION_STREAMS, read_events
+
+    async def run() -> list[Any]:
+        existing = await _existing_topics(settings)
+        streams = tuple(s for s in EVENT_STREAMS + PROJECTION_STREAMS if settings.topic(s) in existing)
+        if not any(s in EVENT_STREAMS for s in streams):
+            return []
+        return await read_events(settings, None, streams)
+
+    return await _guarded(run(), settings, timeout_s)
+
+
 async def known_tables(settings: Any, *, timeout_s: float = 120.0) -> list[str]:
     """Tables with a dealing event (for the "unknown table" message); empty when the topic is missing."""
     from croupier.log import tables_in_log

@@ -6,7 +6,9 @@ need no credential and hold no player data. Ledgers and balances (player ids) ne
 <token>`` of the ``cage``, ``pit`` or ``surveillance`` role; the surveillance odds, alerts and player
 surveillance that of ``surveillance`` (roles and credentials: :mod:`services.projection.auth`). No or an
 unknown token: 401; a known token of a role not allowed: 403. An unknown table is a 404 with a message.
-Ledgers are held for the current gaming day (older days and shoes: ``croupier replay``/``export``).
+Balances are running totals; the latest entries are held (``/ledger/entries``), and the whole journal is
+paged from the ``projection.ledger`` topic with a cursor (``/ledger/journal``: a bad cursor is a 422;
+:mod:`services.projection.journal`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
+from aiokafka.errors import KafkaError
 from fastapi import Depends, FastAPI, HTTPException, Query, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -22,16 +25,19 @@ from baccarat.roads import parse_results, roads
 from services.projection.auth import LEDGER_ROLES, ROLES, SURVEILLANCE_ROLES, NoCredentials, role_of
 from services.projection.core import ProjectionState
 from services.projection.digest import state_digest
+from services.projection.journal import MAX_LIMIT, BadCursor, Journal, KafkaJournal
 from services.projection.ledger_state import ENTRY_WINDOW
 from services.runtime.host import ServiceHost
 
 
-def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[], bool] | None = None) -> FastAPI:
+def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[], bool] | None = None,
+               journal: Journal | None = None) -> FastAPI:
     """The query API over ``host``'s projection state. ``tokens``: ``{role: bearer token}`` (roles in
     :data:`services.projection.auth.ROLES`; load them with :func:`services.projection.auth.load_tokens`).
     ``ready``: whether the projection has restored its tasks (``Service.ready``); until it has, every data
     endpoint answers 503 (never a 404 or zero balances from a half-restored state) and ``/health/ready``
-    says so.
+    says so. ``journal``: where ``/ledger/journal`` reads the whole journal (default: the
+    ``projection.ledger`` topic on ``host.settings``' broker, :class:`~services.projection.journal.KafkaJournal`).
     Raises :class:`~services.projection.auth.NoCredentials` if ``tokens`` is empty and ``ValueError`` for an
     unknown role: there is no default credential."""
     if not tokens:
@@ -40,6 +46,7 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
     if unknown:
         raise ValueError(f"unknown role(s) {', '.join(unknown)}; roles: {', '.join(ROLES)}")
     tokens = dict(tokens)
+    journal_source: Journal = journal if journal is not None else KafkaJournal(host.settings)
     api = FastAPI(
         title="Croupier projection",
         version="1",
@@ -181,6 +188,28 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
         es = s.ledger.entries(table_id=table_id, shoe_id=shoe_id, gaming_day=gaming_day, player_id=player_id)
         response.headers["X-Ledger-Entries-Dropped"] = str(s.ledger.dropped)
         return [_plain(e) for e in list(es)[-limit:]]
+
+    @api.get("/tables/{table_id}/ledger/journal",
+             summary="The whole journal, page by page with a cursor (cage, pit, surveillance)",
+             description="Every journal entry of the table since it opened, oldest first, read from the "
+                         "`projection.ledger` topic (not the projection's window): give no `cursor` for the "
+                         "first page, then each page's `next_cursor` for the next, until `more` is false (the "
+                         "last `next_cursor` also reads entries posted later). Each request reads Kafka: one "
+                         "short-lived consumer, the table's partition from the cursor on, at most `limit` "
+                         "entries (the partition's other tables' records are read and dropped). A cursor "
+                         "this API did not give for this table is a 422.",
+             dependencies=[Depends(ledger_reader)])
+    async def ledger_journal(table_id: str, cursor: str | None = None,
+                             limit: int = Query(500, ge=1, le=MAX_LIMIT)) -> Any:
+        state(table_id)
+        try:
+            page = await journal_source.page(table_id, cursor, limit)
+        except BadCursor as e:
+            raise HTTPException(422, str(e)) from None
+        except (TimeoutError, OSError, KafkaError) as e:
+            raise HTTPException(503, f"the journal could not be read from Kafka ({type(e).__name__}: {e})",
+                                headers={"Retry-After": "1"}) from None
+        return _plain(page)
 
     @api.get("/alerts", summary="Surveillance alerts of the current gaming day (surveillance)", dependencies=[Depends(surveillance)])
     def alerts(table_id: str | None = None, player_id: str | None = None) -> list[Any]:

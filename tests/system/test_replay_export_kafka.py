@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections import Counter
 
 from typer.testing import CliRunner
 
@@ -21,6 +22,7 @@ from contracts.events import (
     CardDealt,
     CardDrawn,
     LedgerPosted,
+    RoundOpened,
     RoundSettled,
 )
 from croupier.cli import app
@@ -145,9 +147,31 @@ async def test_replay_and_export_read_two_tables_back_from_kafka(kafka_bootstrap
     meta = [json.loads(x) for x in lines]
     assert {m["topic"] for m in meta} >= {s.topic(t) for t in EVENT_STREAMS} | {s.topic(T.PROJECTION_LEDGER)}
     assert len({m["partition"] for m in meta}) == 1 and all(m["kafka_timestamp_ms"] > 0 for m in meta)
-    import pyarrow.parquet as pq
+    # typed Parquet of every table (no --table), read back with DuckDB and into the contract structs
+    import duckdb
 
-    r = await _cli("export", "--table", "RX2", "--format", "parquet", "--out", str(tmp_path / "rx2.parquet"), *kafka)
+    from croupier.parquet import read_directory
+
+    out = tmp_path / "floor"
+    r = await _cli("export", "--format", "parquet", "--out", str(out), *kafka)
     assert r.exit_code == 0, r.output
-    table = pq.read_table(tmp_path / "rx2.parquet")
-    assert table.num_rows == len(lines) and table.column("event_id").to_pylist() == [m["event_id"] for m in meta]
+    every = log["RX1"] + log["RX2"]
+    counts = Counter(type(e.payload).__name__ for e in every)
+    assert r.stdout.startswith(f"exported {len(every)} events of 2 table(s) to {out} (parquet): ")
+    for name, n in counts.items():
+        assert duckdb.sql(f"select count(*) from '{out}/{name}.parquet'").fetchall() == [(n,)], name
+    settled = [e.payload for e in every if isinstance(e.payload, BetSettled)]
+    assert duckdb.sql(f"select sum(payout), count(distinct table_id) from '{out}/BetSettled.parquet'").fetchall() == [
+        (sum(x.payout for x in settled), 2)]
+    back = read_directory(out)
+    assert sorted((x.env for v in back.values() for x in v), key=lambda e: (e.table_id, e.stream, e.seq)) == sorted(
+        every, key=lambda e: (e.table_id, e.stream, e.seq))
+    # one shoe of one table from its second round on (occurred_at), as JSON lines
+    since = next(e for e in log["RX1"] if isinstance(e.payload, RoundOpened)
+                 and e.payload.round_id == played["RX1"][1]).occurred_at
+    r = await _cli("export", "--table", "RX1", "--shoe", "RX1-S", "--since", since.isoformat(), "--format", "jsonl",
+                   "--out", str(tmp_path / "rx1.jsonl"), *kafka)
+    assert r.exit_code == 0, r.output
+    got = [decode_event(x) for x in (tmp_path / "rx1.jsonl").read_bytes().splitlines()]
+    assert got and all(e.occurred_at >= since for e in got)
+    assert {e.payload.round_id for e in got if isinstance(e.payload, BetSettled)} == set(played["RX1"][1:])

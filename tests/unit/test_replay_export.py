@@ -391,10 +391,21 @@ def test_cli_export_jsonl_parquet_and_stdout(fake_kafka, records, tmp_path, monk
     pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    r = runner.invoke(app, ["export", "--table", "T1", "--format", "parquet", "--out", str(tmp_path / "x.parquet")])
+    from croupier.parquet import read_directory
+
+    # parquet: a directory of typed tables, one per event type
+    r = runner.invoke(app, ["export", "--table", "T1", "--format", "parquet", "--out", str(tmp_path / "x")])
     assert r.exit_code == 0, r.output
-    assert pq.read_table(tmp_path / "x.parquet").num_rows == len(t1)
-    _one_line_error(runner.invoke(app, ["export", "--table", "T1", "--format", "csv"]), 2, "unknown format 'csv'")
+    back = read_directory(tmp_path / "x")
+    assert sum(len(v) for v in back.values()) == len(t1) and len(back) >= 15
+    assert sorted(x.env.event_id for v in back.values() for x in v) == sorted(x.env.event_id for x in t1)
+    # parquet-json: the former layout, one file, the payload as JSON text
+    r = runner.invoke(app, ["export", "--table", "T1", "--format", "parquet-json", "--out",
+                            str(tmp_path / "x.parquet")])
+    assert r.exit_code == 0, r.output
+    table = pq.read_table(tmp_path / "x.parquet")
+    assert table.num_rows == len(t1) and table.column_names == list(PARQUET_COLUMNS)
+    _one_line_error(runner.invoke(app, ["export", "--table", "T1", "--format", "csv"]), 2, "unknown format 'csv': jsonl, parquet or parquet-json")
     _one_line_error(runner.invoke(app, ["export", "--table", "T9", "--format", "jsonl"]), 2,
                     "no events for table 'T9'")
     _one_line_error(runner.invoke(app, ["export", "--table", "T1", "--format", "jsonl", "--out",
