@@ -340,13 +340,20 @@ def serve(
     _check_port(api_port)
     tokens = _api_tokens(token) if api_port is not None or token is not None else None
     settings = _settings(bootstrap, prefix)
+    from services.runtime.logging import bind_process
+
+    bind_process(instance=settings.instance)  # every line of this process names it, the first ones too
     if "shoe" in names:
         try:
             if dev_vault_key:
                 settings, path, created = with_dev_key(settings)
-                if path is not None:
-                    typer.echo(f"no vault key configured: the shoe service uses the development key file {path} "
-                               f"({'created' if created else 'reused'}, mode 600); not for a real floor", err=True)
+                if path is not None:  # a JSON line like every other line `serve` writes
+                    from services.runtime.logging import get_logger
+
+                    get_logger("serve").warning(
+                        "dev_vault_key", path=str(path), created=created,
+                        detail="no vault key configured: the shoe service uses this development key file "
+                               "(mode 600); not for a real floor")
             elif not configured(settings):
                 raise VaultKeyError("the shoe service needs a vault key: set CROUPIER_VAULT_KEY_FILE (a file of "
                                     "KEY_ID:BASE64 lines, mode 600; `croupier vault-key new --file PATH` makes "

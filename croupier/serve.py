@@ -53,8 +53,11 @@ async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, 
 
     from services.projection.api import create_api
 
-    server = uvicorn.Server(uvicorn.Config(create_api(service.host, tokens, ready=lambda: service.ready), host=host, port=port,
-                                           log_level="warning", lifespan="off"))
+    # log_config=None: uvicorn's records go to the root logger, rendered as JSON like every other line
+    # (services.runtime.logging), not through the plain-text handlers uvicorn would install
+    server = uvicorn.Server(uvicorn.Config(create_api(service.host, tokens, ready=lambda: service.ready), host=host,
+                                           port=port, log_level="warning", log_config=None, access_log=False,
+                                           lifespan="off"))
     task = asyncio.create_task(server.serve())
     await stop.wait()
     server.should_exit = True
