@@ -8,8 +8,10 @@ import signal
 import socket
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 
 import services
+from croupier.readyfile import ReadyFile, keep_ready_file
 from services.runtime.app import Service
 from services.runtime.logging import get_logger
 from services.runtime.settings import Settings
@@ -66,11 +68,12 @@ async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, 
 
 async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None = None, *,
                 api_port: int | None = None, api_host: str = "127.0.0.1",
-                tokens: Mapping[str, str] | None = None) -> None:
+                tokens: Mapping[str, str] | None = None, ready_file: Path | None = None) -> None:
     """Start the named services (and the query API beside the projection), run until ``stop`` is set or
     a signal arrives, then stop them. ``tokens``: the API's ``{role: token}`` (default: from the environment,
     :func:`services.projection.auth.load_tokens`; raises ``NoCredentials`` before anything starts when the
-    API is asked for and no credential is configured)."""
+    API is asked for and no credential is configured). ``ready_file``: a file that exists exactly while every
+    named service runs and is ready (:mod:`croupier.readyfile`; a container's health check)."""
     log = get_logger("serve")
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
@@ -78,6 +81,9 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
         tokens = tokens or _load_tokens()
         check_port(api_host, api_port)
     running: list[Service] = []
+    keeper = (asyncio.create_task(keep_ready_file(ReadyFile(ready_file),
+                                                  lambda: running if len(running) == len(names) else [], stop))
+              if ready_file is not None else None)
     try:
         for name in names:
             svc = services.create(name, settings)
@@ -103,6 +109,10 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
         else:
             await stop.wait()
     finally:
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
         for svc in reversed(running):
             await svc.stop()
         log.info("stopped", services=names)
