@@ -81,8 +81,12 @@ def configure(level: str = "INFO", file: TextIO | None = None, *, repeat_interva
     _handler = ClientLogHandler(stream, level=lvl, interval_s=repeat_interval_s, defaults=lambda: _process)
     root.addHandler(_handler)
     root.setLevel(lvl)
-    for noisy in CLIENT_LOGGERS:  # client chatter: warnings and worse only
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, lvl))
+    for noisy in CLIENT_LOGGERS:  # client chatter: warnings and worse only, through the root's handler
+        client = logging.getLogger(noisy)
+        client.setLevel(max(logging.WARNING, lvl))
+        for h in list(client.handlers):  # FastStream's own plain-text handler on stderr (propagate False)
+            client.removeHandler(h)
+        client.propagate = True
     logging.captureWarnings(True)  # a DeprecationWarning and the like: a JSON line too, not raw text
     structlog.configure(
         processors=[

@@ -137,3 +137,23 @@ def test_a_record_keeps_the_context_it_was_logged_in_and_its_traceback():
         "settlement", "i-7", "BAC-01", "r-9")
     assert first["level"] == "error" and "RuntimeError: boom" in first["exception"]
     assert (second["service"], second["level"], "table_id" in second) == ("none", "warning", False)
+
+
+def test_faststreams_own_plain_text_handler_gives_way_to_the_json_one():
+    import faststream  # noqa: F401 - on import it gives its logger a plain-text stderr handler, propagate off
+
+    from services.runtime.logging import STDERR, configure, drain
+
+    fs = logging.getLogger("faststream")
+    buf = io.StringIO()
+    try:
+        configure(file=buf)
+        assert fs.handlers == [] and fs.propagate and fs.level == logging.WARNING
+        fs.info("FastStream app starting...")  # below a warning: client chatter
+        fs.error("FastStream app failed: %s", "KafkaConnectionError")
+        drain()
+    finally:
+        configure(file=STDERR)
+    [line] = _lines(buf)
+    assert (line["event"], line["level"], line["logger"]) == (
+        "FastStream app failed: KafkaConnectionError", "error", "faststream")
