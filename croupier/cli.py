@@ -350,7 +350,9 @@ def serve(
     settings = _settings(bootstrap, prefix)
     from services.runtime.logging import bind_process
 
-    bind_process(instance=settings.instance)  # every line of this process names it, the first ones too
+    # every line of this process names its instance, the first ones too; a client's line logged outside any
+    # service (at start, at exit) names `serve`
+    bind_process(instance=settings.instance, service="serve")
     if "shoe" in names:
         try:
             if dev_vault_key:
@@ -411,6 +413,9 @@ def api(
     tokens = _api_tokens(token)
     _check_port(port)
     settings = _settings(bootstrap, prefix)
+    from services.runtime.logging import bind_process
+
+    bind_process(instance=settings.instance, service="api")
     _run_async(api_alone(settings, port, host=host, tokens=tokens), settings)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import services
 from croupier.readyfile import ReadyFile, keep_ready_file
 from services.runtime.app import Service
-from services.runtime.logging import get_logger
+from services.runtime.logging import bind_service, get_logger
 from services.runtime.settings import Settings
 
 
@@ -60,7 +60,7 @@ async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, 
     server = uvicorn.Server(uvicorn.Config(create_api(service.host, tokens, ready=lambda: service.ready), host=host,
                                            port=port, log_level="warning", log_config=None, access_log=False,
                                            lifespan="off"))
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(), context=bind_service("api", service.host.settings.instance))
     await stop.wait()
     server.should_exit = True
     await task
