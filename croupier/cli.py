@@ -321,7 +321,7 @@ def serve(
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
     api_port: Annotated[Optional[int], typer.Option(help="Serve the query API beside the projection.")] = None,
     api_host: Annotated[str, typer.Option(help=HOST_HELP)] = DEFAULT_API_HOST,
-    ready_file: Annotated[Optional[Path], typer.Option(
+    ready_file: Annotated[Path | None, typer.Option(
         help="A file that exists exactly while every service here is ready (a container's health check: "
              "test -f FILE).")] = None,
     token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
