@@ -302,6 +302,10 @@ def _run_async(coro, settings):  # type: ignore[no-untyped-def]
 BOOTSTRAP_HELP = "Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:19092)."
 PREFIX_HELP = "Topic prefix (default: $CROUPIER_TOPIC_PREFIX or none)."
 TOKEN_HELP = "Removed: API tokens are read from CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE."
+#: where the query API listens unless told otherwise (loopback: a container passes --host 0.0.0.0)
+DEFAULT_API_HOST = "127.0.0.1"
+DEFAULT_API_PORT = 8080
+HOST_HELP = "Address the query API listens on (0.0.0.0: every interface, e.g. in a container)."
 
 
 def _api_tokens(token: Optional[str]) -> dict[str, str]:
@@ -326,6 +330,10 @@ def serve(
     bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
     api_port: Annotated[Optional[int], typer.Option(help="Serve the query API beside the projection.")] = None,
+    api_host: Annotated[str, typer.Option(help=HOST_HELP)] = DEFAULT_API_HOST,
+    ready_file: Annotated[Path | None, typer.Option(
+        help="A file that exists exactly while every service here is ready (a container's health check: "
+             "test -f FILE).")] = None,
     token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
     dev_vault_key: Annotated[bool, typer.Option(
         "--dev-vault-key", help="Without a configured vault key, make (or reuse) a development key file "
@@ -350,20 +358,30 @@ def serve(
     _check_port(api_port)
     tokens = _api_tokens(token) if api_port is not None or token is not None else None
     settings = _settings(bootstrap, prefix)
+    from services.runtime.logging import bind_process
+
+    # every line of this process names its instance, the first ones too; a client's line logged outside any
+    # service (at start, at exit) names `serve`
+    bind_process(instance=settings.instance, service="serve")
     if "shoe" in names:
         try:
             if dev_vault_key:
                 settings, path, created = with_dev_key(settings)
-                if path is not None:
-                    typer.echo(f"no vault key configured: the shoe service uses the development key file {path} "
-                               f"({'created' if created else 'reused'}, mode 600); not for a real floor", err=True)
+                if path is not None:  # a JSON line like every other line `serve` writes
+                    from services.runtime.logging import get_logger
+
+                    get_logger("serve").warning(
+                        "dev_vault_key", path=str(path), created=created,
+                        detail="no vault key configured: the shoe service uses this development key file "
+                               "(mode 600); not for a real floor")
             elif not configured(settings):
                 raise VaultKeyError("the shoe service needs a vault key: set CROUPIER_VAULT_KEY_FILE (a file of "
                                     "KEY_ID:BASE64 lines, mode 600; `croupier vault-key new --file PATH` makes "
                                     "one) or CROUPIER_VAULT_KEYS, or pass --dev-vault-key for a development key")
         except VaultKeyError as e:
             raise fail(str(e)) from None
-    _run_async(run_serve(names, settings, api_port=api_port, tokens=tokens), settings)
+    _run_async(run_serve(names, settings, api_port=api_port, api_host=api_host, tokens=tokens,
+                         ready_file=ready_file), settings)
 
 
 vault_key = typer.Typer(help="The shoe service's vault keys (AES-256-GCM, contracts/vault.py).",
@@ -457,7 +475,8 @@ def topics_delete(
 
 @app.command()
 def api(
-    port: Annotated[int, typer.Option(help="Port of the query API (127.0.0.1).")] = 8080,
+    port: Annotated[int, typer.Option(help="Port of the query API.")] = DEFAULT_API_PORT,
+    host: Annotated[str, typer.Option(help=HOST_HELP)] = DEFAULT_API_HOST,
     bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
     token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
@@ -469,7 +488,10 @@ def api(
     tokens = _api_tokens(token)
     _check_port(port)
     settings = _settings(bootstrap, prefix)
-    _run_async(api_alone(settings, port, tokens=tokens), settings)
+    from services.runtime.logging import bind_process
+
+    bind_process(instance=settings.instance, service="api")
+    _run_async(api_alone(settings, port, host=host, tokens=tokens), settings)
 
 
 @app.command()

@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO
 
 from aiokafka.errors import KafkaError
 from rich.console import Console, Group
@@ -43,7 +44,7 @@ from services.floor.ids import check_run_id
 from services.floor.io import FloorTimeout, KafkaFloorIO
 from services.runtime.app import Service
 from services.runtime.kafka import ensure_topics
-from services.runtime.logging import STDERR, configure
+from services.runtime.logging import STDERR, configure, drain
 from services.runtime.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -267,8 +268,10 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
                                             f"--prefix {prefix}`")
     log_path = REPO / "var" / f"{prefix}log.jsonl"
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    existed = log_path.exists()
     log_file = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
-    configure(file=log_file)  # the services' JSON logs go to a file, not over the dashboard
+    logs = LogFile(log_path, log_file, "Service logs" if with_services else "Floor client logs")
+    configure(file=log_file)  # the JSON logs go to a file, not over the dashboard
     running: list[Service] = []
     io = KafkaFloorIO(settings)
     rng = random.Random(seed)
@@ -339,7 +342,7 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         report = audit(envs, undecodable=undecodable, unknown=unknown, vault=vault, vault_keys=keys,
                        vault_reason="the demo drove services it did not start: no vault key",
                        commands=await read_commands(settings))
-        _summary(console, run, alerts, report, elapsed, settings, started_kafka, log_path, run_id)
+        _summary(console, run, alerts, report, elapsed, settings, started_kafka, logs, run_id)
         return 0 if report.clean else 1
     finally:
         await io.stop()
@@ -349,6 +352,23 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
             await asyncio.to_thread(stop_local_kafka)
         configure(file=STDERR)  # logs go back to stderr before the file closes
         log_file.close()
+        if not existed and log_path.stat().st_size == 0:
+            log_path.unlink()  # --no-services: the floor's clients had nothing to say; name no empty file
+
+
+class LogFile:
+    """The demo's JSON log file (``var/<prefix>log.jsonl``): the services' lines, or with ``--no-services``
+    only what the floor's Kafka clients logged, which may be nothing."""
+
+    def __init__(self, path: Path, file: IO[str], label: str):
+        self.path, self.file, self.label = path, file, label
+        self.start = file.tell()
+
+    def written(self) -> bool:
+        """True when this run wrote a line to the file (the client lines held for a count written first)."""
+        drain()
+        self.file.flush()
+        return self.file.tell() > self.start
 
 
 def _clock() -> datetime:
@@ -356,7 +376,7 @@ def _clock() -> datetime:
 
 
 def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport, elapsed: float,  # type: ignore[type-arg]
-             settings: Settings, started_kafka: bool, log_path: Path, run_id: str) -> None:
+             settings: Settings, started_kafka: bool, logs: LogFile, run_id: str) -> None:
     t = Table(title="Summary", title_justify="left")
     t.add_column("table")
     t.add_column("rounds", justify="right")
@@ -392,7 +412,8 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
     if started_kafka:
         where += f" (broker data in {REPO / 'var' / 'kafka'}; start it again with `bash infra/kafka/kafka.sh start`)"
     console.print(f"The log: {where}", markup=False)
-    console.print(f"Service logs (JSON lines): {log_path}", markup=False)
+    if logs.written():  # never name a file that stays empty (--no-services: the services log elsewhere)
+        console.print(f"{logs.label} (JSON lines): {logs.path}", markup=False)
     key_file = settings.extra.get("CROUPIER_VAULT_KEY_FILE")
     console.print(f"  .venv/bin/croupier audit --prefix {settings.topic_prefix}"
                   + (f" --vault-key-file {key_file}" if key_file else ""), markup=False)

@@ -8,11 +8,13 @@ import signal
 import socket
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 
 import services
 from croupier.topics import require_prefix
+from croupier.readyfile import ReadyFile, keep_ready_file
 from services.runtime.app import Service
-from services.runtime.logging import get_logger
+from services.runtime.logging import bind_service, get_logger
 from services.runtime.settings import Settings
 
 
@@ -50,9 +52,12 @@ async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, 
 
     from services.projection.api import create_api
 
-    server = uvicorn.Server(uvicorn.Config(create_api(service.host, tokens, ready=lambda: service.ready), host=host, port=port,
-                                           log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
+    # log_config=None: uvicorn's records go to the root logger, rendered as JSON like every other line
+    # (services.runtime.logging), not through the plain-text handlers uvicorn would install
+    server = uvicorn.Server(uvicorn.Config(create_api(service.host, tokens, ready=lambda: service.ready), host=host,
+                                           port=port, log_level="warning", log_config=None, access_log=False,
+                                           lifespan="off"))
+    task = asyncio.create_task(server.serve(), context=bind_service("api", service.host.settings.instance))
     await stop.wait()
     server.should_exit = True
     await task
@@ -60,11 +65,12 @@ async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, 
 
 async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None = None, *,
                 api_port: int | None = None, api_host: str = "127.0.0.1",
-                tokens: Mapping[str, str] | None = None) -> None:
+                tokens: Mapping[str, str] | None = None, ready_file: Path | None = None) -> None:
     """Start the named services (and the query API beside the projection), run until ``stop`` is set or
     a signal arrives, then stop them. ``tokens``: the API's ``{role: token}`` (default: from the environment,
     :func:`services.projection.auth.load_tokens`; raises ``NoCredentials`` before anything starts when the
-    API is asked for and no credential is configured)."""
+    API is asked for and no credential is configured). ``ready_file``: a file that exists exactly while every
+    named service runs and is ready (:mod:`croupier.readyfile`; a container's health check)."""
     log = get_logger("serve")
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
@@ -72,6 +78,9 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
         tokens = tokens or _load_tokens()
         check_port(api_host, api_port)
     running: list[Service] = []
+    keeper = (asyncio.create_task(keep_ready_file(ReadyFile(ready_file),
+                                                  lambda: running if len(running) == len(names) else [], stop))
+              if ready_file is not None else None)
     try:
         for name in names:
             svc = services.create(name, settings)
@@ -97,6 +106,10 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
         else:
             await stop.wait()
     finally:
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
         for svc in reversed(running):
             await svc.stop()
         log.info("stopped", services=names)

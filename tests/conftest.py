@@ -12,6 +12,7 @@ Every test session seals shoe orders under the fixed test vault key (``tests/vau
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -21,6 +22,16 @@ os.environ.pop("CROUPIER_VAULT_KEY_FILE", None)
 os.environ["CROUPIER_VAULT_KEYS"] = TEST_VAULT_KEYS
 
 KAFKA_MARKER = "kafka"
+
+
+@pytest.fixture(autouse=True)
+def _client_logs_written_within_their_test() -> Iterator[None]:
+    """The client log lines a test made (held up to 10 s for their repeat count, services/runtime/client_logs.py)
+    are written before it ends: into its own captured stderr, never into a later test's (a CliRunner's)."""
+    yield
+    from services.runtime.logging import drain
+
+    drain()
 _REQUIRE_ENV = "CROUPIER_REQUIRE_KAFKA"
 
 

@@ -14,8 +14,10 @@ publishes through it directly, record by record, with the same :class:`ServiceHo
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from typing import Any
 
+import structlog
 from aiokafka.errors import KafkaError
 from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
@@ -26,7 +28,7 @@ from services.runtime.assignor import TableTaskAssignor
 from services.runtime.core import ServiceCore
 from services.runtime.host import Publisher, ServiceHost
 from services.runtime.kafka import ensure_topics
-from services.runtime.logging import configure
+from services.runtime.logging import bind_process, bind_service, configure
 from services.runtime.settings import Settings
 from services.runtime.tasks import Tasks, snapshot_topic
 
@@ -59,8 +61,11 @@ class Service:
     :meth:`start` and :meth:`stop` run it inside another program (tests, ``croupier serve``, the demo)."""
 
     def __init__(self, app: FastStream, broker: KafkaBroker, host: ServiceHost, topics: list[str],
-                 tasks: Tasks | None = None):
+                 tasks: Tasks | None = None, log_name: str | None = None):
         self.app, self.broker, self.host, self.topics, self.tasks = app, broker, host, topics, tasks
+        #: the context the service runs in: its ``service`` and ``instance`` bound for every line it (and the
+        #: clients under it) logs, apart from other services of the same process
+        self.context: contextvars.Context = bind_service(log_name or host.core.name, host.settings.instance)
 
     @property
     def ready(self) -> bool:
@@ -79,7 +84,11 @@ class Service:
     async def start(self, retry_s: float = 0.0) -> None:
         """Create the topics if needed and start consuming (restores run in the background: see
         :attr:`ready`). ``retry_s``: how long to keep retrying a broker that cannot be reached, with
-        exponential backoff from 0.5 s to 10 s (``float("inf")``: until it answers); 0 raises at once."""
+        exponential backoff from 0.5 s to 10 s (``float("inf")``: until it answers); 0 raises at once.
+        Runs in :attr:`context`, so everything the service starts logs under its name."""
+        await asyncio.get_running_loop().create_task(self._start(retry_s), context=self.context)
+
+    async def _start(self, retry_s: float) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + retry_s
         delay = 0.5
@@ -101,6 +110,10 @@ class Service:
                 delay = min(delay * 2, 10.0)
 
     async def stop(self) -> None:
+        """Stop consuming and the tasks' producers (in :attr:`context`, like :meth:`start`)."""
+        await asyncio.get_running_loop().create_task(self._stop(), context=self.context)
+
+    async def _stop(self) -> None:
         await self.broker.stop()
         if self.tasks is not None:
             await self.tasks.stop()
@@ -112,7 +125,8 @@ def build_service(core: ServiceCore[Any], settings: Settings | None = None, *,
     """Everything :func:`build_app` makes, as a :class:`Service`."""
     app, broker, host, tasks = _build(core, settings, extra_topics=extra_topics, publisher=publisher,
                                       group=group, replica_of=replica_of)
-    return Service(app, broker, host, topics_of(core) + list(extra_topics), tasks)
+    return Service(app, broker, host, topics_of(core) + list(extra_topics), tasks,
+                   log_name=f"{core.name}-replica" if replica_of is not None else None)
 
 
 def build_app(core: ServiceCore[Any], settings: Settings | None = None, *,
@@ -136,6 +150,7 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
            ) -> tuple[FastStream, KafkaBroker, ServiceHost, Tasks | None]:
     configure()
     settings = settings or Settings.from_env()
+    bind_process(instance=settings.instance)
     broker = KafkaBroker(settings.bootstrap_servers, logger=None, **_broker_security(settings))
     group_id = group or settings.group(core.name)
     host = ServiceHost(core, settings, publisher or TasksOnly())
@@ -174,6 +189,8 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
 
     @app.on_startup
     async def _start() -> None:
+        # ``faststream run``: one service per process; what starts after this hook logs under its name
+        structlog.contextvars.bind_contextvars(service=core.name, instance=settings.instance)
         await ensure_topics(settings, topics)
 
     @app.after_shutdown

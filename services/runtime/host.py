@@ -12,6 +12,8 @@ import asyncio
 from datetime import datetime, timedelta, timezone
 from typing import Any, Awaitable, Callable, Protocol
 
+import structlog
+
 from contracts import topics as T
 from contracts.codecs import Undecodable, UnknownMessageType, decode_command, decode_event
 from contracts.envelope import DeadLetter
@@ -162,6 +164,17 @@ class ServiceHost:
         except Undecodable as e:
             await self._dead_letter(topic, partition, offset, key, body, f"undecodable: {e}")
             return
+        # whatever is logged while this record is handled (a client's line too) names its table and round
+        round_id = getattr(msg.payload, "round_id", None) if is_command else getattr(msg, "round_id", None)
+        bound = (structlog.contextvars.bind_contextvars(table_id=msg.table_id, round_id=round_id) if round_id
+                 else structlog.contextvars.bind_contextvars(table_id=msg.table_id))
+        try:
+            await self._handle_decoded(msg, is_command, base, topic, partition, offset, key, body, logged_ms)
+        finally:
+            structlog.contextvars.reset_contextvars(**bound)
+
+    async def _handle_decoded(self, msg: Any, is_command: bool, base: str, topic: str, partition: int, offset: int,
+                              key: bytes | None, body: bytes, logged_ms: int | None) -> None:
         misrouted = self._misrouted(msg.table_id, partition, key)
         if misrouted:
             await self._dead_letter(topic, partition, offset, key, body, f"misrouted: {misrouted}")

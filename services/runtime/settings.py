@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Mapping
@@ -38,7 +39,9 @@ class Settings:
     bootstrap_servers: str = DEFAULT_BOOTSTRAP
     topic_prefix: str = ""
     group_prefix: str = "croupier"
-    instance: str = "0"
+    #: this process's label in logs (``CROUPIER_INSTANCE``; default the host name, which differs per container
+    #: replica); in no id, so two instances that share it still work
+    instance: str = field(default_factory=lambda: socket.gethostname())
     #: partitions of every topic (a topic created by a service gets this many; all must be equal)
     partitions: int = 12
     #: a task writes a checkpoint (snapshots of its changed tables) at most this often ...
@@ -73,7 +76,7 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """``KAFKA_BOOTSTRAP_SERVERS``, ``CROUPIER_TOPIC_PREFIX``, ``CROUPIER_GROUP_PREFIX``,
-        ``CROUPIER_INSTANCE``; security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
+        ``CROUPIER_INSTANCE`` (default: the host name); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
         ``KAFKA_SASL_MECHANISM`` (default ``SCRAM-SHA-512`` when the protocol is SASL), ``KAFKA_SASL_USERNAME``
         and the password from ``KAFKA_SASL_PASSWORD_FILE`` (a file holding it, e.g.
         ``var/kafka/passwords/shoe``; trailing newline ignored) or ``KAFKA_SASL_PASSWORD``, not both.
@@ -89,7 +92,7 @@ class Settings:
             bootstrap_servers=env.get("KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP),
             topic_prefix=env.get("CROUPIER_TOPIC_PREFIX", ""),
             group_prefix=env.get("CROUPIER_GROUP_PREFIX", "croupier"),
-            instance=env.get("CROUPIER_INSTANCE", "0"),
+            instance=env.get("CROUPIER_INSTANCE") or socket.gethostname(),
             partitions=_int_env(env, "CROUPIER_PARTITIONS", 12, low=1),
             snapshot_interval_s=float(env.get("CROUPIER_SNAPSHOT_INTERVAL_S", "5")),
             snapshot_every_records=_int_env(env, "CROUPIER_SNAPSHOT_EVERY_RECORDS", 2000, low=1),

@@ -1,0 +1,127 @@
+"""docker-compose.yml against the code (issue 11; no Docker engine here, so the file is parsed, not run):
+the broker and every service of ``services.NAMES`` plus the query API on its default port, the settings each
+container needs, an instance id per replica, listeners for the containers and for the host, health checks."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+import services
+from croupier import cli
+from services.runtime.settings import DEFAULT_BOOTSTRAP, Settings
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
+SERVICES = COMPOSE["services"]
+KAFKA_ENV = {k: str(v) for k, v in SERVICES["kafka"]["environment"].items()}
+CROUPIER = [*services.NAMES, "api"]
+
+
+def _env(name: str) -> dict[str, str]:
+    """A container's environment as compose passes it (``${VAR:-default}`` with VAR unset)."""
+    env = SERVICES[name]["environment"]
+    return {k: re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", str(v)) for k, v in env.items()}
+
+
+def _listeners(value: str) -> dict[str, tuple[str, int]]:
+    """``NAME://host:port,...`` as ``{NAME: (host, port)}``."""
+    out = {}
+    for item in value.split(","):
+        name, _, address = item.partition("://")
+        host, _, port = address.rpartition(":")
+        out[name] = (host, int(port))
+    return out
+
+
+def _option(command: list[str], flag: str) -> str:
+    return command[command.index(flag) + 1]
+
+
+def test_the_broker_and_every_service_the_code_has_and_the_api():
+    assert set(SERVICES) == {"kafka", *services.NAMES, "api"}
+    for name in services.NAMES:
+        command = SERVICES[name]["command"]
+        assert command[:2] == ["croupier", "serve"] and _option(command, "--services") == name, name
+        assert SERVICES[name]["build"] == "." and SERVICES[name]["restart"] == "unless-stopped"
+    assert SERVICES["api"]["command"][:2] == ["croupier", "api"]
+
+
+def test_the_api_listens_on_every_interface_on_the_port_the_code_defaults_to():
+    port = inspect.signature(cli.api).parameters["port"].default
+    assert port == cli.DEFAULT_API_PORT == 8080
+    command = SERVICES["api"]["command"]
+    assert _option(command, "--host") == "0.0.0.0" and int(_option(command, "--port")) == port
+    assert SERVICES["api"]["ports"] == [f"{port}:{port}"]
+    assert _env("api")["CROUPIER_API_TOKENS_FILE"] == "/run/secrets/api_tokens"
+    assert SERVICES["api"]["secrets"] == ["api_tokens"] and COMPOSE["secrets"]["api_tokens"]["file"]
+    assert SERVICES["api"]["depends_on"]["projection"] == {"condition": "service_healthy"}
+    assert f"http://127.0.0.1:{port}/health/ready" in " ".join(SERVICES["api"]["healthcheck"]["test"])
+
+
+def test_every_container_has_the_settings_it_needs_and_one_set_of_topics():
+    internal = _listeners(KAFKA_ENV["KAFKA_ADVERTISED_LISTENERS"])["INTERNAL"]
+    prefixes = set()
+    for name in CROUPIER:
+        env = _env(name)
+        assert env["KAFKA_BOOTSTRAP_SERVERS"] == f"{internal[0]}:{internal[1]}" == "kafka:9092", name
+        settings = Settings.from_env(env)
+        assert settings.bootstrap_servers == "kafka:9092" and not settings.secured
+        prefixes.add(settings.topic_prefix)
+        assert SERVICES[name]["depends_on"]["kafka"] == {"condition": "service_healthy"}, name
+    assert prefixes == {"floor1."}  # every container reads and writes the same topics
+    # the vault key goes to the shoe container alone
+    assert _env("shoe")["CROUPIER_VAULT_KEY_FILE"] == "/run/secrets/vault_keys"
+    assert SERVICES["shoe"]["secrets"] == ["vault_keys"] and COMPOSE["secrets"]["vault_keys"]["file"]
+    assert [n for n in CROUPIER if "CROUPIER_VAULT_KEY_FILE" in _env(n)
+            or "vault_keys" in SERVICES[n].get("secrets", [])] == ["shoe"]
+
+
+def test_each_replica_has_its_own_instance_id(monkeypatch: pytest.MonkeyPatch):
+    for name in CROUPIER:
+        env = _env(name)
+        assert env["CROUPIER_INSTANCE"] == "", f"{name}: a fixed CROUPIER_INSTANCE labels every replica alike"
+        replicas = set()
+        for container_id in ("3f2c9a1b7d4e", "a81e00c2f9b3", "0c55d2e61f08"):  # --scale 3: three host names
+            monkeypatch.setattr(socket, "gethostname", lambda c=container_id: c)
+            replicas.add(Settings.from_env(env).instance)
+        assert replicas == {"3f2c9a1b7d4e", "a81e00c2f9b3", "0c55d2e61f08"}, name
+
+
+def test_listeners_inside_the_compose_network_and_from_the_host():
+    listeners = _listeners(KAFKA_ENV["KAFKA_LISTENERS"])
+    advertised = _listeners(KAFKA_ENV["KAFKA_ADVERTISED_LISTENERS"])
+    protocols = dict(p.split(":") for p in KAFKA_ENV["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(","))
+    assert set(listeners) == set(protocols) == {"INTERNAL", "EXTERNAL", "CONTROLLER"}
+    assert advertised == {"INTERNAL": ("kafka", 9092), "EXTERNAL": ("localhost", 19092)}
+    for name, (_, port) in advertised.items():
+        assert listeners[name] == ("", port), name  # bound on every interface of the container
+    # the host reaches the EXTERNAL listener through the published port: the CLI's default bootstrap
+    assert SERVICES["kafka"]["ports"] == ["19092:19092"] and DEFAULT_BOOTSTRAP.endswith(":19092")
+    assert SERVICES["kafka"]["hostname"] == "kafka"
+    assert KAFKA_ENV["KAFKA_INTER_BROKER_LISTENER_NAME"] == "INTERNAL"
+    assert KAFKA_ENV["KAFKA_CONTROLLER_LISTENER_NAMES"] == "CONTROLLER"
+    assert KAFKA_ENV["KAFKA_CONTROLLER_QUORUM_VOTERS"] == f"1@kafka:{listeners['CONTROLLER'][1]}"
+    assert set(protocols.values()) == {"PLAINTEXT"}
+    for key in ("OFFSETS_TOPIC", "TRANSACTION_STATE_LOG", "SHARE_COORDINATOR_STATE_TOPIC"):
+        assert KAFKA_ENV[f"KAFKA_{key}_REPLICATION_FACTOR"] == "1", key  # one node
+    assert KAFKA_ENV["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == "1"  # the services write in transactions
+
+
+def test_every_container_has_a_health_check_that_the_code_keeps():
+    broker = " ".join(SERVICES["kafka"]["healthcheck"]["test"])
+    assert "kafka-broker-api-versions.sh --bootstrap-server kafka:9092" in broker
+    for name in services.NAMES:
+        check = SERVICES[name]["healthcheck"]["test"]
+        ready = _option(SERVICES[name]["command"], "--ready-file")
+        assert check == ["CMD", "test", "-f", ready], name
+    assert "ready_file" in inspect.signature(cli.serve).parameters
+    for name in CROUPIER:
+        hc = SERVICES[name]["healthcheck"]
+        assert {"interval", "timeout", "retries", "start_period"} <= hc.keys(), name
+        assert int(hc["interval"].removesuffix("s")) <= 10 and hc["retries"] >= 3, name
