@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -142,7 +143,7 @@ async def test_every_line_of_the_services_and_the_api_is_json(kafka_bootstrap: s
     assert any(line["event"] == "api_started" and line["url"] == f"http://127.0.0.1:{port}/docs" for line in lines)
     # what a service decided names the table and the round (the projection's odds are debug lines)
     dealt = [line for line in lines if line["event"] == "event" and line.get("type") == "card_dealt"]
-    assert dealt and all(line["table_id"] == "BAC-01" and line["round_id"].startswith("BAC-01-shoe-1-round-")
+    assert dealt and all(line["table_id"] == "BAC-01" and re.fullmatch(r"BAC-01-[0-9a-f]+-shoe-1-round-\d+", line["round_id"])
                          and line["service"] == "dealing" for line in dealt)
     settled = {line["round_id"] for line in lines if line.get("type") == "round_settled"}
     assert len(settled) >= 60  # one 8-deck shoe is some 70-80 rounds
