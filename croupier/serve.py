@@ -1,4 +1,9 @@
-"""``croupier serve`` and ``croupier api``: services (and the query API) in one process until SIGINT/SIGTERM."""
+"""``croupier serve`` and ``croupier api``: services (and the query API) in one process until SIGINT/SIGTERM.
+
+``serve(..., metrics_port=P)`` also serves the process's operations endpoints on P (``/metrics``,
+``/health/live``, ``/health/ready``: :mod:`services.runtime.ops`) from the start, so a process still waiting
+for its broker answers live and not ready. The query API serves the same three paths itself.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from collections.abc import Mapping
 import services
 from services.runtime.app import Service
 from services.runtime.logging import get_logger
+from services.runtime.ops import BrokerProbe, create_ops_app, readiness, serve_http
 from services.runtime.settings import Settings
 
 
@@ -48,33 +54,45 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
             pass
 
 
-async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, str], stop: asyncio.Event) -> None:
-    import uvicorn
-
+async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, str], stop: asyncio.Event,
+                   probe: BrokerProbe | None = None, label: str = "projection") -> None:
     from services.projection.api import create_api
 
-    server = uvicorn.Server(uvicorn.Config(create_api(service.host, tokens, ready=lambda: service.ready), host=host, port=port,
-                                           log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    await stop.wait()
-    server.should_exit = True
-    await task
+    api = create_api(service.host, tokens, ready=lambda: service.ready,
+                     readiness=lambda: readiness({label: service}, probe))
+    await serve_http(api, host, port, stop)
 
 
 async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None = None, *,
                 api_port: int | None = None, api_host: str = "127.0.0.1",
-                tokens: Mapping[str, str] | None = None) -> None:
+                tokens: Mapping[str, str] | None = None, metrics_port: int | None = None,
+                metrics_host: str = "127.0.0.1") -> None:
     """Start the named services (and the query API beside the projection), run until ``stop`` is set or
     a signal arrives, then stop them. ``tokens``: the API's ``{role: token}`` (default: from the environment,
     :func:`services.projection.auth.load_tokens`; raises ``NoCredentials`` before anything starts when the
-    API is asked for and no credential is configured)."""
+    API is asked for and no credential is configured). ``metrics_port``: serve ``/metrics``,
+    ``/health/live`` and ``/health/ready`` there (on ``metrics_host``) for the whole run. Raises
+    :class:`PortTaken` before anything starts when a port cannot be bound (or both ports are the same)."""
     log = get_logger("serve")
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
     if api_port is not None:
         tokens = tokens or _load_tokens()
         check_port(api_host, api_port)
+    if metrics_port is not None:
+        if metrics_port == api_port:
+            raise PortTaken(f"the metrics port {metrics_port} is the API's port: give each its own")
+        check_port(metrics_host, metrics_port)
     running: list[Service] = []
+    started: dict[str, Service | None] = dict.fromkeys(names)
+    probe = BrokerProbe(settings)
+    probe.start()
+    ops_stop = asyncio.Event()
+    ops: asyncio.Task[None] | None = None
+    if metrics_port is not None:
+        ops = asyncio.create_task(serve_http(create_ops_app(lambda: started, probe), metrics_host, metrics_port,
+                                             ops_stop))
+        log.info("metrics_started", url=f"http://{metrics_host}:{metrics_port}/metrics")
     try:
         for name in names:
             svc = services.create(name, settings)
@@ -92,16 +110,22 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
                 break
             starting.result()
             running.append(svc)
+            started[name] = svc
             log.info("service_started", name=name, bootstrap=settings.bootstrap_servers)
-        projection = next((s for n, s in zip(names, running) if n == "projection"), None)
+        projection = started.get("projection")
         if api_port is not None and projection is not None:
             log.info("api_started", url=f"http://{api_host}:{api_port}/docs")
-            await _run_api(projection, api_host, api_port, tokens or {}, stop)
+            await _run_api(projection, api_host, api_port, tokens or {}, stop, probe)
         else:
             await stop.wait()
     finally:
         for svc in reversed(running):
             await svc.stop()
+        ops_stop.set()
+        if ops is not None:
+            with contextlib.suppress(Exception):
+                await ops
+        await probe.stop()
         log.info("stopped", services=names)
 
 
@@ -131,9 +155,14 @@ async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1",
                            f"{settings.bootstrap_servers}" + (f"; prefixes in use: {', '.join(p or '(none)' for p in prefixes[-5:])}"
                                                               if prefixes else ""))
     replica = create_replica(settings, group=f"{settings.group('projection-api')}.{uuid.uuid4().hex[:8]}")
-    await replica.start()
+    probe = BrokerProbe(settings)
+    probe.start()
     try:
-        get_logger("api").info("api_started", url=f"http://{host}:{port}/docs")
-        await _run_api(replica, host, port, tokens, stop)
+        await replica.start()
+        try:
+            get_logger("api").info("api_started", url=f"http://{host}:{port}/docs")
+            await _run_api(replica, host, port, tokens, stop, probe, label="projection-replica")
+        finally:
+            await replica.stop()
     finally:
-        await replica.stop()
+        await probe.stop()
