@@ -83,6 +83,8 @@ class Service:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + retry_s
         delay = 0.5
+        if self.tasks is not None:
+            self.tasks.observe()
         while True:
             try:
                 await ensure_topics(self.host.settings, self.topics)
@@ -174,6 +176,8 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
 
     @app.on_startup
     async def _start() -> None:
+        if tasks is not None:
+            tasks.observe()
         await ensure_topics(settings, topics)
 
     @app.after_shutdown

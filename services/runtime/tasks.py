@@ -185,7 +185,6 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self._strikes: dict[int, dict[tuple[str, int], int]] = {}
         #: records that failed alone twice with an error no retry can fix: dead-lettered when next read
         self._poison: dict[int, dict[tuple[str, int], str]] = {}
-        LIVE.track(self)
 
     # -- names ---------------------------------------------------------------------------------------
     @property
@@ -262,6 +261,11 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         if self.consumer is None and getattr(self, "_consumer_getter", None) is not None:
             self.consumer = self._consumer_getter()
         return self.consumer
+
+    def observe(self) -> None:
+        """Export this instance's gauges (:data:`services.runtime.metrics.LIVE`) until :meth:`stop`: called
+        when its service starts (a module-level app that never starts exports nothing)."""
+        LIVE.track(self)
 
     async def stop(self) -> None:
         """Stop restoring and close every producer (a graceful stop; the next owner restores)."""
