@@ -293,6 +293,10 @@ class LiveCollector:
             yield reach
 
 
+#: the gauges :class:`LiveCollector` exports, read from the live tasks and probes when scraped
+LIVE_GAUGES = ("croupier_consumer_lag", "croupier_snapshot_age_seconds", "croupier_open_rounds", "croupier_tables",
+               "croupier_tasks", "croupier_ready", "croupier_broker_reachable")
+
 #: the collector of every live service of this process
 LIVE = LiveCollector()
 REGISTRY.register(LIVE)  # type: ignore[arg-type]
