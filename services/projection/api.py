@@ -18,7 +18,7 @@ size, or a table vanish, mid-read: the ``KeyError`` that ``/health`` used to ans
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import date
 from typing import Any
 
@@ -74,7 +74,7 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
             raise HTTPException(404, f"unknown table {table_id!r}")
         return slot.state  # type: ignore[no-any-return]
 
-    def requires(allowed: frozenset[str], what: str) -> Callable[..., str]:
+    def requires(allowed: frozenset[str], what: str) -> Callable[..., Awaitable[str]]:
         async def check(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:
             role = role_of(tokens, creds.credentials) if creds is not None else None
             if role is None:

@@ -218,7 +218,8 @@ class Observed(Protocol):
 class Probed(Protocol):
     """What :class:`LiveCollector` reads of a broker probe (:class:`~services.runtime.ops.BrokerProbe`)."""
 
-    reachable: bool
+    @property
+    def reachable(self) -> bool: ...
 
 
 class LiveCollector:
