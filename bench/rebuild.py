@@ -36,7 +36,7 @@ For each size:
 
    * ``ready``: the service says it has restored (``bench/readiness.py``: its readiness flag if it has one,
      else its "rebuilt" log line);
-   * projection, ``done``: its state digest (the query API's ``/health``, in process) equals the digest the
+   * projection, ``done``: its state digest (the query API's ``/digest``, in process) equals the digest the
      in-memory projection reached (polled after ``ready``);
    * shoe, dealing, wagering, settlement, ``done``: the answer to a probe command sent just before
      ``start()`` behind the history on its command topic (an unknown table's ``CloseShoe`` /
@@ -562,11 +562,11 @@ async def start_once(settings: Settings, name: str, tag: str, watch: LogWatch, d
             while True:
                 try:
                     have, tables = await projection_digest(svc.host)
-                except Exception as e:  # noqa: BLE001 - /health read mid-rebuild; counted, polled again
+                except Exception as e:  # noqa: BLE001 - /digest read mid-rebuild; counted, polled again
                     errors[f"{type(e).__name__}: {e}"] += 1
                     have, tables = "", -1
                 if errors and have == digest:
-                    out.note = f"/health failed {sum(errors.values())}x while restoring ({errors.most_common(1)[0][0]}); "
+                    out.note = f"/digest failed {sum(errors.values())}x while restoring ({errors.most_common(1)[0][0]}); "
                 if have == digest:
                     out.done = clock() - t0
                     out.note += f"{tables} tables"
@@ -639,7 +639,7 @@ def label(rounds: int) -> str:
 
 async def run(args: argparse.Namespace) -> int:
     quiet_client_logs()
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per in-process /health request
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per in-process /digest request
     why = await probe(args.bootstrap)
     if why is not None:
         print(f"rebuild: cannot reach the Kafka broker at {args.bootstrap}: {why}", file=sys.stderr)

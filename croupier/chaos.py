@@ -562,12 +562,12 @@ async def replica_diff(cfg: ChaosConfig, raw: RawReport, tables: list[str], work
     projection instances published), over every account of every table; None if it never came up."""
     import secrets
 
-    token = secrets.token_hex(16)  # the cage's credential for this replica only: ledgers need a role
+    token = secrets.token_hex(16)  # surveillance, for this replica only: ledgers and the digest need a role
     log = open(workdir / "replica.log", "ab")  # noqa: SIM115
     proc = subprocess.Popen([cfg.croupier, "api", "--port", str(cfg.replica_port), "--prefix", cfg.prefix,
                              "--bootstrap", cfg.bootstrap], stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True,
-                            env=dict(os.environ, CROUPIER_API_TOKEN_CAGE=token))
+                            env=dict(os.environ, CROUPIER_API_TOKEN_SURVEILLANCE=token))
     log.close()
     base = f"http://127.0.0.1:{cfg.replica_port}"
     try:
@@ -576,11 +576,11 @@ async def replica_diff(cfg: ChaosConfig, raw: RawReport, tables: list[str], work
         while time.monotonic() < deadline:
             await asyncio.sleep(2.0)
             try:
-                h = await asyncio.to_thread(_get, f"{base}/health")
+                h = await asyncio.to_thread(_get, f"{base}/digest", token)  # 503 (an OSError) until restored
             except OSError:
                 continue
             assert isinstance(h, dict)
-            if h.get("ready", True) and h.get("tables") == len(tables) and h.get("digest") == last:
+            if h.get("tables") == len(tables) and h.get("digest") == last:
                 break
             last = h.get("digest")
         else:

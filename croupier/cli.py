@@ -334,6 +334,11 @@ def serve(
     ready_file: Annotated[Path | None, typer.Option(
         help="A file that exists exactly while every service here is ready (a container's health check: "
              "test -f FILE).")] = None,
+    metrics_port: Annotated[int | None, typer.Option(
+        envvar="CROUPIER_METRICS_PORT",
+        help="Serve /metrics (Prometheus), /health/live and /health/ready on this port.")] = None,
+    metrics_host: Annotated[str, typer.Option(
+        envvar="CROUPIER_METRICS_HOST", help="Address the metrics port listens on.")] = "127.0.0.1",
     token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
     dev_vault_key: Annotated[bool, typer.Option(
         "--dev-vault-key", help="Without a configured vault key, make (or reuse) a development key file "
@@ -356,6 +361,9 @@ def serve(
     if api_port is not None and "projection" not in names:
         raise fail("--api-port needs the projection service (add it to --services, or use `croupier api`)")
     _check_port(api_port)
+    _check_port(metrics_port)
+    if metrics_port is not None and metrics_port == api_port:
+        raise fail(f"--metrics-port {metrics_port} is also the --api-port: give each its own port")
     tokens = _api_tokens(token) if api_port is not None or token is not None else None
     settings = _settings(bootstrap, prefix)
     from services.runtime.logging import bind_process
@@ -381,7 +389,7 @@ def serve(
         except VaultKeyError as e:
             raise fail(str(e)) from None
     _run_async(run_serve(names, settings, api_port=api_port, api_host=api_host, tokens=tokens,
-                         ready_file=ready_file), settings)
+                         metrics_port=metrics_port, metrics_host=metrics_host, ready_file=ready_file), settings)
 
 
 vault_key = typer.Typer(help="The shoe service's vault keys (AES-256-GCM, contracts/vault.py).",
@@ -482,7 +490,7 @@ def api(
     token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
 ) -> None:
     """The projection's query API alone: a read-only replica folds the streams and answers queries
-    (OpenAPI at /docs)."""
+    (OpenAPI at /docs; /metrics, /health/live and /health/ready for operations)."""
     from croupier.serve import api_alone
 
     tokens = _api_tokens(token)

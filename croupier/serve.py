@@ -1,4 +1,9 @@
-"""``croupier serve`` and ``croupier api``: services (and the query API) in one process until SIGINT/SIGTERM."""
+"""``croupier serve`` and ``croupier api``: services (and the query API) in one process until SIGINT/SIGTERM.
+
+``serve(..., metrics_port=P)`` also serves the process's operations endpoints on P (``/metrics``,
+``/health/live``, ``/health/ready``: :mod:`services.runtime.ops`) from the start, so a process still waiting
+for its broker answers live and not ready. The query API serves the same three paths itself.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import services
-from croupier.topics import require_prefix
 from croupier.readyfile import ReadyFile, keep_ready_file
+from croupier.topics import require_prefix
 from services.runtime.app import Service
 from services.runtime.logging import bind_service, get_logger
+from services.runtime.ops import BrokerProbe, create_ops_app, readiness, serve_http
 from services.runtime.settings import Settings
 
 
@@ -47,37 +53,47 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
             pass
 
 
-async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, str], stop: asyncio.Event) -> None:
-    import uvicorn
-
+async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, str], stop: asyncio.Event,
+                   probe: BrokerProbe | None = None, label: str = "projection") -> None:
     from services.projection.api import create_api
 
-    # log_config=None: uvicorn's records go to the root logger, rendered as JSON like every other line
-    # (services.runtime.logging), not through the plain-text handlers uvicorn would install
-    server = uvicorn.Server(uvicorn.Config(create_api(service.host, tokens, ready=lambda: service.ready), host=host,
-                                           port=port, log_level="warning", log_config=None, access_log=False,
-                                           lifespan="off"))
-    task = asyncio.create_task(server.serve(), context=bind_service("api", service.host.settings.instance))
-    await stop.wait()
-    server.should_exit = True
-    await task
+    api = create_api(service.host, tokens, ready=lambda: service.ready,
+                     readiness=lambda: readiness({label: service}, probe))
+    await serve_http(api, host, port, stop, context=bind_service("api", service.host.settings.instance))
 
 
 async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None = None, *,
                 api_port: int | None = None, api_host: str = "127.0.0.1",
-                tokens: Mapping[str, str] | None = None, ready_file: Path | None = None) -> None:
+                tokens: Mapping[str, str] | None = None, metrics_port: int | None = None,
+                metrics_host: str = "127.0.0.1", ready_file: Path | None = None) -> None:
     """Start the named services (and the query API beside the projection), run until ``stop`` is set or
     a signal arrives, then stop them. ``tokens``: the API's ``{role: token}`` (default: from the environment,
     :func:`services.projection.auth.load_tokens`; raises ``NoCredentials`` before anything starts when the
-    API is asked for and no credential is configured). ``ready_file``: a file that exists exactly while every
-    named service runs and is ready (:mod:`croupier.readyfile`; a container's health check)."""
+    API is asked for and no credential is configured). ``metrics_port``: serve ``/metrics``,
+    ``/health/live`` and ``/health/ready`` there (on ``metrics_host``) for the whole run. ``ready_file``: a
+    file that exists exactly while every named service runs and is ready (:mod:`croupier.readyfile`; a
+    container's health check). Raises
+    :class:`PortTaken` before anything starts when a port cannot be bound (or both ports are the same)."""
     log = get_logger("serve")
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
     if api_port is not None:
         tokens = tokens or _load_tokens()
         check_port(api_host, api_port)
+    if metrics_port is not None:
+        if metrics_port == api_port:
+            raise PortTaken(f"the metrics port {metrics_port} is the API's port: give each its own")
+        check_port(metrics_host, metrics_port)
     running: list[Service] = []
+    started: dict[str, Service | None] = dict.fromkeys(names)
+    probe = BrokerProbe(settings)
+    probe.start()
+    ops_stop = asyncio.Event()
+    ops: asyncio.Task[None] | None = None
+    if metrics_port is not None:
+        ops = asyncio.create_task(serve_http(create_ops_app(lambda: started, probe), metrics_host, metrics_port,
+                                             ops_stop))
+        log.info("metrics_started", url=f"http://{metrics_host}:{metrics_port}/metrics")
     keeper = (asyncio.create_task(keep_ready_file(ReadyFile(ready_file),
                                                   lambda: running if len(running) == len(names) else [], stop))
               if ready_file is not None else None)
@@ -98,11 +114,12 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
                 break
             starting.result()
             running.append(svc)
+            started[name] = svc
             log.info("service_started", name=name, bootstrap=settings.bootstrap_servers)
-        projection = next((s for n, s in zip(names, running) if n == "projection"), None)
+        projection = started.get("projection")
         if api_port is not None and projection is not None:
             log.info("api_started", url=f"http://{api_host}:{api_port}/docs")
-            await _run_api(projection, api_host, api_port, tokens or {}, stop)
+            await _run_api(projection, api_host, api_port, tokens or {}, stop, probe)
         else:
             await stop.wait()
     finally:
@@ -112,6 +129,11 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
                 await keeper
         for svc in reversed(running):
             await svc.stop()
+        ops_stop.set()
+        if ops is not None:
+            with contextlib.suppress(Exception):
+                await ops
+        await probe.stop()
         log.info("stopped", services=names)
 
 
@@ -127,9 +149,14 @@ async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1",
     check_port(host, port)
     await require_prefix(settings)  # a read-only replica must not create topics under a mistyped prefix
     replica = create_replica(settings, group=f"{settings.group('projection-api')}.{uuid.uuid4().hex[:8]}")
-    await replica.start()
+    probe = BrokerProbe(settings)
+    probe.start()
     try:
-        get_logger("api").info("api_started", url=f"http://{host}:{port}/docs")
-        await _run_api(replica, host, port, tokens, stop)
+        await replica.start()
+        try:
+            get_logger("api").info("api_started", url=f"http://{host}:{port}/docs")
+            await _run_api(replica, host, port, tokens, stop, probe, label="projection-replica")
+        finally:
+            await replica.stop()
     finally:
-        await replica.stop()
+        await probe.stop()

@@ -199,6 +199,12 @@ class DealingCore:
     def initial(self, table_id: str) -> DealingState:
         return DealingState(table_id)
 
+    def open_rounds(self, state: DealingState) -> int:
+        """Rounds in play at the table: 1 while a round is betting or dealing (opened, neither resolved nor
+        voided), else 0 (a query for operations; it decides nothing)."""
+        rs = state.round
+        return 1 if rs is not None and rs.status in ("betting", "dealing") else 0
+
     # -- evolve (own events) ---------------------------------------------------------------------
     def evolve(self, state: DealingState, env: Envelope) -> DealingState:
         e = env.payload

@@ -2,18 +2,25 @@
 
 Reads the live state of a projection host (the projection service itself, or a read-only replica that
 folds the same streams and publishes nothing). Public views (``/health``, ``/tables``, public odds, roads)
-need no credential and hold no player data. Ledgers and balances (player ids) need ``Authorization: Bearer
+need no credential and hold no player data; nor do the operations endpoints (``/health/live``,
+``/health/ready``, ``/metrics``: cheap, no state digest). The state digest (``/digest``) needs the
+``analyst`` or ``surveillance`` role. Ledgers and balances (player ids) need ``Authorization: Bearer
 <token>`` of the ``cage``, ``pit`` or ``surveillance`` role; the surveillance odds, alerts and player
 surveillance that of ``surveillance`` (roles and credentials: :mod:`services.projection.auth`). No or an
 unknown token: 401; a known token of a role not allowed: 403. An unknown table is a 404 with a message.
 Balances are running totals; the latest entries are held (``/ledger/entries``), and the whole journal is
 paged from the ``projection.ledger`` topic with a cursor (``/ledger/journal``: a bad cursor is a 422;
 :mod:`services.projection.journal`).
+
+Every endpoint that reads the state is ``async``: it runs on the event loop, between two of the folds that
+replace the tables' states, never in a worker thread beside them (a thread could see the table dict change
+size, or a table vanish, mid-read: the ``KeyError`` that ``/health`` used to answer 500 with).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import date
 from typing import Any
 
@@ -22,21 +29,32 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from baccarat.roads import parse_results, roads
-from services.projection.auth import LEDGER_ROLES, ROLES, SURVEILLANCE_ROLES, NoCredentials, role_of
+from services.projection.auth import (
+    DIGEST_ROLES,
+    LEDGER_ROLES,
+    ROLES,
+    SURVEILLANCE_ROLES,
+    NoCredentials,
+    role_of,
+)
 from services.projection.core import ProjectionState
-from services.projection.digest import state_digest
+from services.projection.digest import DigestCache
 from services.projection.journal import MAX_LIMIT, BadCursor, Journal, KafkaJournal
 from services.projection.ledger_state import ENTRY_WINDOW
+from services.runtime import metrics
 from services.runtime.host import ServiceHost
 
 
 def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[], bool] | None = None,
-               journal: Journal | None = None) -> FastAPI:
+               journal: Journal | None = None,
+               readiness: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> FastAPI:
     """The query API over ``host``'s projection state. ``tokens``: ``{role: bearer token}`` (roles in
     :data:`services.projection.auth.ROLES`; load them with :func:`services.projection.auth.load_tokens`).
     ``ready``: whether the projection has restored its tasks (``Service.ready``); until it has, every data
-    endpoint answers 503 (never a 404 or zero balances from a half-restored state) and ``/health/ready``
-    says so. ``journal``: where ``/ledger/journal`` reads the whole journal (default: the
+    endpoint answers 503 (never a 404 or zero balances from a half-restored state).
+    ``readiness``: ``(ready, body)`` for ``/health/ready`` (:func:`services.runtime.ops.readiness`: the
+    broker answers, an assignment is held, every task restored); default ``ready`` alone. ``/health/ready``
+    answers 503 while not ready. ``journal``: where ``/ledger/journal`` reads the whole journal (default: the
     ``projection.ledger`` topic on ``host.settings``' broker, :class:`~services.projection.journal.KafkaJournal`).
     Raises :class:`~services.projection.auth.NoCredentials` if ``tokens`` is empty and ``ValueError`` for an
     unknown role: there is no default credential."""
@@ -63,8 +81,8 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
             raise HTTPException(404, f"unknown table {table_id!r}")
         return slot.state  # type: ignore[no-any-return]
 
-    def requires(allowed: frozenset[str], what: str) -> Callable[..., str]:
-        def check(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:
+    def requires(allowed: frozenset[str], what: str) -> Callable[..., Awaitable[str]]:
+        async def check(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:
             role = role_of(tokens, creds.credentials) if creds is not None else None
             if role is None:
                 raise HTTPException(401, f"{what} needs a valid bearer token", headers={"WWW-Authenticate": "Bearer"})
@@ -75,33 +93,56 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
 
     ledger_reader = requires(LEDGER_ROLES, "ledgers and balances")
     surveillance = requires(SURVEILLANCE_ROLES, "the surveillance view")
+    digest_reader = requires(DIGEST_ROLES, "the state digest")
 
     is_ready = ready or (lambda: True)
+    get_readiness = readiness or (lambda: (is_ready(), {"ready": is_ready(), "restored": is_ready()}))
+    digests = DigestCache()  # used on the event loop only (every endpoint is async)
 
     @api.middleware("http")
     async def restoring(request: Any, call_next: Any) -> Any:
         from fastapi.responses import JSONResponse
 
-        open_paths = ("/health", "/docs", "/openapi.json", "/redoc")
+        t0 = time.perf_counter()
+        open_paths = ("/health", "/metrics", "/docs", "/openapi.json", "/redoc")
         if not is_ready() and not request.url.path.startswith(open_paths):
-            return JSONResponse({"detail": "restoring: the projection has not caught up with the log yet"},
-                                status_code=503, headers={"Retry-After": "1"})
-        return await call_next(request)
+            response = JSONResponse({"detail": "restoring: the projection has not caught up with the log yet"},
+                                    status_code=503, headers={"Retry-After": "1"})
+        else:
+            response = await call_next(request)
+        route = request.scope.get("route")
+        name = getattr(route, "path", None) or "unmatched"  # the path template: bounded, never an id
+        metrics.API_REQUESTS.labels(name, str(response.status_code)).inc()
+        metrics.API_SECONDS.labels(name).observe(time.perf_counter() - t0)
+        return response
 
-    @api.get("/health/ready", summary="Readiness: every assigned task restored (503 until then)")
-    def health_ready() -> Any:
+    @api.get("/health/live", summary="Liveness: the process answers (no state read)")
+    async def health_live() -> dict[str, Any]:
+        return {"live": True}
+
+    @api.get("/health/ready", summary="Readiness: broker reachable, partitions assigned and restored (503 until then)")
+    async def health_ready() -> Any:
         from fastapi.responses import JSONResponse
 
-        ok = is_ready()
-        return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
+        ok, body = get_readiness()
+        return JSONResponse(body, status_code=200 if ok else 503)
 
-    @api.get("/health", summary="Liveness and the state digest")
-    def health() -> dict[str, Any]:
-        return {"status": "ok", "ready": is_ready(), "tables": len(host.runner.tables),
-                "digest": state_digest(dict(host.runner.tables))}
+    @api.get("/health", summary="Cheap status: ready, tables held (no digest: see /digest)")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "ready": is_ready(), "tables": len(host.runner.tables)}
+
+    @api.get("/digest", summary="SHA-256 of the whole projection state (analyst, surveillance)",
+             dependencies=[Depends(digest_reader)])
+    async def digest() -> dict[str, Any]:
+        tables = dict(host.runner.tables)
+        return {"digest": digests.digest(tables), "tables": len(tables)}
+
+    @api.get("/metrics", include_in_schema=False)
+    async def prometheus() -> Response:
+        return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)
 
     @api.get("/tables", summary="Every table and where it stands")
-    def tables() -> list[dict[str, Any]]:
+    async def tables() -> list[dict[str, Any]]:
         return [summary(t, slot.state) for t, slot in sorted(host.runner.tables.items()) if slot.state.config]
 
     def summary(table_id: str, s: ProjectionState) -> dict[str, Any]:
@@ -119,11 +160,11 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
         }
 
     @api.get("/tables/{table_id}", summary="One table")
-    def table(table_id: str) -> dict[str, Any]:
+    async def table(table_id: str) -> dict[str, Any]:
         return summary(table_id, state(table_id))
 
     @api.get("/tables/{table_id}/odds", summary="Exact odds of the next round (public view)")
-    def odds_public(table_id: str) -> Any:
+    async def odds_public(table_id: str) -> Any:
         s = state(table_id)
         if "public" not in s.last_odds:
             raise HTTPException(404, f"no odds yet for table {table_id!r}")
@@ -131,14 +172,14 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
 
     @api.get("/tables/{table_id}/odds/surveillance", summary="Exact odds in the surveillance view (surveillance)",
              dependencies=[Depends(surveillance)])
-    def odds_surveillance(table_id: str) -> Any:
+    async def odds_surveillance(table_id: str) -> Any:
         s = state(table_id)
         if "surveillance" not in s.last_odds:
             raise HTTPException(404, f"no odds yet for table {table_id!r}")
         return _plain(s.last_odds["surveillance"])
 
     @api.get("/tables/{table_id}/roads", summary="Roadmaps of the current shoe")
-    def table_roads(table_id: str, shoe_id: str | None = None) -> dict[str, Any]:
+    async def table_roads(table_id: str, shoe_id: str | None = None) -> dict[str, Any]:
         s = state(table_id)
         sid = shoe_id or (s.shoe.shoe_id if s.shoe else None)
         if sid is None or (shoe_id and not s.knows_shoe(shoe_id)):
@@ -161,7 +202,7 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
 
     @api.get("/tables/{table_id}/ledger", summary="Ledger balances (cents) by account (cage, pit, surveillance)",
              dependencies=[Depends(ledger_reader)])
-    def ledger_balances(table_id: str, shoe_id: str | None = None, gaming_day: str | None = None,
+    async def ledger_balances(table_id: str, shoe_id: str | None = None, gaming_day: str | None = None,
                         player_id: str | None = None) -> dict[str, Any]:
         s = state(table_id)
         scope(s, table_id, shoe_id, gaming_day)
@@ -180,7 +221,7 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
                          "whole journal is on the `projection.ledger` topic). Balances (`/ledger`) are exact "
                          "running totals whatever is held.",
              dependencies=[Depends(ledger_reader)])
-    def ledger_entries(response: Response, table_id: str, shoe_id: str | None = None,
+    async def ledger_entries(response: Response, table_id: str, shoe_id: str | None = None,
                        gaming_day: str | None = None, player_id: str | None = None,
                        limit: int = Query(200, ge=1, le=10_000)) -> list[Any]:
         s = state(table_id)
@@ -212,7 +253,7 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
         return _plain(page)
 
     @api.get("/alerts", summary="Surveillance alerts of the current gaming day (surveillance)", dependencies=[Depends(surveillance)])
-    def alerts(table_id: str | None = None, player_id: str | None = None) -> list[Any]:
+    async def alerts(table_id: str | None = None, player_id: str | None = None) -> list[Any]:
         out = []
         for t, slot in sorted(host.runner.tables.items()):
             if table_id and t != table_id:
@@ -224,7 +265,7 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
 
     @api.get("/players/{player_id}/surveillance", summary="A player's flagged bets (surveillance)",
              dependencies=[Depends(surveillance)])
-    def player(player_id: str) -> dict[str, Any]:
+    async def player(player_id: str) -> dict[str, Any]:
         bets = stake = gain = 0
         for slot in host.runner.tables.values():
             w = slot.state.watch.get(player_id)

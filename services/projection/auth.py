@@ -13,6 +13,10 @@ role           may read
                player surveillance
 ============== ==========================================================================================
 
+The state digest (``/digest``, a SHA-256 of the whole projection state, to compare a replica with the live
+service) is read by the ``analyst`` and ``surveillance`` roles; the operations endpoints (``/health``,
+``/health/live``, ``/health/ready``, ``/metrics``) need no credential and hold no player data.
+
 Credentials come from the environment (``CROUPIER_API_TOKEN_<ROLE>``, e.g. ``CROUPIER_API_TOKEN_CAGE``) or
 from a file named by ``CROUPIER_API_TOKENS_FILE`` with one ``role=token`` a line (``#`` comments; keep it
 mode 600); the environment wins over the file for a role set in both. Tokens are compared with
@@ -34,6 +38,8 @@ ROLES = ("dealer", "analyst", "cage", "pit", "surveillance")
 LEDGER_ROLES = frozenset({"cage", "pit", "surveillance"})
 #: roles that may see the surveillance view, alerts and player surveillance
 SURVEILLANCE_ROLES = frozenset({"surveillance"})
+#: roles that may read the state digest (``/digest``)
+DIGEST_ROLES = frozenset({"analyst", "surveillance"})
 ENV_PREFIX = "CROUPIER_API_TOKEN_"
 ENV_FILE = "CROUPIER_API_TOKENS_FILE"
 MIN_TOKEN_LENGTH = 16

@@ -92,6 +92,8 @@ class Service:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + retry_s
         delay = 0.5
+        if self.tasks is not None:
+            self.tasks.observe()
         while True:
             try:
                 await ensure_topics(self.host.settings, self.topics)
@@ -191,6 +193,8 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
     async def _start() -> None:
         # ``faststream run``: one service per process; what starts after this hook logs under its name
         structlog.contextvars.bind_contextvars(service=core.name, instance=settings.instance)
+        if tasks is not None:
+            tasks.observe()
         await ensure_topics(settings, topics)
 
     @app.after_shutdown

@@ -9,6 +9,7 @@ service's own events and its inputs from offset zero before anything new is hand
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime, timedelta, timezone
 from typing import Any, Awaitable, Callable, Protocol
 
@@ -19,6 +20,7 @@ from contracts.codecs import Undecodable, UnknownMessageType, decode_command, de
 from contracts.envelope import DeadLetter
 from services.runtime.core import Decision, Runner, ServiceCore
 from services.runtime.logging import get_logger
+from services.runtime.metrics import ServiceMetrics
 from services.runtime.settings import Settings
 
 MAX_REACTIONS = 1000
@@ -69,6 +71,8 @@ class ServiceHost:
         self.runner: Runner[Any] = Runner(core)
         self.clock = clock
         self.log = get_logger(core.name)
+        #: the service's Prometheus counters (:mod:`services.runtime.metrics`); a replica's are relabelled
+        self.metrics = ServiceMetrics(core.name)
         self.dead_letters = 0
         self.skipped = 0
         #: commands dropped because their id had already caused an event (retries, re-sent commands)
@@ -111,6 +115,7 @@ class ServiceHost:
             self._log_events(decision)
 
     def _log_events(self, decision: Decision) -> None:
+        self.metrics.published(decision.events)
         log = self.log.debug if self.quiet_events else self.log.info
         for env in decision.events:
             log("event", type=env.payload.__struct_config__.tag, table_id=env.table_id, round_id=env.round_id,
@@ -130,6 +135,7 @@ class ServiceHost:
             return
         self._set_aside.add((topic, partition, offset))
         self.dead_letters += 1
+        self.metrics.dead_letter(error.split(":", 1)[0].replace(" ", "_"))
         self.log.warning("dead_letter", topic=topic, partition=partition, offset=offset, error=error)
         letter = DeadLetter(
             service=self.core.name, topic=topic, partition=partition, offset=offset,
@@ -151,7 +157,14 @@ class ServiceHost:
 
     async def _handle(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes,
                       logged_ms: int | None = None) -> None:
+        t0 = time.perf_counter()
         base = self.settings.base(topic)
+        kind = await self._handle_record(base, topic, partition, offset, key, body, logged_ms)
+        self.metrics.handled(base, kind, time.perf_counter() - t0)
+
+    async def _handle_record(self, base: str, topic: str, partition: int, offset: int, key: bytes | None,
+                             body: bytes, logged_ms: int | None) -> str:
+        """Handle one record; returns its message type tag (``undecodable`` or ``unknown`` without one)."""
         is_command = base in self.core.command_streams
         try:
             msg = decode_command(body) if is_command else decode_event(body)
@@ -159,26 +172,28 @@ class ServiceHost:
             if (topic, partition, offset) not in self._set_aside:
                 self._set_aside.add((topic, partition, offset))
                 self.skipped += 1
+                self.metrics.ignored("unknown_type")
                 self.log.warning("unknown_message_type_skipped", topic=topic, offset=offset, type=e.type_name)
-            return
+            return "unknown"
         except Undecodable as e:
             await self._dead_letter(topic, partition, offset, key, body, f"undecodable: {e}")
-            return
+            return "undecodable"
         # whatever is logged while this record is handled (a client's line too) names its table and round
         round_id = getattr(msg.payload, "round_id", None) if is_command else getattr(msg, "round_id", None)
         bound = (structlog.contextvars.bind_contextvars(table_id=msg.table_id, round_id=round_id) if round_id
                  else structlog.contextvars.bind_contextvars(table_id=msg.table_id))
         try:
-            await self._handle_decoded(msg, is_command, base, topic, partition, offset, key, body, logged_ms)
+            return await self._handle_decoded(msg, is_command, base, topic, partition, offset, key, body, logged_ms)
         finally:
             structlog.contextvars.reset_contextvars(**bound)
 
     async def _handle_decoded(self, msg: Any, is_command: bool, base: str, topic: str, partition: int, offset: int,
-                              key: bytes | None, body: bytes, logged_ms: int | None) -> None:
+                              key: bytes | None, body: bytes, logged_ms: int | None) -> str:
+        kind = str(msg.payload.__struct_config__.tag)
         misrouted = self._misrouted(msg.table_id, partition, key)
         if misrouted:
             await self._dead_letter(topic, partition, offset, key, body, f"misrouted: {misrouted}")
-            return
+            return kind
         try:
             if is_command:
                 logged = datetime.fromtimestamp(logged_ms / 1000, timezone.utc) if logged_ms is not None else None
@@ -188,15 +203,21 @@ class ServiceHost:
                                               route=T.ROUTES[base])
                 if not decision:
                     self.duplicate_commands += 1
+                    self.metrics.ignored("duplicate_command")
                     self.log.info("duplicate_command", table_id=msg.table_id, command_id=msg.command_id)
+                else:
+                    self.metrics.decided(kind, decision.events)
                 await self._publish(decision)
                 await self._react(msg.table_id, None if not decision.events else decision.events[-1])
             else:
                 if self.runner.absorb_input(msg):  # type: ignore[arg-type]
                     await self._react(msg.table_id, msg)
+                else:
+                    self.metrics.ignored("duplicate_event")
         except Exception as e:  # a bug must not become a crash loop: dead-letter the message and go on
             self.log.exception("handler_failed", topic=topic, offset=offset)
             await self._dead_letter(topic, partition, offset, key, body, f"handler failed: {type(e).__name__}: {e}")
+        return kind
 
     def _misrouted(self, table_id: str, partition: int, key: bytes | None) -> str:
         """Why a record of ``table_id`` is not where its table's records are (its key is not the table id, or
@@ -296,6 +317,7 @@ class ServiceHost:
             return await self._rebuild(read)
 
     async def _rebuild(self, read: Callable[[str], Awaitable[list[Any]]]) -> int:
+        t0 = time.perf_counter()
         self.runner.reset()
         self.stale = False
         n = 0
@@ -324,5 +346,15 @@ class ServiceHost:
                 n += self.runner.absorb_input(env)
         for table_id in list(self.runner.tables):
             await self._react(table_id, None)
+        self.metrics.restored(time.perf_counter() - t0, "rebuild")
         self.log.info("rebuilt", records=n, tables=len(self.runner.tables))
         return n
+
+    def open_rounds(self) -> dict[str, int]:
+        """``{table id: rounds open}`` by the core's own measure (``core.open_rounds(state)``: the dealing
+        service's round in play, the settlement service's rounds not settled yet); empty for a core
+        that has none. Read on the event loop's thread."""
+        measure = getattr(self.core, "open_rounds", None)
+        if measure is None:
+            return {}
+        return {t: measure(slot.state) for t, slot in list(self.runner.tables.items())}

@@ -46,6 +46,7 @@ from services.runtime import snapshot as S
 from services.runtime.core import Decision
 from services.runtime.host import ServiceHost
 from services.runtime.logging import get_logger
+from services.runtime.metrics import LIVE, ServiceMetrics
 from services.runtime.settings import Settings
 
 #: records folded between two returns to the event loop during a restore
@@ -79,6 +80,31 @@ def _unpublishable(e: BaseException) -> bool:
             "MessageSizeTooLargeError", "RecordTooLargeError", "RecordListTooLargeError", "InvalidRecord",
             "CorruptRecordException", "InvalidTopicError", "InvalidRequestError")
     return isinstance(e, (ValueError, TypeError, OverflowError))
+
+
+def _position(consumer: Any, tp: TopicPartition) -> int | None:
+    """The consumer's position on ``tp`` (past transaction markers, unlike the offsets of the records
+    handled) without a request, or None when it has none yet. aiokafka's public ``position()`` is a
+    coroutine that waits for one; a scrape must not wait, so this reads the subscription state it reads."""
+    try:
+        state = consumer._subscription.subscription.assignment.state_value(tp)
+    except Exception:  # noqa: BLE001 - not assigned (any more), or another aiokafka
+        return None
+    if state is None or not getattr(state, "has_valid_position", False):
+        return None
+    return int(state.position)
+
+
+def _end(consumer: Any, tp: TopicPartition) -> int | None:
+    """The last stable offset of ``tp`` as last fetched (the high watermark when the broker gave none), or
+    None when not known (never fetched, or no longer assigned)."""
+    try:
+        end = consumer.last_stable_offset(tp)
+        if end is None or end < 0:
+            end = consumer.highwater(tp)
+    except Exception:  # noqa: BLE001 - revoked meanwhile
+        return None
+    return None if end is None else int(end)
 
 
 class TaskFailed(Exception):
@@ -123,6 +149,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self.transactional = transactional
         self.service = host.core.name
         self.snapshots_of = snapshots_of or self.service
+        if not transactional:  # a replica's metrics are its own, apart from the service's
+            host.metrics = ServiceMetrics(f"{self.service}-replica")
         self.version = S.state_version(host.core)
         self.log = get_logger(self.service)
         self.consumer: AIOKafkaConsumer | None = None
@@ -135,6 +163,10 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         #: task p -> {own base stream: next offset} (where a checkpoint's own tail starts)
         self.own_next: dict[int, dict[str, int]] = {}
         self._last_checkpoint: dict[int, float] = {}
+        #: task p -> wall time (Unix seconds) of its latest checkpoint: written here, or restored from
+        self.snapshot_at: dict[int, float] = {}
+        #: an assignment is held (False from a revocation until the next assignment, and before the first)
+        self._assigned = False
         self._since_checkpoint: dict[int, int] = {}
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._queued: set[int] = set()
@@ -173,6 +205,45 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         """True when the consumer holds an assignment and every assigned task is restored."""
         return self.consumer is not None and bool(self.state) and all(v == "ready" for v in self.state.values())
 
+    @property
+    def assignment_held(self) -> bool:
+        """False between a revocation and the next assignment (a rebalance: aiokafka revokes everything, and
+        a group member whose broker went away rejoins so), and before the first assignment. :attr:`ready`
+        stays True meanwhile (a sticky task keeps its state); readiness checks both."""
+        return self._assigned
+
+    def lag(self) -> dict[tuple[str, int], int]:
+        """``{(base topic, partition): records}`` not yet consumed of each assigned input partition: the
+        partition's last stable offset (records of open transactions are not consumable yet; the high
+        watermark when the broker gave none) minus the consumer's position. Both as last known from the
+        consumer's fetches (no request is made): a paused partition's end is the one seen before it paused.
+        Empty without a consumer or assignment."""
+        c = self.consumer
+        if c is None:
+            return {}
+        out: dict[tuple[str, int], int] = {}
+        try:
+            assigned = list(c.assignment())
+        except Exception:  # noqa: BLE001 - a consumer stopping or rejoining: nothing to report now
+            return {}
+        for tp in assigned:
+            end = _end(c, tp)
+            pos = _position(c, tp)
+            if pos is None:
+                pos = self.positions.get(tp.partition, {}).get(tp)
+            if end is None or pos is None:
+                continue
+            out[(self.settings.base(tp.topic), tp.partition)] = max(0, end - pos)
+        return out
+
+    def snapshot_ages(self, now: float) -> dict[int, float]:
+        """``{task: seconds}`` since each held task's latest checkpoint (``now``: Unix seconds), for a
+        service that writes checkpoints; a task restored without one (from offset zero) is absent until it
+        writes its first. Empty for a replica (it writes none)."""
+        if not self.transactional or self.version is None:
+            return {}
+        return {p: max(0.0, now - at) for p, at in list(self.snapshot_at.items()) if p in self.state}
+
     def tables_of(self, p: int) -> list[str]:
         """The tables of task ``p`` in the host's state."""
         return [t for t in self.host.runner.tables if partition_of(t, self.partitions) == p]
@@ -191,6 +262,11 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             self.consumer = self._consumer_getter()
         return self.consumer
 
+    def observe(self) -> None:
+        """Export this instance's gauges (:data:`services.runtime.metrics.LIVE`) until :meth:`stop`: called
+        when its service starts (a module-level app that never starts exports nothing)."""
+        LIVE.track(self)
+
     async def stop(self) -> None:
         """Stop restoring and close every producer (a graceful stop; the next owner restores)."""
         if self._worker is not None:
@@ -206,6 +282,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             await self._reader.stop()
             self._reader = None
         self.state.clear()
+        self._assigned = False
+        LIVE.untrack(self)
 
     async def _close_producer(self, p: int) -> None:
         prod = self.producers.pop(p, None)
@@ -219,6 +297,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         # eager rebalancing revokes everything; wait for the batch in flight, keep state for stickiness, and
         # checkpoint what changed (Kafka Streams commits on revoke), so whoever gets a task restores little
+        self._assigned = False
         async with self.host.lock:
             for p in sorted({tp.partition for tp in revoked}):
                 if self.state.get(p) == "restoring":
@@ -244,6 +323,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 new.append(p)
             if new and self.consumer is not None:
                 self.consumer.pause(*[tp for p in new for tp in self._tps(p) if tp in assigned])
+            self._assigned = True
         for p in new:
             self._enqueue(p)
         self.log.info("assigned", tasks=sorted(numbers), restoring=new)
@@ -252,6 +332,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         """Task ``p`` moved away: forget its tables and close its producer."""
         self.state.pop(p, None)
         self.positions.pop(p, None)
+        self.snapshot_at.pop(p, None)
         self.host.runner.reset(self.tables_of(p))
         await self._close_producer(p)
 
@@ -325,12 +406,16 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         if self.version is None:
             return None
         latest: dict[bytes, bytes] = {}
+        cp_time: float | None = None
         topic = self.settings.topic(snapshot_topic(self.snapshots_of))
         async for chunk in self.read_range(topic, p, 0):
             for r in chunk:
                 if r.key is not None and r.value is not None:
                     latest[r.key] = r.value
+                    if r.key == S.CHECKPOINT_KEY:
+                        cp_time = r.timestamp / 1000
         raw_cp = latest.pop(S.CHECKPOINT_KEY, None)
+        self.snapshot_at.pop(p, None)
         if raw_cp is None:
             return None
         try:
@@ -355,6 +440,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             slot.input_seq = dict(snap.input_seq)
             slot.causes = dict(snap.causes)
             slot.last_event_id = snap.last_event_id
+        if cp_time is not None:
+            self.snapshot_at[p] = cp_time
         return cp
 
     async def restore(self, p: int) -> None:
@@ -425,6 +512,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             long_fold = cp is None and n > 0 or n >= self.settings.snapshot_every_records
             if self.transactional and decisions:
                 await self._commit(p, decisions, [], {}, force_checkpoint=long_fold)
+                self.host.log_published(decisions)
             elif self.transactional and long_fold and self.version is not None:
                 try:
                     await self._commit(p, [], [], {}, force_checkpoint=True)
@@ -440,6 +528,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self.restores += 1
         self.restored_from_snapshot += cp is not None
         self.restore_seconds.append(dt)
+        self.host.metrics.restored(dt, "snapshot" if cp is not None else "log")
         self.log.info("restored", task=p, records=n, tables=len(self.tables_of(p)),
                       from_snapshot=cp is not None, seconds=round(dt, 3),
                       marks={k: round(v, 3) for k, v in marks.items()})
@@ -484,6 +573,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             r = recs[0]
             error = poison[(r.topic, r.offset)]
             self.host.dead_letters += 1
+            self.host.metrics.dead_letter("unpublishable")
             self.log.error("dead_letter_unpublishable", topic=r.topic, partition=p, offset=r.offset, error=error)
             decisions: list[Decision] = []
             letters = [DeadLetter(service=self.service, topic=r.topic, partition=p, offset=r.offset,
@@ -502,6 +592,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             self.aborts += 1
             fenced = "Fenced" in type(e).__name__ or "Epoch" in type(e).__name__
             self.fenced += fenced
+            self.host.metrics.aborted(fenced)
             self.log.warning("transaction_failed", task=p, error=f"{type(e).__name__}: {e}",
                              records=len(recs), fenced=fenced)
             if single and not fenced and _unpublishable(e):
@@ -561,6 +652,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         s = self.settings
         own = {self.host.core.own_stream, *self.host.core.private_streams}
         checkpoint = self._checkpoint_records(p, offsets, force_checkpoint)
+        t0 = time.perf_counter()
         async with prod.transaction():
             futs: list[tuple[str | None, Any]] = []
             for d in decisions:
@@ -580,12 +672,14 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             if offsets:
                 await prod.send_offsets_to_transaction(offsets, self.group_id)
             metas = await asyncio.gather(*(f for _, f in futs))
+        self.host.metrics.transaction(time.perf_counter() - t0, bool(checkpoint))
         nxt = self.own_next.setdefault(p, {})
         for (stream, _), meta in zip(futs, metas):
             if stream in own:
                 nxt[stream] = max(nxt.get(stream, 0), meta.offset + 1)
         if checkpoint:
             self.checkpoints += 1
+            self.snapshot_at[p] = time.time()
             self._last_checkpoint[p] = time.monotonic()
             self._since_checkpoint[p] = 0
             runner = self.host.runner

@@ -89,6 +89,11 @@ class SettlementCore:
     def initial(self, table_id: str) -> SettlementState:
         return SettlementState(table_id)
 
+    def open_rounds(self, state: SettlementState) -> int:
+        """Rounds of the table not settled yet: opened, closed or resolved (an input about them came) and no
+        ``RoundSettled`` (a query for operations; it decides nothing)."""
+        return len(state.pending)
+
     def evolve(self, state: SettlementState, env: Envelope) -> SettlementState:
         e = env.payload
         if isinstance(e, RoundSettled):

@@ -252,6 +252,7 @@ TOKENS = {"dealer": "dealer-token-0123456789", "analyst": "analyst-token-0123456
 PUBLIC = ["/health", "/tables", "/tables/T1", "/tables/T1/odds", "/tables/T1/roads"]
 LEDGER = ["/tables/T1/ledger", "/tables/T1/ledger/entries?limit=50"]
 SURVEILLANCE = ["/tables/T1/odds/surveillance", "/alerts"]
+DIGEST = ["/digest"]
 
 
 def _auth(role):
@@ -286,12 +287,13 @@ def test_query_api(played):
     assert len(entries) == 5
 
 
-@pytest.mark.parametrize("path", PUBLIC + LEDGER + SURVEILLANCE + ["/players/player-1/surveillance"])
+@pytest.mark.parametrize("path", PUBLIC + LEDGER + SURVEILLANCE + DIGEST + ["/players/player-1/surveillance"])
 def test_each_endpoint_by_role(played, path):
     """401 without or with an unknown token, 403 with a role not allowed, 200 with an allowed one."""
     _, proj = played
     client = TestClient(create_api(proj, TOKENS))
     allowed = ({"cage", "pit", "surveillance"} if path in LEDGER else
+               {"analyst", "surveillance"} if path in DIGEST else
                {"surveillance"} if path not in PUBLIC else set(TOKENS))
     if path not in PUBLIC:
         assert client.get(path).status_code == 401
@@ -432,7 +434,74 @@ def test_the_api_answers_503_until_the_projection_has_restored():
     assert client.get("/tables/T1").status_code == 503  # nor a 404
     assert client.get("/health/ready").status_code == 503
     assert client.get("/health").json()["ready"] is False
+    assert client.get("/digest", headers=_auth("analyst")).status_code == 503  # no digest of half a state
+    assert client.get("/health/live").json() == {"live": True}
+    assert client.get("/metrics").status_code == 200
     restored = True
     assert client.get("/tables").status_code == 200
     assert client.get("/tables/T1").status_code == 404
-    assert client.get("/health/ready").json() == {"ready": True}
+    assert client.get("/health/ready").json() == {"ready": True, "restored": True}
+
+
+def test_health_is_cheap_and_the_digest_needs_a_role(played):
+    """``/health`` holds no digest; ``/digest`` (analyst, surveillance) is the state digest of
+    :func:`state_digest`, the same on every call while nothing changes."""
+    _, proj = played
+    client = TestClient(create_api(proj, TOKENS))
+    health = client.get("/health").json()
+    assert health == {"status": "ok", "ready": True, "tables": 2}
+    want = state_digest(proj.runner.tables)
+    for role in ("analyst", "surveillance", "analyst"):
+        assert client.get("/digest", headers=_auth(role)).json() == {"digest": want, "tables": 2}
+
+
+def test_readiness_is_what_the_runtime_says(played):
+    """``/health/ready`` answers the given readiness (the broker, the assignment, the restore), 503 when
+    not ready, whatever ``ready`` (the data endpoints' gate) says."""
+    _, proj = played
+    body = {"ready": False, "broker_reachable": False, "services": {}}
+    client = TestClient(create_api(proj, TOKENS, ready=lambda: True, readiness=lambda: (False, body)))
+    r = client.get("/health/ready")
+    assert r.status_code == 503 and r.json() == body
+    assert client.get("/tables").status_code == 200  # the state is whole: the data endpoints still answer
+
+
+def test_every_endpoint_that_reads_the_state_runs_on_the_event_loop(played):
+    """A sync endpoint runs in a worker thread while the event loop replaces the tables' states: it could see
+    the table dict change size or a table vanish mid-read (``/health`` once answered 500 with a
+    ``KeyError``). Every endpoint of the API is a coroutine, so none does."""
+    import inspect
+
+    from fastapi.routing import APIRoute
+
+    _, proj = played
+    api = create_api(proj, TOKENS)
+    routes = [r for r in api.routes if isinstance(r, APIRoute)]
+    assert {r.path for r in routes} >= {"/health", "/digest", "/tables", "/tables/{table_id}", "/alerts",
+                                        "/tables/{table_id}/ledger", "/players/{player_id}/surveillance"}
+    assert [r.path for r in routes if not inspect.iscoroutinefunction(r.endpoint)] == []
+
+
+def test_the_api_counts_its_requests_by_route_template(played):
+    """``croupier_api_requests_total`` is labelled by the route's template, never by a table or player id."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    _, proj = played
+    client = TestClient(create_api(proj, TOKENS))
+
+    def count(route: str, status: str) -> float:
+        text = client.get("/metrics").text
+        for fam in text_string_to_metric_families(text):
+            if fam.name == "croupier_api_requests":
+                return sum(s.value for s in fam.samples if s.name.endswith("_total")
+                           and s.labels == {"route": route, "status": status})
+        return 0.0
+
+    before_ok, before_404 = count("/tables/{table_id}", "200"), count("/tables/{table_id}", "404")
+    for _ in range(3):
+        assert client.get("/tables/T1").status_code == 200
+    assert client.get("/tables/NOPE").status_code == 404
+    assert count("/tables/{table_id}", "200") == before_ok + 3
+    assert count("/tables/{table_id}", "404") == before_404 + 1
+    text = client.get("/metrics").text
+    assert "NOPE" not in text and "player-1" not in text  # an id asked for never becomes a label

@@ -1,0 +1,181 @@
+"""Operations endpoints of a service process: ``/metrics``, ``/health/live``, ``/health/ready``.
+
+``croupier serve --metrics-port P`` serves :func:`create_ops_app` on P (the query API serves the same three
+paths itself). Both are cheap: no state digest, no request to the broker on the request's path.
+
+* **Liveness** (``/health/live``, always 200 while the event loop answers): the process works; restart it
+  only when this fails.
+* **Readiness** (``/health/ready``, 200 or 503): the broker answers (:class:`BrokerProbe`, a metadata
+  request every couple of seconds in the background), and every service of the process holds an assignment
+  whose tasks are all restored (:func:`readiness`). A service still waiting for its broker, rebalancing,
+  or restoring is not ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from services.runtime import metrics
+from services.runtime.logging import get_logger
+from services.runtime.settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from starlette.applications import Starlette
+
+    from services.runtime.app import Service
+
+
+class BrokerProbe:
+    """Whether the broker answers, as of the last probe (:attr:`reachable`).
+
+    :meth:`start` probes every ``interval_s`` seconds in the background: an admin client's metadata
+    request (with the settings' credentials), at most ``timeout_s`` seconds; a failure closes the client,
+    and the next probe connects afresh. :attr:`reachable` is False until the first probe answered, and
+    also when the last answer is older than three intervals (the probe itself is stuck).
+    """
+
+    def __init__(self, settings: Settings, *, interval_s: float = 2.0, timeout_s: float = 2.0):
+        self.settings = settings
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s
+        #: the last probe's error ("" after an answer)
+        self.last_error = "not probed yet"
+        self._ok_at: float | None = None
+        self._ok = False
+        self._admin: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self.log = get_logger("ops")
+
+    @property
+    def reachable(self) -> bool:
+        """True when the last probe answered, less than three intervals ago."""
+        return (self._ok and self._ok_at is not None
+                and time.monotonic() - self._ok_at < 3 * max(self.interval_s, self.timeout_s))
+
+    async def check(self) -> bool:
+        """Probe once now; returns (and records) whether the broker answered within ``timeout_s``."""
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        try:
+            if self._admin is None:
+                self._admin = AIOKafkaAdminClient(**self.settings.client_options(),
+                                                  request_timeout_ms=int(self.timeout_s * 1000))
+                await asyncio.wait_for(self._admin.start(), self.timeout_s)
+            await asyncio.wait_for(self._admin.describe_cluster(), self.timeout_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - anything but an answer: unreachable
+            was = self._ok
+            self._ok, self.last_error = False, f"{type(e).__name__}: {e}"
+            if was:
+                self.log.warning("broker_unreachable", bootstrap=self.settings.bootstrap_servers,
+                                 error=self.last_error)
+            await self._close_admin()
+            return False
+        if not self._ok and self._ok_at is not None:
+            self.log.info("broker_reachable", bootstrap=self.settings.bootstrap_servers)
+        self._ok, self._ok_at, self.last_error = True, time.monotonic(), ""
+        return True
+
+    async def _close_admin(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            with contextlib.suppress(Exception):
+                await admin.close()
+
+    def start(self) -> None:
+        """Probe in the background until :meth:`stop` (idempotent)."""
+        if self._task is None or self._task.done():
+            metrics.LIVE.track_probe(self)
+            self._task = asyncio.create_task(self._loop(), name="broker-probe")
+
+    async def _loop(self) -> None:
+        while True:
+            await self.check()
+            await asyncio.sleep(self.interval_s)
+
+    async def stop(self) -> None:
+        """Stop probing and close the client."""
+        metrics.LIVE.untrack_probe(self)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        await self._close_admin()
+
+
+def service_status(service: Service | None) -> dict[str, Any]:
+    """``{"started", "assigned", "restored", "tasks": {state: count}}`` of one service (None: not started:
+    still waiting for its broker)."""
+    if service is None:
+        return {"started": False, "assigned": False, "restored": False, "tasks": {}}
+    tasks = service.tasks
+    if tasks is None:  # handler tests: no tasks, nothing to restore
+        return {"started": True, "assigned": True, "restored": True, "tasks": {}}
+    counts: dict[str, int] = {}
+    for s in list(tasks.state.values()):
+        counts[s] = counts.get(s, 0) + 1
+    return {"started": True, "assigned": tasks.assignment_held, "restored": tasks.ready,
+            "tasks": dict(sorted(counts.items()))}
+
+
+def readiness(services: Mapping[str, Service | None], probe: BrokerProbe | None) -> tuple[bool, dict[str, Any]]:
+    """(ready, body) of a process running ``services`` (name -> service, None while not started): ready
+    when the broker answers (``probe``; None: not checked) and every service holds an assignment whose tasks
+    are all restored. ``body``: ``{"ready", "broker_reachable", "services": {name: service_status}}``."""
+    status = {name: service_status(svc) for name, svc in services.items()}
+    broker = probe.reachable if probe is not None else True
+    ok = broker and bool(status) and all(s["started"] and s["assigned"] and s["restored"]
+                                         for s in status.values())
+    body: dict[str, Any] = {"ready": ok, "broker_reachable": broker, "services": status}
+    if probe is not None and not broker:
+        body["broker_error"] = probe.last_error
+    return ok, body
+
+
+def create_ops_app(services: Callable[[], Mapping[str, Service | None]], probe: BrokerProbe | None) -> Starlette:
+    """The ops ASGI app: ``/metrics`` (:data:`services.runtime.metrics.REGISTRY`), ``/health/live`` and
+    ``/health/ready`` (:func:`readiness` of ``services()``, 503 when not ready). Every endpoint runs on the
+    event loop (never in a thread beside it), so it reads the services' state between two of its changes."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def metrics_endpoint(request: Any) -> Response:
+        return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)
+
+    async def live(request: Any) -> JSONResponse:
+        return JSONResponse({"live": True, "services": sorted(services())})
+
+    async def ready(request: Any) -> JSONResponse:
+        ok, body = readiness(services(), probe)
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    return Starlette(routes=[Route("/metrics", metrics_endpoint), Route("/health/live", live),
+                             Route("/health/ready", ready)])
+
+
+async def serve_http(app: Any, host: str, port: int, stop: asyncio.Event,
+                     context: contextvars.Context | None = None) -> None:
+    """Serve the ASGI ``app`` on ``host:port`` (uvicorn, in this event loop) until ``stop`` is set.
+    ``context``: the contextvars the server runs in (its log lines name that service). ``log_config=None``:
+    uvicorn's records go to the root logger, rendered as JSON like every other line
+    (:mod:`services.runtime.logging`), not through the plain-text handlers uvicorn would install."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", log_config=None,
+                                           access_log=False, lifespan="off"))
+    task = asyncio.create_task(server.serve(), context=context)
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        server.should_exit = True
+        await task
