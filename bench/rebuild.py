@@ -37,7 +37,8 @@ For each size:
    * ``ready``: the service says it has restored (``bench/readiness.py``: its readiness flag if it has one,
      else its "rebuilt" log line);
    * projection, ``done``: its state digest (the query API's ``/digest``, in process) equals the digest the
-     in-memory projection reached (polled after ``ready``);
+     in-memory projection reached (polled after ``ready``, timed when the states were taken, not after
+     the bench has hashed them);
    * shoe, dealing, wagering, settlement, ``done``: the answer to a probe command sent just before
      ``start()`` behind the history on its command topic (an unknown table's ``CloseShoe`` /
      ``OpenRound`` / ``CloseBetting`` / ``CollectCommission``, each answered by a ``CommandRejected`` on
@@ -195,15 +196,18 @@ def memory_floor(seed: int) -> tuple[MemoryBus, dict[str, Any], BenchRandomness]
 _DIGESTS: dict[int, Any] = {}
 
 
-async def projection_digest(host: Any) -> tuple[str, int]:
-    """(digest, tables) of ``host``'s projection state, as the query API reports it (in process). Each
+async def projection_digest(host: Any) -> tuple[str, int, float]:
+    """(digest, tables, when) of ``host``'s projection state, as the query API reports it (in process):
+    ``when`` is the clock reading at which the tables were taken (states are immutable, so the digest, computed
+    after, is of the state at ``when``; hashing 200 tables takes seconds and is the bench's work). Each
     host's tables are re-encoded only when their state changed since the last poll
     (:class:`services.projection.digest.DigestCache`), so polling does not load the restore it times."""
     from services.projection.digest import DigestCache
 
     cache = _DIGESTS.setdefault(id(host), DigestCache())
+    when = clock()
     tables = dict(host.runner.tables)
-    return cache.digest(tables), len(tables)
+    return cache.digest(tables), len(tables), when
 
 
 async def commit_history(settings: Settings, name: str) -> None:
@@ -561,14 +565,14 @@ async def start_once(settings: Settings, name: str, tag: str, watch: LogWatch, d
             errors: Counter[str] = Counter()
             while True:
                 try:
-                    have, tables = await projection_digest(svc.host)
+                    have, tables, when = await projection_digest(svc.host)
                 except Exception as e:  # noqa: BLE001 - /digest read mid-rebuild; counted, polled again
                     errors[f"{type(e).__name__}: {e}"] += 1
-                    have, tables = "", -1
+                    have, tables, when = "", -1, clock()
                 if errors and have == digest:
                     out.note = f"/digest failed {sum(errors.values())}x while restoring ({errors.most_common(1)[0][0]}); "
                 if have == digest:
-                    out.done = clock() - t0
+                    out.done = when - t0
                     out.note += f"{tables} tables"
                     break
                 if clock() - t0 > timeout:
