@@ -125,3 +125,14 @@ def test_every_container_has_a_health_check_that_the_code_keeps():
         hc = SERVICES[name]["healthcheck"]
         assert {"interval", "timeout", "retries", "start_period"} <= hc.keys(), name
         assert int(hc["interval"].removesuffix("s")) <= 10 and hc["retries"] >= 3, name
+
+
+def test_every_service_container_serves_its_metrics_on_the_port_serve_reads():
+    import typing
+
+    hints = typing.get_type_hints(cli.serve, include_extras=True)
+    port_opt, host_opt = hints["metrics_port"].__metadata__[0], hints["metrics_host"].__metadata__[0]
+    assert port_opt.envvar == "CROUPIER_METRICS_PORT" and host_opt.envvar == "CROUPIER_METRICS_HOST"
+    for name in services.NAMES:
+        env = SERVICES[name]["environment"]
+        assert int(env["CROUPIER_METRICS_PORT"]) == 9100 and env["CROUPIER_METRICS_HOST"] == "0.0.0.0", name
