@@ -214,7 +214,10 @@ class LedgerState(msgspec.Struct, frozen=True, kw_only=True):
     def state_digest(self) -> str:
         """SHA-256 hex over the totals, the current day, the entries held (shoe ids resolved, sorted by
         ``entry_id``) and the rounds waiting for their shoe: equal for two ledgers that booked the same
-        events in any order (within the window)."""
+        events in any order that keeps each stream's own (the live fold and a replay that folds one stream
+        after another; ``tests/unit/test_ledger_state.py``). Not across a prune: when a replay reads facts two
+        gaming days ahead of the settlements it has still to fold, a shoe that straddled the cutoff two days
+        back can keep fewer of its entries than it did live (a scope no longer answered by then anyway)."""
         h = hashlib.sha256(DIGEST_VERSION)
         enc = msgspec.json.Encoder(order="sorted")
         h.update(enc.encode([self.cutoff_hour, self.day, self.dropped, self.totals, sorted(self.unshod.keys())]))
