@@ -9,10 +9,12 @@ that reaches it
    while a broker starts, ...) is ``info``, not aiokafka's ``error``; a connection failure keeps its level;
 2. keeps the structlog context of where it was logged (``service``, ``instance``, ``table_id``, ``round_id``:
    contextvars), since it is rendered later, on another thread;
-3. is folded with its repeats (:class:`~services.runtime.repeats.RepeatLimiter`): one line per logger, level,
-   message template and service per interval, with ``count`` (and ``interval_s``, ``last_timestamp``) when it
-   came more than once; a background thread writes each line when its interval ends, :meth:`ClientLogHandler.close`
-   writes what is left;
+3. is folded with its repeats (:class:`~services.runtime.repeats.RepeatLimiter`), per logger, level, message
+   template and service: the first of an interval is written at once (an operator sees a lone error when it
+   happens, and a process killed right after has still said it); the others of that interval are one more
+   line when it ends, the first's message with ``repeated`` (how many came after it), ``interval_s`` and
+   ``timestamp``/``first_timestamp`` (the last's and the first's time). A background thread writes those
+   summaries, :meth:`ClientLogHandler.close` what is left. So 2,500 connection errors in 10 s are two lines;
 4. is rendered by ``structlog.stdlib.ProcessorFormatter`` as one JSON object: ``event`` (the message),
    ``level``, ``logger``, ``timestamp`` (when it was logged, UTC), ``exception`` (a traceback) and the context,
    written through structlog's ``PrintLogger`` to the services' stream, under the same lock as their lines.
@@ -104,16 +106,17 @@ class ClientLogHandler(logging.Handler):
                 event_dict.setdefault(k, v)
         event_dict["logger"] = record.name
         event_dict["timestamp"] = _iso(record.created)
-        count = getattr(record, "croupier_count", 1)
-        if count > 1:
-            event_dict["count"] = count
+        repeated = getattr(record, "croupier_repeated", 0)
+        if repeated:
+            event_dict["repeated"] = repeated
             event_dict["interval_s"] = self.limiter.interval_s
-            event_dict["last_timestamp"] = _iso(getattr(record, "croupier_last", record.created))
+            event_dict["first_timestamp"] = event_dict["timestamp"]
+            event_dict["timestamp"] = _iso(getattr(record, "croupier_last", record.created))
         return event_dict
 
     def emit(self, record: logging.LogRecord) -> None:
-        """Hold ``record`` with its repeats (written when its interval ends), or write it at once once the
-        handler is closed (a client's complaint at interpreter exit)."""
+        """Write ``record`` at once if it is the first of its kind in an interval (or the handler is closed:
+        a client's complaint at interpreter exit), else count it for the interval's summary line."""
         try:
             level = sensible_level(record)
             if level != record.levelno:
@@ -124,14 +127,14 @@ class ClientLogHandler(logging.Handler):
             record.croupier_context = context
             key = (record.name, record.levelno, str(record.msg), context.get("service"))
             with self._cond:
+                first = self._closed or self.limiter.offer(key, record)
                 if not self._closed:
-                    self.limiter.offer(key, record)
                     if self.background and self._thread is None:
                         self._thread = threading.Thread(target=self._run, name="client-log-repeats", daemon=True)
                         self._thread.start()
                     self._cond.notify()
-                    return
-            self._write([Repeat(key, record, 1, 0.0, 0.0)])
+            if first:
+                self._line(record)
         except Exception:  # noqa: BLE001 - a log line must never break the caller
             self.handleError(record)
 
@@ -150,29 +153,34 @@ class ClientLogHandler(logging.Handler):
                 finally:
                     self._cond.acquire()
 
+    def _line(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):  # a closed stream at shutdown: nowhere left to say it
+            self._out.msg(self.format(record))
+
     def _write(self, repeats: list[Repeat[logging.LogRecord]]) -> None:
+        """The summary line of each interval whose first line had repeats (the first is already written)."""
         for r in repeats:
-            record = r.item
             if r.count > 1:
-                record.croupier_count = r.count
-                record.croupier_last = record.created + (r.last_at - r.first_at)
-            with contextlib.suppress(Exception):  # a closed stream at shutdown: nowhere left to say it
-                self._out.msg(self.format(record))
+                summary = logging.makeLogRecord(r.item.__dict__)
+                summary.croupier_repeated = r.count - 1
+                summary.croupier_last = r.item.created + (r.last_at - r.first_at)
+                summary.exc_info, summary.exc_text = None, None  # the first line carried the traceback
+                self._line(summary)
 
     def flush(self) -> None:
-        """Write the held lines whose interval is over."""
+        """Write the summaries of the intervals that are over."""
         with self._cond:
             due = self.limiter.due()
         self._write(due)
 
     def drain(self) -> None:
-        """Write every held line now, its interval over or not (before a log file is shown or closed)."""
+        """Write every summary now, its interval over or not (before a log file is shown or closed)."""
         with self._cond:
             held = self.limiter.drain()
         self._write(held)
 
     def close(self) -> None:
-        """Write every held line, stop the background writer; later records are written at once."""
+        """Write every summary, stop the background writer; later records are written at once."""
         with self._cond:
             self._closed = True
             held = self.limiter.drain()

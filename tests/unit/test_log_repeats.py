@@ -1,4 +1,5 @@
-"""Client logs (issue 11): repeated connection errors are one JSON line with a count per interval, retriable
+"""Client logs (issue 11): repeated connection errors are the first line at once and one JSON line with their
+count per interval, retriable
 broker answers are ``info``, and a record keeps the structlog context it was logged in."""
 
 from __future__ import annotations
@@ -67,28 +68,32 @@ def test_keys_are_counted_apart_and_drain_hands_back_all():
         RepeatLimiter(0)
 
 
-def test_thousands_of_connection_errors_are_one_json_line_with_their_count():
+def test_thousands_of_connection_errors_are_the_first_at_once_and_one_line_with_their_count():
     clock, buf = FakeClock(), io.StringIO()
     handler = ClientLogHandler(buf, interval_s=10.0, clock=clock, background=False,
                                defaults=lambda: {"instance": "dealing-2"})
     log = _client_logger("aiokafka.client", handler)
-    for _ in range(2500):
-        log.error("Unable connect to node with id %s: %s", 1, OSError(111, "Connect call failed"))
+    log.error("Unable connect to node with id %s: %s", 1, OSError(111, "Connect call failed"))
+    [first] = _lines(buf)  # the first is written when it happens, not held
+    assert first["event"] == "Unable connect to node with id 1: [Errno 111] Connect call failed"
+    assert (first["level"], first["logger"], first["instance"], "repeated" in first) == (
+        "error", "aiokafka.client", "dealing-2", False)
+    for _ in range(2499):
         clock.now += 0.001
+        log.error("Unable connect to node with id %s: %s", 1, OSError(111, "Connect call failed"))
     handler.flush()
-    assert buf.getvalue() == ""  # held until the interval is over
+    assert len(_lines(buf)) == 1  # the repeats are counted until the interval is over
     clock.now = 110.0
     handler.flush()
-    [line] = _lines(buf)
-    assert line["event"] == "Unable connect to node with id 1: [Errno 111] Connect call failed"
-    assert (line["level"], line["logger"], line["count"], line["interval_s"]) == ("error", "aiokafka.client", 2500, 10.0)
-    assert line["instance"] == "dealing-2"
-    assert line["timestamp"].endswith("Z") and line["last_timestamp"] >= line["timestamp"]
+    first, summary = _lines(buf)
+    assert summary["event"] == first["event"] and summary["level"] == "error"
+    assert (summary["repeated"], summary["interval_s"], summary["first_timestamp"]) == (2499, 10.0, first["timestamp"])
+    assert summary["timestamp"].endswith("Z") and summary["timestamp"] > first["timestamp"]
     clock.now += 1
     log.error("Unable connect to node with id %s: %s", 1, OSError(111, "Connect call failed"))
-    handler.close()  # what is held is written at close, a single line without a count
-    last = _lines(buf)[-1]
-    assert len(_lines(buf)) == 2 and "count" not in last and last["level"] == "error"
+    handler.close()  # a new interval: its first line at once, and no summary (nothing repeated it)
+    lines = _lines(buf)
+    assert len(lines) == 3 and "repeated" not in lines[-1] and lines[-1]["level"] == "error"
 
 
 def test_retriable_broker_answers_are_info_and_connection_failures_keep_their_level():
