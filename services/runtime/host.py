@@ -154,6 +154,7 @@ class ServiceHost:
             return
         async with self.lock:
             await self._handle(topic, partition, offset, key, body)
+            self.metrics.settle(True)  # published as decided
 
     async def _handle(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes,
                       logged_ms: int | None = None) -> None:
@@ -247,6 +248,7 @@ class ServiceHost:
         finally:
             self._batch = None
         if not decisions:
+            self.metrics.settle(True)  # dead letters, if any, went out as they were made
             return 0
         try:
             flush = getattr(self.publisher, "flush", None)
@@ -256,8 +258,10 @@ class ServiceHost:
                 await publish_all(self.publisher, decisions)
         except Exception:
             self.stale = True
+            self.metrics.settle(False)
             self.log.exception("batch_publish_failed", decisions=len(decisions))
             return 0
+        self.metrics.settle(True)
         for d in decisions:
             self._log_events(d)
         return len(decisions)
@@ -275,6 +279,15 @@ class ServiceHost:
             return self._batch, self._letters
         finally:
             self._batch, self._letters = None, None
+
+    def uncollect(self, letters: list[DeadLetter]) -> None:
+        """The transaction that carried ``letters`` (made by :meth:`collect`) failed: forget that their
+        records were set aside, so that the re-read dead-letters them again (else the re-read would skip them
+        as already set aside, and they would be in no dead-letter topic: a silent drop)."""
+        for letter in letters:
+            if (letter.topic, letter.partition, letter.offset) in self._set_aside:
+                self._set_aside.discard((letter.topic, letter.partition, letter.offset))
+                self.dead_letters -= 1
 
     async def collect_reactions(self, table_ids: list[str]) -> list[Decision]:
         """Whatever the given tables' states make due now (after a restore), folded and returned for the

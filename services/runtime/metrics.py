@@ -135,10 +135,13 @@ def _tag(payload: Any) -> str:
 class ServiceMetrics:
     """The counters and histograms of one service (its ``service`` label), as its host and tasks feed them.
 
-    Every method is cheap (a dict lookup and an increment) and never raises for a label value."""
+    Every method is cheap (a dict lookup and an increment) and never raises for a label value. Refusals and
+    dead letters are what the log holds: they are counted when what records them is committed
+    (:meth:`settle`), so a batch re-read after an aborted transaction does not count them twice."""
 
     def __init__(self, service: str):
         self.service = service
+        self._pending: list[Any] = []
         self._handled: dict[tuple[str, str], tuple[Any, Any]] = {}
 
     def handled(self, stream: str, type_: str, seconds: float) -> None:
@@ -163,9 +166,9 @@ class ServiceMetrics:
         for env in events:
             p = env.payload
             if isinstance(p, (CommandRejected, BetRejected)):
-                REJECTED.labels(self.service, _types(command_type), label_code(p.reason)).inc()
+                self._pending.append(REJECTED.labels(self.service, _types(command_type), label_code(p.reason)))
             elif isinstance(p, CardReadRefused):
-                REJECTED.labels(self.service, _types(command_type), "card_read_refused").inc()
+                self._pending.append(REJECTED.labels(self.service, _types(command_type), "card_read_refused"))
 
     def published(self, events: Iterable[Any], now: float | None = None) -> None:
         """Events now in the log: each ``OddsUpdated`` observes its latency, the wall clock (``now``, Unix
@@ -179,8 +182,18 @@ class ServiceMetrics:
                 ODDS_LATENCY.labels(view).observe(max(0.0, at - env.occurred_at.timestamp()))
 
     def dead_letter(self, reason: str) -> None:
-        """A record set aside: ``undecodable``, ``misrouted``, ``handler_failed`` or ``unpublishable``."""
-        DEAD_LETTERS.labels(self.service, label_code(reason)).inc()
+        """A record set aside: ``undecodable``, ``misrouted``, ``handler_failed`` or ``unpublishable``
+        (counted at :meth:`settle`)."""
+        self._pending.append(DEAD_LETTERS.labels(self.service, label_code(reason)))
+
+    def settle(self, committed: bool) -> None:
+        """Count the refusals and dead letters noted since the last call if what records them is now in
+        the log (``committed``), else forget them (the transaction failed: the records are read and decided
+        again, and counted then)."""
+        if committed:
+            for counter in self._pending:
+                counter.inc()
+        self._pending.clear()
 
     def transaction(self, seconds: float, checkpoint: bool) -> None:
         """A task transaction committed in ``seconds`` (``checkpoint``: it carried a checkpoint)."""

@@ -512,6 +512,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             long_fold = cp is None and n > 0 or n >= self.settings.snapshot_every_records
             if self.transactional and decisions:
                 await self._commit(p, decisions, [], {}, force_checkpoint=long_fold)
+                self.host.metrics.settle(True)
                 self.host.log_published(decisions)
             elif self.transactional and long_fold and self.version is not None:
                 try:
@@ -585,10 +586,13 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 [(r.topic, r.partition, r.offset, r.key, r.value, _log_time(r)) for r in recs])
         if not self.transactional:
             self.positions[p].update(offsets)
+            self.host.metrics.settle(True)
             return True
         try:
             await self._commit(p, decisions, letters, offsets, len(recs))
         except Exception as e:  # noqa: BLE001 - fenced, broker away, record too large...: restore, re-read
+            self.host.metrics.settle(False)
+            self.host.uncollect(letters)
             self.aborts += 1
             fenced = "Fenced" in type(e).__name__ or "Epoch" in type(e).__name__
             self.fenced += fenced
@@ -609,6 +613,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             return False
         self.positions[p].update(offsets)
         self._poison.get(p, {}).pop((recs[0].topic, recs[0].offset), None)
+        self.host.metrics.settle(True)
         self.host.log_published(decisions)
         return True
 

@@ -321,3 +321,63 @@ async def test_a_record_on_another_tables_partition_is_dead_lettered_not_decided
     env = await cluster.io.wait(tid, lambda e: isinstance(e.payload, RoundSettled), since, 90)
     assert env.payload.bets == 0  # the misrouted bet was never taken
     assert not any(isinstance(e.payload, BetPlaced) for e in cluster.io.log.by_table[tid][since:])
+
+
+async def test_an_undecodable_record_in_a_batch_whose_transaction_failed_is_still_dead_lettered(
+        cluster: Cluster):
+    """A batch holds a record that cannot be decoded (its dead letter goes in the batch's transaction) and
+    a bet whose outcome the broker refuses: the transaction fails, the batch is read again one record a
+    transaction, and the undecodable record is dead-lettered then (once), not skipped as already set aside
+    by the transaction that failed."""
+    from datetime import datetime, timezone
+
+    from aiokafka.errors import MessageSizeTooLargeError
+
+    from contracts.codecs import decode_dead_letter
+    from contracts.commands import CloseBetting, OpenRound, PlaceBet
+
+    await cluster.start()
+    tid = "U1"
+    d = TableDealer(cluster.io, tid, punto_banco_full(), SEATS, random.Random(4), Clock(), timeout=90)
+    await d.open_table()
+    await cluster.load(d, "U1-shoe-1")
+    wagering = cluster.instances["wagering"][0]
+    assert wagering.tasks is not None
+    real = wagering.tasks._commit
+
+    async def broker_refuses_poison(p, decisions, letters, offsets, handled=0, **kw):  # type: ignore[no-untyped-def]
+        if any(e.causation_id == "poison" for dd in decisions for e in dd.events):
+            raise MessageSizeTooLargeError("the outcome of 'poison' exceeds the broker's record limit")
+        await real(p, decisions, letters, offsets, handled, **kw)
+
+    wagering.tasks._commit = broker_refuses_poison  # type: ignore[method-assign]
+    rid = "U1-shoe-1-round-1"
+    since = cluster.io.log.mark(tid)
+    at = datetime.now(timezone.utc)  # written raw: the broker's log time is now, and skew is checked
+    await cluster.io.send(T.DEALING_COMMANDS, command(tid, "open-1", at, OpenRound(round_id=rid, shoe_id="U1-shoe-1")))
+    await cluster.io.wait(tid, lambda e: type(e.payload).__name__ == "BettingOpened", since, 90)
+    home = partition_of(tid, cluster.settings.partitions)
+    prod = AIOKafkaProducer(**cluster.settings.client_options())
+    await prod.start()
+    topic = cluster.settings.topic(T.WAGERING_BETS)
+    try:  # one produce batch, so one fetch: the undecodable record and the poison share a transaction
+        sent = [await prod.send(topic, b"\x00 not a command", key=T.key(tid), partition=home)]
+        for cid in ("poison", "ok-1"):
+            sent.append(await prod.send(topic, encode(command(tid, cid, at, PlaceBet(
+                round_id=rid, seat=1, player_id="player-1", wager="banker", amount_cents=2_500))),
+                key=T.key(tid), partition=home))
+        await prod.flush()
+        await asyncio.gather(*sent)
+    finally:
+        await prod.stop()
+    got = await cluster.io.wait(tid, lambda e: e.causation_id == "ok-1", since, 90)  # re-read, one a transaction
+    assert type(got.payload).__name__ == "BetPlaced", got.payload
+    await cluster.io.send(T.WAGERING_COMMANDS, command(tid, "close-1", at, CloseBetting(round_id=rid)))
+    env = await cluster.io.wait(tid, lambda e: isinstance(e.payload, RoundSettled), since, 90)
+    assert env.payload.bets == 1
+    letters = [decode_dead_letter(r.value) for r in
+               await read_log(cluster.settings, cluster.settings.topic(T.dlq("wagering")))]
+    kinds = sorted(lt.error.split(":")[0] for lt in letters)
+    assert kinds == ["undecodable", "unpublishable outcome"], [lt.error for lt in letters]
+    assert [lt.original for lt in letters if lt.error.startswith("undecodable")] == [b"\x00 not a command"]
+    assert wagering.tasks.aborts >= 2
