@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -175,7 +176,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self._known_topics: set[str] = set()
         self.restores = 0
         self.restored_from_snapshot = 0
-        self.restore_seconds: list[float] = []
+        #: the latest restores' durations (s), for tests and benches; the metrics keep the histogram
+        self.restore_seconds: deque[float] = deque(maxlen=256)
         self.aborts = 0
         self.fenced = 0
         self.checkpoints = 0
