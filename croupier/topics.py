@@ -48,7 +48,20 @@ def check_prefix(prefix: str) -> str:
                         "--prefix (`croupier topics list --prefix P` shows what it names)")
     if prefix.startswith(INTERNAL):
         raise BadPrefix(f"prefix {prefix!r} names the broker's internal topics ({INTERNAL}…)")
+    named = sorted(b for b in _base_names() if b.startswith(prefix))
+    if named:
+        raise BadPrefix(f"prefix {prefix!r} names the topics of a floor that runs without a prefix "
+                        f"({', '.join(named[:3])}{', …' if len(named) > 3 else ''}): a floor's prefix comes before "
+                        f"those names (e.g. floor1.)")
     return prefix
+
+
+def _base_names() -> set[str]:
+    """Every topic name a floor without a prefix has: the contracts' topics and each service's snapshots."""
+    from contracts import topics as T
+
+    names = set(T.ALL_TOPICS)
+    return names | {f"{n.split('.')[0]}.snapshots" for n in names}
 
 
 @contextlib.contextmanager
@@ -114,13 +127,14 @@ async def list_groups(settings: Settings, prefix: str) -> list[str]:
 
 
 async def _active(admin: AIOKafkaAdminClient, groups: list[str]) -> list[str]:
-    """Which of ``groups`` have members now."""
+    """Which of ``groups`` have members now, or may have: a group the broker cannot describe (coordinator
+    loading or away, not authorised) counts as in use, so nothing is deleted on a guess."""
     if not groups:
         return []
     active = []
     for response in await admin.describe_consumer_groups(groups):
         for g in response.groups:  # (error_code, group, state, protocol_type, protocol, members, ...)
-            if g[0] == 0 and g[5]:
+            if g[0] != 0 or g[5]:
                 active.append(g[1])
     return sorted(active)
 

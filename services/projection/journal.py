@@ -221,8 +221,8 @@ class KafkaJournal:
         consumer = AIOKafkaConsumer(**self.settings.client_options(), group_id=None, enable_auto_commit=False,
                                     isolation_level="read_committed", auto_offset_reset="earliest",
                                     max_partition_fetch_bytes=1 << 20)
-        await consumer.start()
         try:
+            await consumer.start()  # inside: a start that fails or is cancelled still stops the consumer
             count = await self._partitions(consumer, topic)
             if count is None:  # no journal yet: an empty page (its cursor reads the first entries once posted)
                 start = _start(table_id, cursor, partition_of(table_id, self.settings.partitions), 0, 0)

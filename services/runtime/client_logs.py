@@ -10,7 +10,7 @@ that reaches it
 2. keeps the structlog context of where it was logged (``service``, ``instance``, ``table_id``, ``round_id``:
    contextvars), since it is rendered later, on another thread;
 3. is folded with its repeats (:class:`~services.runtime.repeats.RepeatLimiter`), per logger, level, message
-   template and service: the first of an interval is written at once (an operator sees a lone error when it
+   (aiokafka's: its template), service and exception class: the first of an interval is written at once (an operator sees a lone error when it
    happens, and a process killed right after has still said it); the others of that interval are one more
    line when it ends, the first's message with ``repeated`` (how many came after it), ``interval_s`` and
    ``timestamp``/``first_timestamp`` (the last's and the first's time). A background thread writes those
@@ -125,7 +125,11 @@ class ClientLogHandler(logging.Handler):
                 return
             context = structlog.contextvars.get_contextvars()
             record.croupier_context = context
-            key = (record.name, record.levelno, str(record.msg), context.get("service"))
+            # aiokafka's repeats differ in their arguments (node ids, addresses): folded by template; anything
+            # else only when the whole message is the same; never two different exceptions (each traceback shown)
+            text = str(record.msg) if record.name.startswith(CLIENT_LOGGERS) else record.getMessage()
+            exc = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] is not None else ""
+            key = (record.name, record.levelno, text, context.get("service"), exc)
             with self._cond:
                 first = self._closed or self.limiter.offer(key, record)
                 if not self._closed:

@@ -153,7 +153,11 @@ class ServiceHost:
             await self._handle(topic, partition, offset, key, body)
             return
         async with self.lock:
-            await self._handle(topic, partition, offset, key, body)
+            try:
+                await self._handle(topic, partition, offset, key, body)
+            except BaseException:
+                self.metrics.settle(False)  # not published: redelivered, and counted then
+                raise
             self.metrics.settle(True)  # published as decided
 
     async def _handle(self, topic: str, partition: int, offset: int, key: bytes | None, body: bytes,

@@ -164,3 +164,20 @@ def test_the_digest_cache_equals_the_full_digest_as_tables_change():
     assert cache.digest(tables) == state_digest(tables) != first
     del tables["T2"]
     assert cache.digest(tables) == state_digest(tables)
+
+
+def test_a_replay_of_many_gaming_days_equals_the_live_fold_and_stays_bounded():
+    # five days, a round a minute from noon, 80 rounds a shoe: shoes straddle the 06:00 cutoff. A replay folds
+    # every RoundOpened (all five days of shoe facts) before the first settlement.
+    envs = steady_floor(5 * 1440)
+    live, replayed = fold_state(envs), fold_state(by_stream(envs))
+    journal = Ledger().post_all(envs)
+    assert replayed.state_digest() == live.state_digest() and replayed.totals == live.totals
+    assert len(replayed.unshod) == len(live.unshod) == 0
+    size = len(msgspec.msgpack.encode(replayed))
+    assert size <= len(msgspec.msgpack.encode(live)) * 1.01, size
+    shoes = sorted({k.split("|")[0][2:] for k in live.totals if k.startswith("s:")}, key=lambda s: int(s[5:]))
+    straddling = [s for s in shoes if len({x.gaming_day for x in journal.entries(shoe_id=s)}) > 1]
+    assert straddling, shoes
+    for s in shoes:
+        assert replayed.balances(shoe_id=s) == live.balances(shoe_id=s) == journal.balances(shoe_id=s), s

@@ -162,3 +162,19 @@ def test_faststreams_own_plain_text_handler_gives_way_to_the_json_one():
     [line] = _lines(buf)
     assert (line["event"], line["level"], line["logger"]) == (
         "FastStream app failed: KafkaConnectionError", "error", "faststream")
+
+
+def test_two_different_exceptions_under_one_message_are_both_written_with_their_tracebacks():
+    clock, buf = FakeClock(), io.StringIO()
+    handler = ClientLogHandler(buf, interval_s=10.0, clock=clock, background=False)
+    log = _client_logger("uvicorn.error", handler)
+    for exc in (KeyError("table"), ValueError("bad cursor"), KeyError("table")):
+        try:
+            raise exc
+        except Exception:
+            log.exception("Exception in ASGI application")
+    handler.close()
+    lines = _lines(buf)
+    assert [("KeyError" in x.get("exception", ""), "ValueError" in x.get("exception", "")) for x in lines[:2]] == [
+        (True, False), (False, True)]
+    assert len(lines) == 3 and lines[2]["repeated"] == 1 and "KeyError" not in lines[2].get("exception", "")
