@@ -110,6 +110,13 @@ async def test_every_metric_after_a_short_floor(kafka_bootstrap: str, monkeypatc
                     return False
 
             await until(lambda: ready(ops), "the serve process ready")
+            # the registry is the process's: other tests in this pytest process counted before this one, so
+            # the counters are compared as increases over this baseline
+            base = await scrape(client, f"{ops}/metrics")
+
+            def grew(m: Samples, name: str, **labels: str) -> float:
+                return total(m, name, **labels) - total(base, name, **labels)
+
             await io.start()
             clock = Clock(datetime.now(UTC))
             cfg = punto_banco_full(limits={Wager.TIE: Limits(500, 10_000)})
@@ -142,9 +149,9 @@ async def test_every_metric_after_a_short_floor(kafka_bootstrap: str, monkeypatc
                 m = await scrape(client, f"{ops}/metrics")
                 quiet = total(m, "croupier_consumer_lag") == 0 and len(series(m, "croupier_consumer_lag")) == sum(
                     len(svc.host.subscribed_topics) * settings.partitions for svc in created.values())
-                done = (total(m, "croupier_dead_letters_total", service="dealing") >= 1
+                done = (grew(m, "croupier_dead_letters_total", service="dealing") >= 1
                         and total(m, "croupier_open_rounds", service="dealing", table=TABLE) == 1
-                        and all(total(m, "croupier_checkpoints_total", service=s) > 0 for s in services.NAMES))
+                        and all(grew(m, "croupier_checkpoints_total", service=s) > 0 for s in services.NAMES))
                 return m if quiet and done else None
 
             m = await until(settled, "the floor's work in the metrics, nothing left to consume")
@@ -152,10 +159,10 @@ async def test_every_metric_after_a_short_floor(kafka_bootstrap: str, monkeypatc
                    for s in (T.WAGERING_EVENTS, T.PROJECTION_ODDS)}
             for name in services.NAMES:
                 svc = created[name]
-                assert total(m, "croupier_messages_handled_total", service=name) > 0, name
-                assert total(m, "croupier_handler_seconds_count", service=name) == total(
+                assert grew(m, "croupier_messages_handled_total", service=name) > 0, name
+                assert grew(m, "croupier_handler_seconds_count", service=name) == grew(
                     m, "croupier_messages_handled_total", service=name), name
-                assert total(m, "croupier_transaction_seconds_count", service=name) > 0, name
+                assert grew(m, "croupier_transaction_seconds_count", service=name) > 0, name
                 assert total(m, "croupier_restore_seconds_count", service=name) >= settings.partitions, name
                 assert total(m, "croupier_tasks", service=name, state="ready") == settings.partitions, name
                 assert total(m, "croupier_ready", service=name) == 1, name
@@ -172,15 +179,15 @@ async def test_every_metric_after_a_short_floor(kafka_bootstrap: str, monkeypatc
             assert len(extra) == 3 and {r.reason for r in extra} <= {"over_table_max", "betting_closed"}
             assert any(r.reason == "over_table_max" for r in extra)
             for reason in {r.reason for r in refused}:  # the metric counts what the log holds, once
-                assert total(m, "croupier_messages_rejected_total", service="wagering", type="place_bet",
-                             reason=reason) == sum(1 for r in refused if r.reason == reason), reason
-            assert total(m, "croupier_transaction_aborts_total", service="wagering", fenced="true") >= 1
-            assert total(m, "croupier_dead_letters_total", service="dealing", reason="undecodable") == 1
+                assert grew(m, "croupier_messages_rejected_total", service="wagering", type="place_bet",
+                            reason=reason) == sum(1 for r in refused if r.reason == reason), reason
+            assert grew(m, "croupier_transaction_aborts_total", service="wagering", fenced="true") >= 1
+            assert grew(m, "croupier_dead_letters_total", service="dealing", reason="undecodable") == 1
             for view in ("public", "surveillance"):
                 published = sum(1 for e in log[T.PROJECTION_ODDS]
                                 if isinstance(e.payload, OddsUpdated) and e.payload.view == view)
                 assert published > 0
-                assert total(m, "croupier_odds_latency_seconds_count", view=view) == published, view
+                assert grew(m, "croupier_odds_latency_seconds_count", view=view) == published, view
             assert total(m, "croupier_open_rounds", service="settlement", table=TABLE) == 1  # S-4: not settled
             assert total(m, "croupier_broker_reachable") == 1
             assert total(m, "process_resident_memory_bytes") > 0
