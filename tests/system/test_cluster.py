@@ -241,17 +241,12 @@ async def test_a_snapshot_of_another_version_is_ignored_and_the_task_rebuilds(ka
         await c.stop()
 
 
-async def test_a_record_whose_outcome_cannot_be_published_is_dead_lettered_and_its_batch_goes_on(
-        cluster: Cluster):
+
+def refuse_poison_outcomes(cluster: Cluster) -> Service:
+    """The first wagering instance, its commits refused as too large whenever they carry an outcome of the
+    command ``poison`` (what a broker does with a record over its limit); returns the instance."""
     from aiokafka.errors import MessageSizeTooLargeError
 
-    from contracts.codecs import decode_dead_letter
-    from contracts.commands import CloseBetting, OpenRound, PlaceBet
-
-    await cluster.start()
-    d = TableDealer(cluster.io, "P1", punto_banco_full(), SEATS, random.Random(2), Clock(), timeout=90)
-    await d.open_table()
-    await cluster.load(d, "P1-shoe-1")
     wagering = cluster.instances["wagering"][0]
     assert wagering.tasks is not None
     real = wagering.tasks._commit
@@ -262,6 +257,19 @@ async def test_a_record_whose_outcome_cannot_be_published_is_dead_lettered_and_i
         await real(p, decisions, letters, offsets, handled, **kw)
 
     wagering.tasks._commit = broker_refuses_poison  # type: ignore[method-assign]
+    return wagering
+
+
+async def test_a_record_whose_outcome_cannot_be_published_is_dead_lettered_and_its_batch_goes_on(
+        cluster: Cluster):
+    from contracts.codecs import decode_dead_letter
+    from contracts.commands import CloseBetting, OpenRound, PlaceBet
+
+    await cluster.start()
+    d = TableDealer(cluster.io, "P1", punto_banco_full(), SEATS, random.Random(2), Clock(), timeout=90)
+    await d.open_table()
+    await cluster.load(d, "P1-shoe-1")
+    wagering = refuse_poison_outcomes(cluster)
     rid = "P1-shoe-1-round-1"
     since = cluster.io.log.mark("P1")
     at = Clock()()
@@ -331,8 +339,6 @@ async def test_an_undecodable_record_in_a_batch_whose_transaction_failed_is_stil
     by the transaction that failed."""
     from datetime import datetime, timezone
 
-    from aiokafka.errors import MessageSizeTooLargeError
-
     from contracts.codecs import decode_dead_letter
     from contracts.commands import CloseBetting, OpenRound, PlaceBet
 
@@ -341,20 +347,12 @@ async def test_an_undecodable_record_in_a_batch_whose_transaction_failed_is_stil
     d = TableDealer(cluster.io, tid, punto_banco_full(), SEATS, random.Random(4), Clock(), timeout=90)
     await d.open_table()
     await cluster.load(d, "U1-shoe-1")
-    wagering = cluster.instances["wagering"][0]
-    assert wagering.tasks is not None
-    real = wagering.tasks._commit
-
-    async def broker_refuses_poison(p, decisions, letters, offsets, handled=0, **kw):  # type: ignore[no-untyped-def]
-        if any(e.causation_id == "poison" for dd in decisions for e in dd.events):
-            raise MessageSizeTooLargeError("the outcome of 'poison' exceeds the broker's record limit")
-        await real(p, decisions, letters, offsets, handled, **kw)
-
-    wagering.tasks._commit = broker_refuses_poison  # type: ignore[method-assign]
+    wagering = refuse_poison_outcomes(cluster)
     rid = "U1-shoe-1-round-1"
     since = cluster.io.log.mark(tid)
     at = datetime.now(timezone.utc)  # written raw: the broker's log time is now, and skew is checked
-    await cluster.io.send(T.DEALING_COMMANDS, command(tid, "open-1", at, OpenRound(round_id=rid, shoe_id="U1-shoe-1")))
+    await cluster.io.send(T.DEALING_COMMANDS, command(tid, "open-1", at,
+                                                      OpenRound(round_id=rid, shoe_id="U1-shoe-1")))
     await cluster.io.wait(tid, lambda e: type(e.payload).__name__ == "BettingOpened", since, 90)
     home = partition_of(tid, cluster.settings.partitions)
     prod = AIOKafkaProducer(**cluster.settings.client_options())
