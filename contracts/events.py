@@ -280,10 +280,14 @@ class BetRejected(Event, frozen=True, tag="bet_rejected"):
 
 
 class BetWithdrawn(Event, frozen=True, tag="bet_withdrawn"):
-    """A bet taken back before "No more bets"; its stake is returned."""
+    """A bet out of the round's book; its stake is returned. ``reason``: ``""`` the player took it back
+    before "No more bets" (``WithdrawBet``); ``betting_closed`` the log holds it after the call (its
+    ``PlaceBet`` was appended after the ``CloseBetting``, though read before it), so the call returns it
+    (13:69F-3.2(d))."""
 
     round_id: EvId
     bet_id: EvId
+    reason: EvCode = ""
 
 
 class BetLine(msgspec.Struct, frozen=True):

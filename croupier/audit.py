@@ -17,7 +17,8 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   the round (``card_before_no_more_bets``), no card was drawn for a round that was never opened
   (``card_outside_round``), and no bet was placed or withdrawn after the round's first card left the shoe
   (``bet_after_first_card``, whatever dealing made of that card);
-* every closed bet book is the bets placed minus the bets withdrawn;
+* every closed bet book is the bets placed minus the bets withdrawn, and holds no bet placed after its
+  "No more bets" by the log's time (``bet_after_no_more_bets``: the call returns such a bet);
 * every bet of every closed book is settled exactly once, as the rules core settles it under the table
   configuration in force when the round opened; every ``RoundSettled`` equals the sum of its bets; every
   ``CommissionAccrued`` is the commission a player's bets at a seat accrued in the round, with a running
@@ -55,7 +56,7 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``book_mismatch``, ``unresolved_round``, ``settlement_count``, ``settlement_mismatch``,
 ``round_settled_count``, ``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``,
 ``round_not_dealt``, ``round_not_settled``, ``floor_broken``, ``card_before_no_more_bets``,
-``card_outside_round``, ``bet_after_first_card``, ``vault_unopenable``, ``vault_mismatch``, ``vault_missing``,
+``card_outside_round``, ``bet_after_first_card``, ``bet_after_no_more_bets``, ``vault_unopenable``, ``vault_mismatch``, ``vault_missing``,
 ``unattributed_event``, ``command_missing``, ``principal_mismatch``, ``actor_mismatch``, ``event_time_mismatch``,
 ``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``, ``cause_missing``.
 """
@@ -66,6 +67,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from baccarat import round as R
 from baccarat.cards import hand_points, parse_card
@@ -515,11 +517,13 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     # ---- bet books: placed minus withdrawn ---------------------------------------------------------------
     books: dict[str, BettingClosed] = {}
     placed: dict[str, dict[str, BetLine]] = defaultdict(dict)
+    placed_at: dict[str, datetime] = {}
     for e in wager_ev:
         p = e.payload
         if isinstance(p, BetPlaced):
             placed[p.round_id][p.bet_id] = BetLine(bet_id=p.bet_id, seat=p.seat, player_id=p.player_id,
                                                    wager=p.wager, amount_cents=p.amount_cents)
+            placed_at[p.bet_id] = e.occurred_at
         elif isinstance(p, BetWithdrawn):
             placed[p.round_id].pop(p.bet_id, None)
         elif isinstance(p, BettingClosed):
@@ -528,6 +532,11 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
                 want_ids = list(placed[p.round_id])
                 flag("book_mismatch", p.round_id, f"closed book {[b.bet_id for b in p.bets]} differs from the "
                                                   f"bets placed and not withdrawn {want_ids}")
+            for b in p.bets if in_scope(p.round_id) else ():
+                if b.bet_id in placed_at and placed_at[b.bet_id] > e.occurred_at:
+                    flag("bet_after_no_more_bets", f"wagering.events#{e.seq}",
+                         f"bet {b.bet_id} placed at {placed_at[b.bet_id].isoformat()} is in the book of round "
+                         f"{p.round_id}, closed at {e.occurred_at.isoformat()} (13:69F-3.2(d))")
 
     # ---- settlements -----------------------------------------------------------------------------------
     settled: dict[str, list[BetSettled]] = defaultdict(list)

@@ -638,6 +638,8 @@ def describe(entry: dict[str, Any]) -> tuple[str, str]:
                 f"({entry['amount_cents']} cents)")
         return "bet rejected", f"{what} - {entry['reason']}: {entry['detail']} [{entry['command_id']}]"
     if ev == "bet_withdrawn":
+        if entry.get("reason") == "betting_closed":
+            return "bet returned", f"{entry['bet_id']}: placed after \"No more bets\" by the log's time"
         return "bet withdrawn", entry["bet_id"]
     if ev == "betting_closed":
         return "no more bets", f"{entry['count']} bet(s) in the book, {money(entry['total_cents'])} staked"

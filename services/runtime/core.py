@@ -91,7 +91,10 @@ class ServiceCore(Protocol[S]):
 
     def absorb(self, state: S, env: Envelope) -> S: ...
 
-    def decide(self, state: S, cmd: CommandEnvelope) -> list[Emit | Send]: ...
+    def decide(self, state: S, cmd: CommandEnvelope) -> list[Emit | Send]:
+        """Decide a command. ``cmd.issued_at`` is the time its events record: the broker's append time
+        of its record on a command topic (the sender's claim stays in the events' ``claimed_at``)."""
+        ...
 
     def react(self, state: S, last: Envelope | None) -> list[Emit | Send]: ...
 
@@ -259,7 +262,9 @@ class Runner(Generic[S]):
             outs: list[Emit | Send] = [Emit(CommandRejected(command_id=cmd.command_id, command=tag,
                                                             reason=refusal[0], detail=refusal[1]))]
         else:
-            outs = self.core.decide(s.state, cmd)
+            # the core sees the command at the log's time, the time its events record
+            seen = cmd if logged_at is None else msgspec.structs.replace(cmd, issued_at=logged_at)
+            outs = self.core.decide(s.state, seen)
         round_id = getattr(cmd.payload, "round_id", None)
         if round_id:  # events caused by a command about a round carry that round
             outs = [o if isinstance(o, Send) or o.round_id else replace(o, round_id=round_id) for o in outs]

@@ -118,8 +118,10 @@ def in_log_order(records: list[Any]) -> list[Any]:
     A service reads more than one command topic (the wagering service: the console's ``wagering.commands``
     and the bettors' ``wagering.bets``), and a batch holds them topic by topic. Interleaving by timestamp
     (the broker's append time on command topics) decides a bet appended before the dealer's "No more bets"
-    before the call, as the log's time says it came, when both are in one batch; a later batch is later
-    anyway. Each topic's own order is kept whatever its timestamps (``heapq.merge`` takes every input in
+    before the call, as the log's time says it came, when both are in one batch. Across batches a record
+    of one topic can be read before an earlier one of the other (it came in an earlier fetch); the deciders
+    that care compare the log's times themselves (the wagering service's "No more bets" returns a bet the
+    log holds after the call). Each topic's own order is kept whatever its timestamps (``heapq.merge`` takes every input in
     order), so an event stream is never reordered.
     """
     by_topic: dict[str, list[Any]] = {}

@@ -18,7 +18,11 @@ round (``too_many_bets``: the closed book must fit one Kafka record), nothing
 made, increased or withdrawn after "No more bets" (13:69F-3.2(d)), and nothing made or withdrawn once any
 card of the round exists (``cards_dealt``: a ``CardDealt`` or a card ``Irregularity`` of the round on
 ``dealing.events``, e.g. a physical shoe's card read before "No more bets"; 3.2(d), 3.7(b)). A
-``CloseBetting`` after such a card still closes the book (it changes no bet).
+``CloseBetting`` after such a card still closes the book (it changes no bet). "No more bets" is the
+log's time of the ``CloseBetting``: a bet the log holds after it, though read before it (the bettors' topic
+is another topic), is returned by the call (``BetWithdrawn`` reason ``betting_closed``); a bet in the call's
+own millisecond stands. The times are the brokers' append times, comparable as far as the brokers' clocks
+agree.
 """
 
 from __future__ import annotations
@@ -67,6 +71,9 @@ class Book:
     voided_by: tuple[str, datetime] | None = None
     #: a card of the round exists (dealing.events said so): no bet may be made or withdrawn
     carded: bool = False
+    #: bet id -> the log's time of its ``BetPlaced`` (the broker's append time of its ``PlaceBet``), for each
+    #: bet of ``bets``: "No more bets" returns those the log holds after the call
+    placed_at: dict[str, datetime] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +132,14 @@ class WageringCore:
             b = state.books[e.round_id]
             line = BetLine(bet_id=e.bet_id, seat=e.seat, player_id=e.player_id, wager=e.wager,
                            amount_cents=e.amount_cents)
-            return _with_book(state, replace(b, bets={**b.bets, e.bet_id: line}))
+            return _with_book(state, replace(b, bets={**b.bets, e.bet_id: line},
+                                             placed_at={**b.placed_at, e.bet_id: env.occurred_at}))
         if isinstance(e, BetWithdrawn):
             b = state.books[e.round_id]
-            bets = dict(b.bets)
+            bets, placed_at = dict(b.bets), dict(b.placed_at)
             bets.pop(e.bet_id, None)
-            return _with_book(state, replace(b, bets=bets))
+            placed_at.pop(e.bet_id, None)
+            return _with_book(state, replace(b, bets=bets, placed_at=placed_at))
         if isinstance(e, PlayerSeated):
             return replace(state, seated=state.seated | {(e.seat, e.player_id)})
         if isinstance(e, PlayerLeft):
@@ -206,12 +215,29 @@ class WageringCore:
                 return [Emit(CommandRejected(command_id=cmd.command_id, command="close_betting", reason=why[0],
                                              detail=why[1]), round_id=c.round_id)]
             assert b is not None
-            return [Emit(BettingClosed(round_id=c.round_id, bets=list(b.bets.values())), round_id=c.round_id)]
+            return self._close(b, cmd.issued_at)
         if isinstance(c, (SeatPlayer, LeaveSeat)):
             return self._registry(state, cmd, c)
         tag = type(c).__struct_config__.tag
         return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason="not_a_wagering_command",
                                      detail=f"{tag} is not handled by the wagering service"))]
+
+    @staticmethod
+    def _close(b: Book, called_at: datetime) -> list[Emit | Send]:
+        """ "No more bets" at ``called_at`` (the log's time of the ``CloseBetting``): the book closes with the
+        bets the log holds at or before the call; each bet the log holds *after* it is returned
+        (``BetWithdrawn``, reason ``betting_closed``) and is not in the book (13:69F-3.2(d)).
+
+        Bets and the call travel on two topics, so a bet appended after the call can be read first (its
+        records came in an earlier fetch); by the log's time it is still late, and a bettor cannot choose
+        that time (``LogAppendTime``). No card of the round can exist yet: dealing deals only after the book
+        closes."""
+        late = [bid for bid, at in b.placed_at.items() if at > called_at and bid in b.bets]
+        outs: list[Emit | Send] = [Emit(BetWithdrawn(round_id=b.round_id, bet_id=bid, reason="betting_closed"),
+                                        round_id=b.round_id) for bid in late]
+        book = [line for bid, line in b.bets.items() if bid not in late]
+        outs.append(Emit(BettingClosed(round_id=b.round_id, bets=book), round_id=b.round_id))
+        return outs
 
     @staticmethod
     def _registry(state: WageringState, cmd: CommandEnvelope, c: SeatPlayer | LeaveSeat) -> list[Emit | Send]:

@@ -16,6 +16,8 @@ from contracts.events import (
     BetPlaced,
     BetRejected,
     BetSettled,
+    BettingClosed,
+    BetWithdrawn,
     CardDealt,
     CommandRejected,
     Irregularity,
@@ -226,3 +228,56 @@ async def test_a_card_out_of_order_is_an_irregularity_and_a_bankers_third_before
     assert (res.player_points, res.banker_points, res.winner) == (6, 5, "player")
     rep = audit(events(t.bus))
     assert rep.clean, [str(d) for d in rep.discrepancies]
+
+
+async def test_a_bet_the_log_holds_after_no_more_bets_is_returned_by_the_call_even_if_read_first():
+    """Bets and the call travel on two topics, so a bet appended after "No more bets" can be read before it.
+    By the log's time it is late (13:69F-3.2(d)): the call returns it (``BetWithdrawn`` ``betting_closed``),
+    the book holds only the bets before the call, and the audit is clean; a bet at the very time of the call
+    stands."""
+    t = Table()
+    await t.pump()
+    t.send(T.DEALING_COMMANDS, OpenRound(round_id="R1", shoe_id="PS"))
+    await t.pump()
+    t.bet("banker", 2500, cid="early")
+    t.n += 5  # the call at +5 s, read after the bet appended at +10 s; a bet at the call's own second
+    close_at = START + timedelta(seconds=t.n + 1)
+    t.n += 4
+    t.bet("player", 100_000, cid="after-call")
+    t.bus.send(T.WAGERING_BETS, command("P1", "at-call", close_at, PlaceBet(
+        round_id="R1", seat=1, player_id="p", wager="tie", amount_cents=500)))
+    await t.pump()
+    t.bus.send(T.WAGERING_COMMANDS, command("P1", "close", close_at, CloseBetting(round_id="R1")))
+    await t.pump()
+    for i, card in enumerate(("2s", "9s", "3s", "Ks"), 1):  # Player 5, Banker 9: a natural
+        t.read(i, card)
+    await t.pump()
+    assert [b.bet_id for b in payloads(t.bus, T.WAGERING_EVENTS, BetPlaced)] == ["early", "after-call", "at-call"]
+    assert [(w.bet_id, w.reason) for w in payloads(t.bus, T.WAGERING_EVENTS, BetWithdrawn)] == [
+        ("after-call", "betting_closed")]
+    assert [b.bet_id for b in payloads(t.bus, T.WAGERING_EVENTS, BettingClosed)[0].bets] == ["early", "at-call"]
+    assert sorted(s.bet_id for s in payloads(t.bus, T.SETTLEMENT_EVENTS, BetSettled)) == ["at-call", "early"]
+    rep = audit(events(t.bus))
+    assert rep.clean, [str(d) for d in rep.discrepancies]
+
+
+async def test_the_audit_flags_a_book_holding_a_bet_placed_after_its_call():
+    t = Table()
+    await t.pump()
+    t.send(T.DEALING_COMMANDS, OpenRound(round_id="R1", shoe_id="PS"))
+    await t.pump()
+    t.bet("banker", 2500, cid="early")
+    t.send(T.WAGERING_COMMANDS, CloseBetting(round_id="R1"))
+    await t.pump()
+    for i, card in enumerate(("2s", "9s", "3s", "Ks"), 1):
+        t.read(i, card)
+    await t.pump()
+    log = events(t.bus)
+    assert audit(log).clean
+    i = next(i for i, e in enumerate(log) if isinstance(e.payload, BetPlaced))
+    close = next(e for e in log if isinstance(e.payload, BettingClosed))
+    forged = list(log)
+    forged[i] = replace(log[i], occurred_at=close.occurred_at + timedelta(milliseconds=1))
+    rep = audit(forged)
+    assert {d.kind for d in rep.discrepancies} == {"bet_after_no_more_bets"}
+    assert [d.where for d in rep.discrepancies] == [f"wagering.events#{close.seq}"]
