@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
-from typing import Mapping
+from typing import Callable, Mapping
 
 from baccarat.drawing import CASINO_NIGHT, CASINO_NIGHT_LITERAL, PUNTO_BANCO, Ruleset, Variant
 from baccarat.errors import IllegalTableConfig, InvalidAmount, WagerNotOffered
@@ -232,7 +232,33 @@ def casino_night(*, literal_banker_rule: bool = False, **kw: object) -> TableCon
     )
 
 
+#: the named table profiles a console opens a table from (name -> the table's configuration); chemin de fer
+#: joins when a service can run it
+TABLE_PROFILES: dict[str, Callable[[], TableConfig]] = {
+    "punto_banco": punto_banco_full,
+    "punto_banco_basic": punto_banco,
+    "no_vig_dragon_7": no_vig_dragon,
+    "no_vig_dragon_7_panda_8": lambda: no_vig_dragon(panda=True),
+    "casino_night": casino_night,
+    "casino_night_literal": lambda: casino_night(literal_banker_rule=True),
+}
+
+
+def profile(name: str) -> TableConfig:
+    """The table configuration of a named profile (:data:`TABLE_PROFILES`): ``punto_banco`` (every 3.2(a)
+    wager compatible with commission), ``punto_banco_basic`` (Banker/Player/Tie), ``no_vig_dragon_7``
+    (3.2(a)6), ``no_vig_dragon_7_panda_8``, ``casino_night`` (13:47-20.20 with Table 2 as the banker rule) and
+    ``casino_night_literal`` (the banker rule as (f) literally reads). Raises :class:`IllegalTableConfig`
+    naming the known profiles for any other name."""
+    try:
+        return TABLE_PROFILES[name]()
+    except KeyError:
+        raise IllegalTableConfig(f"unknown table profile {name!r}: one of {', '.join(TABLE_PROFILES)}") from None
+
+
 __all__ = [
+    "TABLE_PROFILES",
+    "profile",
     "TableConfig",
     "Limits",
     "CommissionScope",

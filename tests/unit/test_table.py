@@ -185,3 +185,20 @@ def test_the_defaults_are_the_regulated_terms():
         assert (t.pay.player, t.pay.banker) == (Odds(1, 1), Odds(1, 1))
         assert t.pay.tie == Odds(8, 1)
     assert casino_night().commission_rate == Fraction(1, 20)
+
+
+def test_named_profiles_give_their_games_and_an_unknown_name_is_refused_with_the_list():
+    from baccarat.table import TABLE_PROFILES, profile
+    from baccarat.wagers import Wager
+
+    assert profile("punto_banco").variant is Variant.PUNTO_BANCO and Wager.DRAGON_7 not in profile("punto_banco").wagers
+    assert profile("punto_banco_basic").wagers == frozenset({Wager.BANKER, Wager.PLAYER, Wager.TIE})
+    nv = profile("no_vig_dragon_7")
+    assert nv.no_vig and Wager.DRAGON_7 in nv.wagers and Wager.PANDA_8 not in nv.wagers
+    assert Wager.PANDA_8 in profile("no_vig_dragon_7_panda_8").wagers
+    assert profile("casino_night").ruleset is CASINO_NIGHT
+    assert profile("casino_night_literal").ruleset is CASINO_NIGHT_LITERAL
+    assert profile("casino_night").max_players == 14
+    with pytest.raises(IllegalTableConfig, match="unknown table profile 'chemin'.*casino_night_literal"):
+        profile("chemin")
+    assert len(TABLE_PROFILES) == 6
