@@ -1,7 +1,7 @@
 """Restart time of each service against 1k, 10k and 100k rounds of history (issue 8, "Proven by the project").
 
 Run: ``.venv/bin/python bench/rebuild.py [--rounds 1000,10000,100000] [--tables N] [--timeout 300]
-[--workers 2] [--gen-budget 2400] [--bootstrap HOST:PORT] [--keep-topics]`` (exit 2 with one line on stderr
+[--warm-runs 3] [--workers 2] [--gen-budget 2400] [--bootstrap HOST:PORT] [--keep-topics]`` (exit 2 with one line on stderr
 when the broker cannot be reached).
 
 For each size:
@@ -39,17 +39,23 @@ For each size:
    * projection, ``done``: its state digest (the query API's ``/digest``, in process) equals the digest the
      in-memory projection reached (polled after ``ready``, timed when the states were taken, not after
      the bench has hashed them);
+   * ``phases``: the restore's own marks (the services' ``restored`` log lines), summed over the tasks it
+     restored: ``fence`` (the transactional producer's init, fencing the previous owner), ``committed``
+     (the group's committed offsets), ``snapshot`` (reading and decoding the checkpoint), ``own`` (the own
+     streams' tail after it), ``inputs`` (the input streams' tail up to the committed offsets);
    * shoe, dealing, wagering, settlement, ``done``: the answer to a probe command sent just before
      ``start()`` behind the history on its command topic (an unknown table's ``CloseShoe`` /
      ``OpenRound`` / ``CloseBetting`` / ``CollectCommission``, each answered by a ``CommandRejected`` on
      the service's events): the service is serving new commands again. The projection is measured first,
      so the probes' rejections are not in its history.
 
-   A start that does not finish within ``--timeout`` s is reported as such (and stopped).
+   The warm start is repeated ``--warm-runs`` times (default 3) and its median is the figure (the machine
+   is shared and noisy); every run is printed. A start that does not finish within ``--timeout`` s is
+   reported as such (and stopped).
 
 The per-service table is printed for each size; the last line is exactly
 ``rebuild: s_at_1k=<a> s_at_10k=<b> s_at_100k=<c>``: at each size the slowest service's warm ``done``
-seconds (``timeout>T`` when one did not finish; ``-`` for a size not run).
+seconds, the median of its warm runs (``timeout>T`` when one did not finish; ``-`` for a size not run).
 """
 
 from __future__ import annotations
@@ -494,6 +500,35 @@ class Start:
     how: str = ""
     done: float | None = None
     note: str = ""
+    #: restore phase -> seconds summed over the tasks restored (from the ``restored`` log lines' marks)
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+#: the marks of a ``restored`` log line, in order (each is seconds from the restore's start)
+PHASES = ("fence", "committed", "snapshot", "own", "inputs")
+
+
+def restore_phases(lines: list[dict[str, Any]]) -> dict[str, float]:
+    """Seconds spent in each restore phase (:data:`PHASES`), summed over ``lines`` (``restored`` log
+    records, each with ``marks``: phase -> seconds since that task's restore began), plus ``publish`` (the
+    rest of each restore: reactions published, the consumer resumed) and ``tasks`` (how many)."""
+    out = dict.fromkeys((*PHASES, "publish"), 0.0)
+    for rec in lines:
+        marks, last = rec.get("marks") or {}, 0.0
+        for ph in PHASES:
+            at = float(marks.get(ph, last))
+            out[ph] += at - last
+            last = at
+        out["publish"] += float(rec.get("seconds", last)) - last
+    out["tasks"] = float(len(lines))
+    return out
+
+
+def median_start(runs: list[Start]) -> Start:
+    """The run whose ``done`` is the median of ``runs`` (the lower middle one for an even count; a run
+    that did not finish counts as the slowest)."""
+    ordered = sorted(runs, key=lambda r: float("inf") if r.done is None else r.done)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 class ProbeWatch:
@@ -558,6 +593,9 @@ async def start_once(settings: Settings, name: str, tag: str, watch: LogWatch, d
         t0 = clock()
         await svc.start()
         out.ready, out.how = await wait_restored(svc, name, watch, t0, timeout)
+        lines = [f for t, f in zip(watch.seen.get(name, []), watch.fields.get(name, []), strict=True)
+                 if t >= t0 and f.get("event") == "restored"]
+        out.phases = restore_phases(lines)
         if probe_watch is not None:
             left = timeout - (clock() - t0)
             out.done = await asyncio.wait_for(probe_watch.wait_for(cid), max(left, 0.1)) - t0
@@ -617,15 +655,25 @@ async def one_size(args: argparse.Namespace, rounds: int, watch: LogWatch) -> fl
         for name in ORDER:
             await commit_history(settings, name)  # as if it had handled the history; no snapshot yet
             rows[name] = {}
-            for phase in ("cold", "warm"):
+            warm: list[Start] = []
+            for phase in ("cold", *["warm"] * max(1, args.warm_runs)):
                 s = await start_once(settings, name, f"{phase}{uuid.uuid4().hex[:4]}", watch, hist.digest,
                                      args.timeout)
-                rows[name][phase] = s
+                if phase == "cold":
+                    rows[name][phase] = s
+                else:
+                    warm.append(s)
+                ph = s.phases
                 print(f"  {name:<10} {phase}: ready {fmt(s.ready)} s ({s.how or 'not seen'}), done {fmt(s.done)} s"
                       f"{' ' + s.note if s.note else ''}; RSS {rss_mib():.0f} MiB", flush=True)
+                if ph.get("tasks"):
+                    print(f"  {'':<10} {'':<4}  restore phases over {ph['tasks']:.0f} tasks (s): "
+                          + ", ".join(f"{k} {ph[k]:.2f}" for k in (*PHASES, "publish")), flush=True)
+            rows[name]["warm"] = median_start(warm)
     finally:
         await cleanup(settings, prefix, keep=args.keep_topics)
-    print(f"\nrestart times at {rounds} rounds (s from start(); done = projection digest equal / probe answered)")
+    print(f"\nrestart times at {rounds} rounds (s from start(); done = projection digest equal / probe answered; "
+          f"warm: the median of {max(1, args.warm_runs)} runs)")
     print(f"  {'service':<11}{'cold ready':>11}{'cold done':>11}{'warm ready':>11}{'warm done':>11}")
     for name, r in rows.items():
         print(f"  {name:<11}{fmt(r['cold'].ready):>11}{fmt(r['cold'].done):>11}{fmt(r['warm'].ready):>11}"
@@ -692,6 +740,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                     help="processes generating the history, tables split between them (default %(default)s)")
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP))
+    ap.add_argument("--warm-runs", type=int, default=3, help="warm starts per service; the median is the figure")
     ap.add_argument("--service-logs", choices=("devnull", "stderr", "off"), default="devnull")
     ap.add_argument("--keep-topics", action="store_true", help="do not delete each size's topics")
     args = ap.parse_args(argv)

@@ -216,10 +216,11 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
     @api.get("/tables/{table_id}/ledger/entries",
              summary="The latest journal entries (cage, pit, surveillance)",
              description="The latest entries the projection holds (about the last "
-                         f"{ENTRY_WINDOW:,} of the table), oldest first, narrowed by the filters; the response "
-                         "header `X-Ledger-Entries-Dropped` counts the table's entries no longer held (the "
-                         "whole journal is on the `projection.ledger` topic). Balances (`/ledger`) are exact "
-                         "running totals whatever is held.",
+                         f"{ENTRY_WINDOW:,} of each source stream of the table), oldest first, narrowed by the "
+                         "filters; the response header `X-Ledger-Entries-Dropped` counts the table's entries no "
+                         "longer held (the whole journal is on the `projection.ledger` topic and pages through "
+                         "`/tables/{table_id}/ledger/journal`). Balances (`/ledger`) are exact running totals "
+                         "whatever is held.",
              dependencies=[Depends(ledger_reader)])
     async def ledger_entries(response: Response, table_id: str, shoe_id: str | None = None,
                        gaming_day: str | None = None, player_id: str | None = None,

@@ -170,3 +170,19 @@ def test_partition_for_key_is_the_producers_default_partitioner():
     for table in ("H000", "H017", "probe-shoe-x", "T-\u00e9"):
         key = T.key(table)
         assert rebuild.partition_for_key(key, 12) == DefaultPartitioner()(key, parts, parts) == partition_of(table, 12)
+
+
+def test_restore_phases_are_the_marks_differences_summed_over_tasks_and_the_warm_figure_is_the_median():
+    lines = [
+        {"event": "restored", "seconds": 0.5, "marks": {"fence": 0.1, "committed": 0.15, "snapshot": 0.35,
+                                                        "own": 0.4, "inputs": 0.45}},
+        {"event": "restored", "seconds": 0.2, "marks": {"fence": 0.05, "committed": 0.05, "snapshot": 0.1,
+                                                        "own": 0.1, "inputs": 0.2}},
+    ]
+    ph = rebuild.restore_phases(lines)
+    assert {k: round(v, 6) for k, v in ph.items()} == {
+        "fence": 0.15, "committed": 0.05, "snapshot": 0.25, "own": 0.05, "inputs": 0.15, "publish": 0.05,
+        "tasks": 2.0}
+    runs = [rebuild.Start(done=3.0), rebuild.Start(done=None), rebuild.Start(done=1.0)]
+    assert rebuild.median_start(runs).done == 3.0  # an unfinished run counts as the slowest
+    assert rebuild.median_start([rebuild.Start(done=2.0), rebuild.Start(done=1.0)]).done == 1.0
