@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import uuid
 from dataclasses import replace
@@ -32,6 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from croupier.chaos import ChaosConfig, report_lines, run_chaos
 from croupier.topics import cleanup
 from services.runtime.settings import Settings
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     cfg = ChaosConfig(bootstrap=a.bootstrap, prefix=prefix, rounds=a.rounds, min_faults=a.faults,
                       max_seconds=a.max_seconds, tables=a.tables, instances=a.instances, seed=a.seed,
                       fault_gap_s=tuple(a.fault_gap), own_broker=a.own_broker, replica_port=a.replica_port)
-    res = asyncio.run(run_chaos(cfg, out=lambda s: print(s, flush=True)))
+    # a SIGTERM (a CI timeout, `kill`) stops the run as Ctrl-C does: the harness's finally blocks stop every
+    # process it started (they run in sessions of their own, so no signal reaches them otherwise)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        res = asyncio.run(run_chaos(cfg, out=lambda s: print(s, flush=True)))
+    except KeyboardInterrupt:
+        print("chaos: interrupted; every process this run started was stopped", file=sys.stderr, flush=True)
+        return 130
     if a.own_broker is None:  # an own broker was stopped with its data (/tmp/croupier-chaos-kafka-PORT)
         settings = replace(Settings.from_env(), bootstrap_servers=a.bootstrap, topic_prefix=prefix)
         asyncio.run(cleanup(settings, prefix, keep=a.keep_topics or not res.ok,
