@@ -305,3 +305,14 @@ async def test_a_full_shoe_with_a_curator_audits_clean_and_the_projection_shows_
     await fresh.rebuild(read)
     assert state_digest(fresh.runner.tables) == state_digest(proj.runner.tables)
     assert fresh.runner.tables["CU"].state.curator == holder
+
+
+async def test_an_investigators_replay_of_a_round_shows_the_shoe_passing():
+    from croupier.replay import TableStory
+    t = Table()
+    r1 = await t.play("player")
+    story = TableStory(events(t.bus), "CU").round(r1)
+    passed = [x for x in story["timeline"] if x["event"] == "shoe_passed"]
+    assert [(x["from_seat"], x["to_seat"], x["reason"]) for x in passed] == [(1, 3, "banker_lost")]
+    after = [x["event"] for x in story["timeline"]]
+    assert after.index("round_resolved") < after.index("shoe_passed")
