@@ -563,6 +563,10 @@ class DealingCore:
                                                      "(13:69F-3.11(a)2)")
             if in_progress:
                 return _reject(cmd, "round_in_progress", "the shoe passes between rounds")
+            last = state.round.round_id if state.round is not None else ""
+            if c.round_id and c.round_id != last:
+                return _reject(cmd, "out_of_turn", f"round {c.round_id} is not the round just played "
+                                                   f"({last or 'none yet'}): name it, or no round")
             rid = c.round_id or state.curator_due
             return [Emit(_passed(state, rid, f"{c.ordered_by}_ordered", C.ORDER_RULE), round_id=rid or None)]
         if isinstance(c, KeepShoe) and state.last_resolved == (c.round_id, "player"):

@@ -211,6 +211,7 @@ async def test_the_dealer_or_the_floorman_may_order_the_shoe_passed_between_roun
     assert await t.do(PassShoe(round_id=r1, ordered_by="floorman"), actor="floor-7") == ShoePassed(
         round_id=r1, from_seat=1, from_player_id="ann", to_seat=3, to_player_id="ben", reason="floorman_ordered",
         rule="13:69F-3.11(a)2")
+    assert refused(await t.do(PassShoe(round_id="R7", ordered_by="dealer"))) == "out_of_turn"  # not played
     assert await t.do(PassShoe(ordered_by="dealer")) == ShoePassed(
         round_id="", from_seat=3, from_player_id="ben", to_seat=5, to_player_id="cy", reason="dealer_ordered",
         rule="13:69F-3.11(a)2")
