@@ -52,4 +52,4 @@ def next_holder(current_seat: int, participants: Iterable[Participant]) -> Parti
     return seat, by_seat[seat]
 
 
-__all__ = ["MUST_PASS_RULE", "OPTION_RULE", "ORDER_RULE", "OFFER_RULE", "Participant", "must_pass", "next_holder"]
+__all__ = ["MUST_PASS_RULE", "OFFER_RULE", "OPTION_RULE", "ORDER_RULE", "Participant", "must_pass", "next_holder"]

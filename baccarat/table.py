@@ -247,6 +247,7 @@ TABLE_PROFILES: dict[str, Callable[[], TableConfig]] = {
     "no_vig_dragon_7_panda_8": lambda: no_vig_dragon(panda=True),
     "casino_night": casino_night,
     "casino_night_literal": lambda: casino_night(literal_banker_rule=True),
+    "punto_banco_curator": lambda: punto_banco_full(curator=True),
 }
 
 
@@ -254,7 +255,8 @@ def profile(name: str) -> TableConfig:
     """The table configuration of a named profile (:data:`TABLE_PROFILES`): ``punto_banco`` (every 3.2(a)
     wager compatible with commission), ``punto_banco_basic`` (Banker/Player/Tie), ``no_vig_dragon_7``
     (3.2(a)6), ``no_vig_dragon_7_panda_8``, ``casino_night`` (13:47-20.20 with Table 2 as the banker rule) and
-    ``casino_night_literal`` (the banker rule as (f) literally reads). Raises :class:`IllegalTableConfig`
+    ``casino_night_literal`` (the banker rule as (f) literally reads), ``punto_banco_curator`` (``punto_banco``
+    dealt from a shoe a participant holds and passes, 13:69F-3.6(b), 3.11). Raises :class:`IllegalTableConfig`
     naming the known profiles for any other name."""
     try:
         return TABLE_PROFILES[name]()

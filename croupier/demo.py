@@ -14,7 +14,6 @@ punto banco with a curator passing the shoe, the no-vigorish variation with drag
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 import subprocess
 import time
@@ -68,7 +67,7 @@ def _standard_table(n: int) -> tuple[str, TableConfig]:
 #: (13:47-20.20, Table 2 as the bank's rule). Chemin de fer (13:69F-4) joins this list when a service can
 #: run it (issue 12).
 MIXED_GAMES: tuple[tuple[str, Callable[[], TableConfig]], ...] = (
-    ("punto banco+curator", lambda: dataclasses.replace(profile("punto_banco"), curator=True)),
+    ("punto banco+curator", lambda: profile("punto_banco_curator")),
     ("no-vig D7", lambda: profile("no_vig_dragon_7")),
     ("casino night", lambda: profile("casino_night")),
 )
@@ -463,4 +462,4 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
                   markup=False)
 
 
-__all__ = ["DemoError", "FLOORS", "MIXED_GAMES", "NoAnswer", "run_demo"]
+__all__ = ["FLOORS", "MIXED_GAMES", "DemoError", "NoAnswer", "run_demo"]

@@ -156,7 +156,11 @@ class TableDealer:
         for attempt in range(RETRIES):
             since = self.io.log.mark(self.table_id)
             cid = await self._send(T.DEALING_COMMANDS, OfferShoe(seat=seat.seat, player_id=seat.player_id))
-            env = await self.io.wait(self.table_id, lambda e: e.causation_id == cid, since, self.timeout)
+
+            def answer(e: Envelope, cid: str = cid) -> bool:
+                return e.causation_id == cid
+
+            env = await self.io.wait(self.table_id, answer, since, self.timeout)
             if isinstance(env.payload, ShoeOffered):
                 self.curator = (seat.seat, seat.player_id)
                 return

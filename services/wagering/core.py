@@ -117,8 +117,8 @@ def _over_player_cap(cfg: TableConfig | None, players: set[str], player_id: str)
         return None
     if len(players) < cfg.max_players:
         return None
-    return ("over_max_players", f"the table accommodates at most {cfg.max_players} players "
-                                f"(13:47-20.20(b)1) and has {len(players)}: {player_id!r} would be one more")
+    return ("over_max_players", (f"the table accommodates at most {cfg.max_players} players "
+                                 f"(13:47-20.20(b)1) and has {len(players)}: {player_id!r} would be one more"))
 
 
 def _with_book(state: WageringState, book: Book) -> WageringState:

@@ -141,6 +141,7 @@ def test_the_shoe_goes_to_the_next_seat_up_with_a_participant(seat, participants
 
 def test_casino_night_has_no_curator_and_it_is_off_by_default():
     assert punto_banco().curator is False and profile("no_vig_dragon_7").curator is False
+    assert profile("punto_banco_curator") == dataclasses.replace(profile("punto_banco"), curator=True)
     with pytest.raises(IllegalTableConfig, match=r"13:47-20\.20\(d\)1"):
         dataclasses.replace(casino_night(), curator=True)
 
@@ -272,7 +273,7 @@ async def test_a_full_shoe_with_a_curator_audits_clean_and_the_projection_shows_
     bus, _ = floor_bus(seed=13)
     proj = bus.add(ProjectionCore())
     io = MemoryFloorIO(bus)
-    cfg = dataclasses.replace(profile("punto_banco"), curator=True)
+    cfg = profile("punto_banco_curator")
     seats = [Seat(i, f"cu-{i}") for i in (1, 2, 4, 6, 7)]
     run = await TableDealer(io, "CU", cfg, seats, random.Random(3), Clock()).run(shoes=1)
     assert run.rejections == ["shoe_complete"] and run.rounds > 60

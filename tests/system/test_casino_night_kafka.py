@@ -4,7 +4,6 @@ Kafka broker: a full shoe each through the four services, audited clean from the
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 from fractions import Fraction
 
@@ -22,7 +21,7 @@ async def test_a_casino_night_shoe_and_a_curator_shoe_audit_clean(kafka_bootstra
     try:
         cn = TableDealer(floor.io, "CN", profile("casino_night"), [Seat(i, f"cn-{i}") for i in range(1, 15)],
                          random.Random("CN"), Clock(), timeout=60)
-        cu = TableDealer(floor.io, "CU", dataclasses.replace(profile("punto_banco"), curator=True),
+        cu = TableDealer(floor.io, "CU", profile("punto_banco_curator"),
                          [Seat(i, f"cu-{i}") for i in (1, 2, 3, 5, 8)], random.Random("CU"), Clock(), timeout=60)
         runs = await asyncio.gather(cn.run(shoes=1), cu.run(shoes=1))
         log = await floor.log()
