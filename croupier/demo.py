@@ -253,6 +253,10 @@ def _dashboard(run: FloorRun, projection: Service | None, progress: Progress, st
                     odds = " / ".join(f"{c[k] / o.total:.2%}" for k in ("banker", "player", "tie"))
                 win = format_cents(slot.state.ledger.table_result(tid))
         game = b.game or ("no-vig D7" if b.config.no_vig else "standard")
+        if projection is not None:  # who holds the shoe at a table with a curator (the projection's view)
+            slot = projection.host.runner.tables.get(tid)
+            if slot is not None and slot.state.curator is not None:
+                game += f", shoe at seat {slot.state.curator[0]}"
         t.add_row(tid, game, str(b.shoe), str(b.round), b.last, _big_road_text(b.results), odds, win,
                   str(b.ap_bets))
     alerts = 0
