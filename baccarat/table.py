@@ -76,7 +76,10 @@ class TableConfig:
 
     Money fields are cents; ``commission_rate`` is an exact fraction of the amount won (1/20 = 5 %,
     13:69F-3.3(c) [P]); ``limits`` maps each offered wager to its :class:`Limits` (missing wagers get the
-    defaults: $25–$10,000 main, $5–$500 side). Raises :class:`IllegalTableConfig` or :class:`InvalidAmount`.
+    defaults: $25–$10,000 main, $5–$500 side). ``curator``: a participant holds and passes the shoe
+    (13:69F-3.6(b), 3.11; :mod:`baccarat.curator`); off by default (the dealer deals, as at a minibaccarat-style
+    table), and never at casino night, whose dealer deals (13:47-20.20(d)1). Raises :class:`IllegalTableConfig`
+    or :class:`InvalidAmount`.
     """
 
     variant: Variant = Variant.PUNTO_BANCO
@@ -95,6 +98,7 @@ class TableConfig:
     casino_night_banker_rule: CasinoNightBankerRule = CasinoNightBankerRule.TABLE_2
     max_players: int = 14
     limits: Mapping[Wager, Limits] = field(default_factory=dict)
+    curator: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.wagers, (set, frozenset, list, tuple)):
@@ -147,6 +151,8 @@ class TableConfig:
                 raise IllegalTableConfig(f"casino night offers bank, player and tie only (13:47-20.20(e)1): {extra}")
             if self.no_vig:
                 raise IllegalTableConfig("casino night has no no-vigorish variation")
+            if self.curator:
+                raise IllegalTableConfig("casino night is dealt by the dealer (13:47-20.20(d)1): no curator")
         if self.bonus_requires_base_bet and not (w & MAIN_WAGERS):
             raise IllegalTableConfig("bonus_requires_base_bet needs the Banker or Player wager offered")
         for wager in self.limits:
@@ -241,6 +247,7 @@ TABLE_PROFILES: dict[str, Callable[[], TableConfig]] = {
     "no_vig_dragon_7_panda_8": lambda: no_vig_dragon(panda=True),
     "casino_night": casino_night,
     "casino_night_literal": lambda: casino_night(literal_banker_rule=True),
+    "punto_banco_curator": lambda: punto_banco_full(curator=True),
 }
 
 
@@ -248,7 +255,8 @@ def profile(name: str) -> TableConfig:
     """The table configuration of a named profile (:data:`TABLE_PROFILES`): ``punto_banco`` (every 3.2(a)
     wager compatible with commission), ``punto_banco_basic`` (Banker/Player/Tie), ``no_vig_dragon_7``
     (3.2(a)6), ``no_vig_dragon_7_panda_8``, ``casino_night`` (13:47-20.20 with Table 2 as the banker rule) and
-    ``casino_night_literal`` (the banker rule as (f) literally reads). Raises :class:`IllegalTableConfig`
+    ``casino_night_literal`` (the banker rule as (f) literally reads), ``punto_banco_curator`` (``punto_banco``
+    dealt from a shoe a participant holds and passes, 13:69F-3.6(b), 3.11). Raises :class:`IllegalTableConfig`
     naming the known profiles for any other name."""
     try:
         return TABLE_PROFILES[name]()

@@ -12,7 +12,7 @@ from typing import Union
 
 import msgspec
 
-from contracts.bounds import BurnedCards, CardText, Code, Id, OptPlayerId, PlayerId, ShoeOrder, Text
+from contracts.bounds import BurnedCards, CardText, Code, Id, OptId, OptPlayerId, PlayerId, ShoeOrder, Text
 from contracts.tables import ShoeSpec, TableSpec
 
 
@@ -94,6 +94,30 @@ class VoidRound(Command, frozen=True, tag="void_round"):
     reason: Text
 
 
+class OfferShoe(Command, frozen=True, tag="offer_shoe"):
+    """The dealer calling the game offers the shoe to the participant ``player_id`` at ``seat``, who becomes its
+    curator (13:69F-3.6(b)); on a table with a curator only, when no one holds the shoe, between rounds."""
+
+    seat: int
+    player_id: PlayerId
+
+
+class KeepShoe(Command, frozen=True, tag="keep_shoe"):
+    """The curator keeps the shoe after ``round_id`` (13:69F-3.11(a)); the command's actor is the curator. Refused
+    ``must_pass`` when the Banker's Hand lost that round (3.11(a)1: the shoe has passed by rule)."""
+
+    round_id: Id
+
+
+class PassShoe(Command, frozen=True, tag="pass_shoe"):
+    """Pass the shoe to the next participant (13:69F-3.11(a)). ``ordered_by`` empty: the curator's own option
+    after ``round_id`` (the actor is the curator); ``dealer`` | ``floorman``: the order of the dealer or the
+    floorman at the table (3.11(a)2), any time between rounds (``round_id`` may then be empty)."""
+
+    round_id: OptId = ""
+    ordered_by: Code = ""
+
+
 # ---- wagering.bets (PlaceBet, WithdrawBet: bettors) and wagering.commands (the console) ------------------
 class PlaceBet(Command, frozen=True, tag="place_bet"):
     """Place a bet of ``amount_cents`` on ``wager`` for ``seat``/``player_id``; the bet id is the command id."""
@@ -145,9 +169,9 @@ class CollectCommission(Command, frozen=True, tag="collect_commission"):
 
 AnyCommand = Union[
     LoadShoe, DrawCard, ReadCard, CloseShoe, OpenTable, OpenRound, VoidRound, PlaceBet, WithdrawBet,
-    CloseBetting, CollectCommission, ReadBurn, SeatPlayer, LeaveSeat,
+    CloseBetting, CollectCommission, ReadBurn, SeatPlayer, LeaveSeat, OfferShoe, KeepShoe, PassShoe,
 ]
 ShoeCommand = Union[LoadShoe, DrawCard, ReadCard, CloseShoe, ReadBurn]
-DealingCommand = Union[OpenTable, OpenRound, VoidRound]
+DealingCommand = Union[OpenTable, OpenRound, VoidRound, OfferShoe, KeepShoe, PassShoe]
 WageringCommand = Union[PlaceBet, WithdrawBet, CloseBetting, SeatPlayer, LeaveSeat]
 SettlementCommand = Union[CollectCommission]

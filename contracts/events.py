@@ -228,6 +228,45 @@ class ShoeFinished(Event, frozen=True, tag="shoe_finished"):
     rounds: int
 
 
+class ShoeOffered(Event, frozen=True, tag="shoe_offered"):
+    """The dealer calling the game offered the shoe to a participant, who holds it from here on as the curator
+    (13:69F-3.6(b)); only on a table with a curator (``TableSpec.curator``). ``seat``/``player_id``: the
+    participant; ``rule``: the regulation."""
+
+    seat: int
+    player_id: EvId
+    rule: EvDetail = "13:69F-3.6(b)"
+
+
+class ShoeKept(Event, frozen=True, tag="shoe_kept"):
+    """After ``round_id`` the curator at ``seat``/``player_id`` kept the shoe (13:69F-3.11(a): the curator's
+    option, the Banker's Hand did not lose). ``reason``: ``curator_kept`` (the curator said so) |
+    ``next_round_opened`` (the next round opened before the curator passed: the shoe stayed)."""
+
+    round_id: EvId
+    seat: int
+    player_id: EvId
+    reason: EvCode
+
+
+class ShoePassed(Event, frozen=True, tag="shoe_passed"):
+    """The shoe passed from the curator ``from_seat``/``from_player_id`` to the next participant
+    ``to_seat``/``to_player_id`` (the next seat in seat order among the registered players, one a seat;
+    ``0``/``""``: none left, the dealer holds the shoe until it is offered again). ``round_id``: the round
+    after which it passed (``""`` for an order between rounds before the first). ``reason``: ``banker_lost``
+    (13:69F-3.11(a)1: the curator must pass whenever the Banker's Hand loses) | ``curator_passed`` (the
+    curator's option, 3.11(a)) | ``dealer_ordered`` | ``floorman_ordered`` (3.11(a)2) | ``curator_left`` (the
+    curator left the table). ``rule``: the regulation."""
+
+    round_id: EvId
+    from_seat: int
+    from_player_id: EvId
+    to_seat: int
+    to_player_id: EvId
+    reason: EvCode
+    rule: EvDetail = ""
+
+
 # ---- wagering.events -------------------------------------------------------------------------------
 class BettingOpened(Event, frozen=True, tag="betting_opened"):
     """Bets are taken for ``round_id``."""
@@ -449,6 +488,7 @@ AnyEvent = Union[
     CommandRejected,
     ShoeLoaded, ShoeCut, ShoeBurned, CardDrawn, CardReadRefused, ShoeClosed, ShoeOrderSealed, ShoeOrderEncrypted,
     TableOpened, RoundOpened, CardDealt, PointsAnnounced, Irregularity, RoundResolved, RoundVoided, ShoeFinished,
+    ShoeOffered, ShoeKept, ShoePassed,
     BettingOpened, BetPlaced, BetRejected, BetWithdrawn, BettingClosed, PlayerSeated, PlayerLeft,
     BetSettled, CommissionAccrued, CommissionCollected, RoundSettled,
     OddsUpdated, LedgerPosted, AdvantageBetFlagged,

@@ -46,7 +46,9 @@ class TableSpec(msgspec.Struct, frozen=True):
     ``irregularity_handling``: what a card dealt out of the 13:69F-3.7–3.9 order that 3.12(a) does not cover
     does to its round (before "No more bets", out of order, on the wrong hand): ``void_round`` (the default:
     the round is voided, every bet returned) | ``record_only`` (the card is recorded and discarded, or dealt
-    where the rules say). The texts read give no handling for these (digest §1.13)."""
+    where the rules say). The texts read give no handling for these (digest §1.13). ``curator``: a participant
+    holds the shoe as curator and passes it (13:69F-3.6(b), 3.11: ``ShoeOffered``, ``ShoeKept``,
+    ``ShoePassed``); false (the default): the dealer deals, as at a minibaccarat-style table."""
 
     variant: Code = "punto_banco"
     shoe: ShoeSpec = msgspec.field(default_factory=ShoeSpec)
@@ -66,3 +68,4 @@ class TableSpec(msgspec.Struct, frozen=True):
     max_players: int = 14
     limits: LimitMap = msgspec.field(default_factory=dict)
     irregularity_handling: Code = "void_round"
+    curator: bool = False

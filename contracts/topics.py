@@ -58,7 +58,8 @@ class CommandTopic:
 COMMAND_ROUTES: Final = (
     CommandTopic(SHOE_COMMANDS, "console", ("load_shoe", "read_card", "read_burn", "close_shoe")),
     CommandTopic(SHOE_DRAWS, "dealing", ("draw_card",), attributed=False),
-    CommandTopic(DEALING_COMMANDS, "console", ("open_table", "open_round", "void_round")),
+    CommandTopic(DEALING_COMMANDS, "console", ("open_table", "open_round", "void_round", "offer_shoe", "keep_shoe",
+                                              "pass_shoe")),
     CommandTopic(WAGERING_COMMANDS, "console", ("close_betting", "seat_player", "leave_seat")),
     CommandTopic(WAGERING_BETS, "bettor", ("place_bet", "withdraw_bet")),
     CommandTopic(SETTLEMENT_COMMANDS, "console", ("collect_commission",)),

@@ -29,6 +29,14 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   (:data:`BROKEN_REASONS`: ``no_open_shoe``, a round that cannot open on the table's shoe;
   ``unknown_round``, a bet or "No more bets" for a round the wagering service does not know): each such
   rejection is a ``floor_broken`` discrepancy, and they are counted by reason (``broken_rejections``);
+* the curator (13:69F-3.6(b), 3.11(a)), at a table with one: the shoe offered only at such a table and only
+  when no one holds it (``curator_on_dealer_table``, ``curator_offer_while_held``); every ``ShoeKept`` and
+  ``ShoePassed`` names the participant holding the shoe (``curator_mismatch``); after every round the Banker's
+  Hand lost the shoe passed by rule before the next round (``curator_not_passed``) and was never kept
+  (``curator_kept_on_banker_loss``), and no pass claims that rule for a round the Banker's Hand did not lose
+  (``curator_pass_unfounded``); the curator's own keep or pass names the round just resolved
+  (``curator_out_of_turn``), and every other resolved round has its keep or pass before the next round
+  opens (``curator_decision_missing``); a pass goes to another seat (``curator_mismatch``);
 * the vault (:mod:`croupier.vaultcheck`), when the reader passes its records: each sealed shoe order opens
   under the vault key (when given) to the order revealed at close, or before the close to the commitment
   (``vault_unopenable``, ``vault_mismatch``, ``vault_missing``); without the key the encrypted records are
@@ -58,7 +66,10 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``round_not_dealt``, ``round_not_settled``, ``floor_broken``, ``card_before_no_more_bets``,
 ``card_outside_round``, ``bet_after_first_card``, ``bet_after_no_more_bets``, ``vault_unopenable``, ``vault_mismatch``, ``vault_missing``,
 ``unattributed_event``, ``command_missing``, ``principal_mismatch``, ``actor_mismatch``, ``event_time_mismatch``,
-``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``, ``cause_missing``.
+``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``, ``cause_missing``,
+``curator_on_dealer_table``, ``curator_offer_while_held``, ``curator_mismatch``, ``curator_not_passed``,
+``curator_kept_on_banker_loss``, ``curator_pass_unfounded``, ``curator_out_of_turn``,
+``curator_decision_missing``.
 """
 
 from __future__ import annotations
@@ -96,7 +107,10 @@ from contracts.events import (
     ShoeBurned,
     ShoeClosed,
     ShoeCut,
+    ShoeKept,
     ShoeLoaded,
+    ShoeOffered,
+    ShoePassed,
     TableOpened,
 )
 from contracts.vault import VaultKeys
@@ -656,6 +670,78 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     for bet_id, ss in settled.items():
         if bet_id not in known and in_scope(ss[0].round_id):
             flag("unknown_bet_settled", bet_id, "a settlement for a bet no closed book holds")
+    _audit_curator(streams.get("dealing.events", []), flag)
+
+
+def _audit_curator(dealing: list[Envelope], flag) -> None:  # type: ignore[no-untyped-def]
+    """The passing of the shoe (13:69F-3.6(b), 3.11(a)) re-checked from a table's ``dealing.events`` in ``seq``
+    order (a list of envelopes); ``flag(kind, where, detail)`` records a discrepancy. See the module's
+    docstring for the kinds."""
+    curator_table = False
+    holder: tuple[int, str] | None = None
+    due = ""  # a resolved round whose keep-or-pass is owed
+    must = ""  # a resolved round the Banker's Hand lost: the shoe must pass (3.11(a)1)
+
+    def where(e: Envelope) -> str:
+        return f"dealing.events#{e.seq}"
+
+    def holds(e: Envelope, seat: int, pid: str) -> None:
+        if holder != (seat, pid):
+            flag("curator_mismatch", where(e), f"{type(e.payload).__name__} names seat {seat} ({pid}); the shoe "
+                                               f"was held by {holder[1] + ' at seat ' + str(holder[0]) if holder else 'no one'}")
+
+    for e in dealing:
+        p = e.payload
+        if isinstance(p, TableOpened):
+            curator_table = p.config.curator
+            if not curator_table:
+                holder, due = None, ""
+        elif isinstance(p, ShoeOffered):
+            if not curator_table:
+                flag("curator_on_dealer_table", where(e), "the shoe was offered at a table the dealer deals")
+            if holder is not None:
+                flag("curator_offer_while_held", where(e), f"offered to seat {p.seat} while seat {holder[0]} "
+                                                           "held it")
+            holder, due = (p.seat, p.player_id), ""
+        elif isinstance(p, RoundOpened):
+            if must:
+                flag("curator_not_passed", must, "the Banker's Hand lost and the shoe was not passed before the "
+                                                 "next round (13:69F-3.11(a)1)")
+            if due:
+                flag("curator_decision_missing", due, "no keep or pass of the shoe recorded before the next round")
+            must = due = ""
+        elif isinstance(p, RoundResolved) and holder is not None and curator_table:
+            if p.winner == "player":
+                must = p.round_id
+            else:
+                due = p.round_id
+        elif isinstance(p, ShoeKept):
+            holds(e, p.seat, p.player_id)
+            if p.round_id == must:
+                flag("curator_kept_on_banker_loss", p.round_id, "the shoe was kept though the Banker's Hand lost "
+                                                                "(13:69F-3.11(a)1)")
+                must = ""
+            elif p.round_id != due:
+                flag("curator_out_of_turn", where(e), f"shoe kept after round {p.round_id}, which owed no decision")
+            due = ""
+        elif isinstance(p, ShoePassed):
+            holds(e, p.from_seat, p.from_player_id)
+            if p.reason == "banker_lost":
+                if p.round_id != must:
+                    flag("curator_pass_unfounded", where(e), f"passed as the Banker's Hand lost round "
+                                                             f"{p.round_id}, which it did not lose")
+                must = ""
+            elif p.reason == "curator_passed" and p.round_id != due:
+                flag("curator_out_of_turn", where(e), f"the curator passed after round {p.round_id}, which owed "
+                                                      "no decision")
+            elif p.round_id == must:  # an order that passed the shoe the rule passed anyway
+                must = ""
+            if p.to_seat and p.to_seat == p.from_seat:
+                flag("curator_mismatch", where(e), f"passed from seat {p.from_seat} to the same seat")
+            holder = (p.to_seat, p.to_player_id) if p.to_seat else None
+            due = ""
+    if must:
+        flag("curator_not_passed", must, "the Banker's Hand lost and the shoe was not passed (13:69F-3.11(a)1)")
 
 
 def _tag(env: Envelope | UnknownEvent) -> str:

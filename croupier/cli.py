@@ -527,6 +527,9 @@ def demo(
                          ] = True,
     timeout: Annotated[float, typer.Option(help="With --no-services: seconds to wait for the services to "
                                                 "answer each table's first command.")] = 30.0,
+    floor: Annotated[str, typer.Option(help="The games the tables deal: standard (punto banco, every third "
+                                            "table no-vig dragon 7) or mixed (punto banco with a curator, "
+                                            "no-vig dragon 7 and casino night side by side).")] = "standard",
 ) -> None:
     """A whole floor: the five services, dealers dealing real shoes to the cutting card, players with
     bankrolls betting every wager, an advantage player for surveillance to find; a live dashboard, then a
@@ -534,7 +537,7 @@ def demo(
     import asyncio
     import os
 
-    from croupier.demo import DemoError, run_demo
+    from croupier.demo import FLOORS, DemoError, run_demo
     from croupier.replay import Unreachable
     from croupier.topics import NoSuchPrefix
     from services.floor.ids import BadRunId, check_run_id
@@ -549,6 +552,8 @@ def demo(
         raise fail(f"--speed must be 0 or more, got {speed}")
     if timeout <= 0:
         raise fail(f"--timeout must be more than 0 seconds, got {timeout:g}")
+    if floor not in FLOORS:
+        raise fail(f"--floor must be one of {', '.join(FLOORS)}, got {floor!r}")
     pre = _settings(None, prefix).topic_prefix if prefix is not None else None
     if not services_ and not pre:
         raise fail("--no-services needs the --prefix the running services use")
@@ -561,7 +566,7 @@ def demo(
         boot = _settings(None, None).bootstrap_servers
     try:
         code = asyncio.run(run_demo(tables, shoes, speed, boot, out, seed, prefix=pre, with_services=services_,
-                                    run_id=run, rounds=rounds or None, answer_timeout=timeout))
+                                    run_id=run, rounds=rounds or None, answer_timeout=timeout, floor=floor))
     except KeyboardInterrupt:
         raise fail("interrupted", code=130) from None
     except NoSuchPrefix as e:

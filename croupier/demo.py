@@ -5,6 +5,10 @@ per table dealing real 8-deck shoes to the cutting card, seated players with ban
 every wager the table offers, and at each table an advantage player who bets side wagers only when their
 exact EV is positive (so surveillance has something to find). At the end: a summary, a full audit of the
 log, and where the log lives.
+
+Floors (``--floor``, :data:`FLOORS`): ``standard`` (punto banco with every wager, every third table the
+no-vigorish variation with dragon 7 and panda 8) and ``mixed`` (the games side by side, table after table:
+punto banco with a curator passing the shoe, the no-vigorish variation with dragon 7, casino night).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
+from typing import IO, Callable
 
 from aiokafka.errors import KafkaError
 from rich.console import Console, Group
@@ -29,7 +33,7 @@ from rich.table import Table
 import services
 from baccarat.money import format_cents
 from baccarat.roads import big_road, parse_results
-from baccarat.table import TableConfig, no_vig_dragon, punto_banco_full
+from baccarat.table import TableConfig, no_vig_dragon, profile, punto_banco_full
 from contracts import topics as T
 from contracts.events import BetSettled, CardDrawn, RoundResolved, RoundSettled, ShoeBurned, ShoeLoaded
 from croupier.audit import AuditReport, audit
@@ -50,6 +54,35 @@ from services.runtime.settings import Settings
 REPO = Path(__file__).resolve().parents[1]
 KAFKA_SH = REPO / "infra" / "kafka" / "kafka.sh"
 ROUNDS_PER_SHOE = 80  # for the progress bar only: a shoe of 8 decks gives about 75-85 rounds
+
+
+def _standard_table(n: int) -> tuple[str, TableConfig]:
+    if n % 3 == 0:
+        return "no-vig D7", no_vig_dragon(panda=True)
+    return "standard", punto_banco_full()
+
+
+#: the games of the ``mixed`` floor, table after table: (dashboard label, configuration). Punto banco is
+#: dealt from a shoe its curator holds and passes (13:69F-3.6(b), 3.11); casino night by its profile
+#: (13:47-20.20, Table 2 as the bank's rule). Chemin de fer (13:69F-4) joins this list when a service can
+#: run it (issue 12).
+MIXED_GAMES: tuple[tuple[str, Callable[[], TableConfig]], ...] = (
+    ("punto banco+curator", lambda: profile("punto_banco_curator")),
+    ("no-vig D7", lambda: profile("no_vig_dragon_7")),
+    ("casino night", lambda: profile("casino_night")),
+)
+
+
+def _mixed_table(n: int) -> tuple[str, TableConfig]:
+    label, make = MIXED_GAMES[(n - 1) % len(MIXED_GAMES)]
+    return label, make()
+
+
+#: ``--floor`` name -> the game of table ``n`` (1-based): (dashboard label, configuration)
+FLOORS: dict[str, Callable[[int], tuple[str, TableConfig]]] = {
+    "standard": _standard_table,
+    "mixed": _mixed_table,
+}
 
 
 class DemoError(RuntimeError):
@@ -74,6 +107,7 @@ class TableBoard:
 
     table_id: str
     config: TableConfig
+    game: str = ""
     shoe: int = 0
     round: int = 0
     last: str = ""
@@ -218,7 +252,11 @@ def _dashboard(run: FloorRun, projection: Service | None, progress: Progress, st
                     c = o.counts
                     odds = " / ".join(f"{c[k] / o.total:.2%}" for k in ("banker", "player", "tie"))
                 win = format_cents(slot.state.ledger.table_result(tid))
-        game = "no-vig D7" if b.config.no_vig else "standard"
+        game = b.game or ("no-vig D7" if b.config.no_vig else "standard")
+        if projection is not None:  # who holds the shoe at a table with a curator (the projection's view)
+            slot = projection.host.runner.tables.get(tid)
+            if slot is not None and slot.state.curator is not None:
+                game += f", shoe at seat {slot.state.curator[0]}"
         t.add_row(tid, game, str(b.shoe), str(b.round), b.last, _big_road_text(b.results), odds, win,
                   str(b.ap_bets))
     alerts = 0
@@ -233,7 +271,8 @@ def _dashboard(run: FloorRun, projection: Service | None, progress: Progress, st
 
 async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None, console: Console,
                    seed: int | None = None, prefix: str | None = None, with_services: bool = True,
-                   run_id: str | None = None, rounds: int | None = None, answer_timeout: float = 30.0) -> int:
+                   run_id: str | None = None, rounds: int | None = None, answer_timeout: float = 30.0,
+                   floor: str = "standard") -> int:
     """Run the demo; returns the exit status (0 when the final audit is clean).
 
     ``prefix``: the topic prefix (default: a new ``demo-<time>-<id>.``); ``with_services`` False drives the
@@ -241,13 +280,17 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
     namespace of this run's command, shoe and round ids (:mod:`services.floor.ids`; default a new 8-hex-digit
     uuid), so the same tables can be dealt again on the same prefix. ``rounds``: close each shoe after that
     many rounds (None: deal it to the cutting card). ``answer_timeout``: seconds to wait for the services'
-    answer to each table's first command when they run elsewhere.
+    answer to each table's first command when they run elsewhere. ``floor``: which games the tables deal, a
+    name of :data:`FLOORS` (``standard`` | ``mixed``; raises ``ValueError`` for another).
 
     Raises :class:`Unreachable` (no broker at ``bootstrap``), :class:`croupier.topics.NoSuchPrefix` (driving
     services elsewhere on a prefix that has no topics), :class:`NoAnswer` (no service answered within
     ``answer_timeout``), :class:`DemoError` (the services stopped answering; no local broker could be started),
     :class:`services.floor.ids.BadRunId`.
     """
+    if floor not in FLOORS:
+        raise ValueError(f"unknown floor {floor!r}: one of {', '.join(FLOORS)}")
+    game_of = FLOORS[floor]
     run_id = check_run_id(run_id) if run_id is not None else uuid.uuid4().hex[:8]
     started_kafka = False
     if not bootstrap:
@@ -290,8 +333,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         dealers = []
         for n in range(1, tables + 1):
             tid = f"BAC-{n:02d}"
-            cfg = no_vig_dragon(panda=True) if n % 3 == 0 else punto_banco_full()
-            board = run.tables[tid] = TableBoard(tid, cfg)
+            game, cfg = game_of(n)
+            board = run.tables[tid] = TableBoard(tid, cfg, game)
             seats = [Seat(i, f"{tid}-player-{i}") for i in range(1, 7)]
             bankrolls = [Bankroll(s, rng.choice([100_000, 250_000, 500_000, 1_000_000])) for s in seats]
             ap = AdvantagePlayer(seat=7, player_id=f"{tid}-counter")
@@ -379,11 +422,12 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
              settings: Settings, started_kafka: bool, logs: LogFile, run_id: str) -> None:
     t = Table(title="Summary", title_justify="left")
     t.add_column("table")
+    t.add_column("game")
     t.add_column("rounds", justify="right")
     t.add_column("house result", justify="right")
     t.add_column("advantage bets", justify="right")
     for tid, b in sorted(run.tables.items()):
-        t.add_row(tid, str(b.round), format_cents(b.table_result), str(b.ap_bets))
+        t.add_row(tid, b.game, str(b.round), format_cents(b.table_result), str(b.ap_bets))
     console.print(t)
     players = sorted({a.player_id for a in alerts})
     console.print(f"Rounds {run.rounds} in {elapsed:.0f} s ({run.rounds / max(elapsed, 1e-9):.1f}/s), "
@@ -422,4 +466,4 @@ def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport,
                   markup=False)
 
 
-__all__ = ["DemoError", "NoAnswer", "run_demo"]
+__all__ = ["FLOORS", "MIXED_GAMES", "DemoError", "NoAnswer", "run_demo"]

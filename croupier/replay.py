@@ -60,6 +60,8 @@ from contracts.events import (
     ShoeClosed,
     ShoeCut,
     ShoeFinished,
+    ShoeKept,
+    ShoePassed,
     ShoeLoaded,
     TableOpened,
 )
@@ -297,6 +299,8 @@ class TableStory:
             elif isinstance(p, RoundVoided):
                 void = p.reason
                 add(e, 5, 0, _fields(p, "round_id"))
+            elif isinstance(p, (ShoeKept, ShoePassed)):  # the curator's shoe after the round (13:69F-3.11(a))
+                add(e, 5, 1, _fields(p, "round_id"))
             elif isinstance(p, (BetSettled, CommissionAccrued)):
                 add(e, 6, 0, _fields(p, "round_id"))
             elif isinstance(p, RoundSettled):

@@ -1,9 +1,21 @@
 """The dealing service's decider: the round state machine of each table.
 
-Commands (``dealing.commands``): ``OpenTable``, ``OpenRound``, ``VoidRound``. Inputs: ``shoe.events`` (the
-shoe's progress and the cards drawn) and ``wagering.events`` ("No more bets"). Events (``dealing.events``):
-``TableOpened``, ``RoundOpened``, ``CardDealt`` (with the rule cell that required the card),
-``PointsAnnounced``, ``RoundResolved``, ``RoundVoided``, ``ShoeFinished``, ``CommandRejected``.
+Commands (``dealing.commands``): ``OpenTable``, ``OpenRound``, ``VoidRound``, and at a table with a curator
+``OfferShoe``, ``KeepShoe``, ``PassShoe``. Inputs: ``shoe.events`` (the shoe's progress and the cards drawn)
+and ``wagering.events`` ("No more bets"; the player registry, for where the shoe passes). Events
+(``dealing.events``): ``TableOpened``, ``RoundOpened``, ``CardDealt`` (with the rule cell that required the
+card), ``PointsAnnounced``, ``RoundResolved``, ``RoundVoided``, ``ShoeFinished``, ``ShoeOffered``,
+``ShoeKept``, ``ShoePassed``, ``CommandRejected``.
+
+The curator (13:69F-3.6(b), 3.11; ``TableSpec.curator``, off by default): the dealer offers the shoe to a
+registered participant (``OfferShoe`` → ``ShoeOffered``). After each resolved round the curator keeps or
+passes it: when the Banker's Hand lost, the shoe passes by rule in the same decision as the result
+(``ShoePassed`` reason ``banker_lost``, 3.11(a)1); otherwise the curator's ``KeepShoe``/``PassShoe`` (the
+command's actor is the curator: ``not_curator`` from anyone else; ``out_of_turn`` when no decision of that
+round is due; ``must_pass`` to keep after a Banker loss), and a round opened before any decision records the
+shoe kept (``ShoeKept`` reason ``next_round_opened``). The dealer or floorman may order it passed between
+rounds (``PassShoe`` ``ordered_by``, 3.11(a)2). The shoe goes to the next participant by
+:func:`baccarat.curator.next_holder`; a voided round asks no decision.
 
 Flow of a round: ``OpenRound`` → ``RoundOpened`` (the wagering service opens betting) → ``BettingClosed``
 arrives → ``DrawCard`` commands go to the shoe (cards 1–4 at once, then one at a time as Tables 1 and 2
@@ -16,13 +28,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from baccarat import curator as C
 from baccarat import round as R
 from baccarat.cards import Hand, hand_points, parse_card
 from baccarat.errors import BaccaratError
 from baccarat.shoe import EndOfShoePolicy, refusal
 from baccarat.table import TableConfig
 from contracts import topics as T
-from contracts.commands import DrawCard, OpenRound, OpenTable, VoidRound
+from contracts.commands import DrawCard, KeepShoe, OfferShoe, OpenRound, OpenTable, PassShoe, VoidRound
 from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
 from contracts.events import (
     BettingClosed,
@@ -30,6 +43,8 @@ from contracts.events import (
     CardDrawn,
     CommandRejected,
     Irregularity,
+    PlayerLeft,
+    PlayerSeated,
     PointsAnnounced,
     RoundOpened,
     RoundResolved,
@@ -37,7 +52,10 @@ from contracts.events import (
     ShoeBurned,
     ShoeClosed,
     ShoeFinished,
+    ShoeKept,
     ShoeLoaded,
+    ShoeOffered,
+    ShoePassed,
     TableOpened,
 )
 from contracts.tables import TableSpec
@@ -128,6 +146,14 @@ class DealingState:
     round_numbers: History = field(default_factory=History)
     #: rounds started per shoe id
     shoe_rounds: History = field(default_factory=History)
+    #: the player registry (seat, player id), from ``wagering.events``: the participants the shoe passes among
+    seated: frozenset[tuple[int, str]] = frozenset()
+    #: the curator (seat, player id) holding the shoe (None: the dealer holds it)
+    curator: tuple[int, str] | None = None
+    #: the round whose keep-or-pass decision is due from the curator (resolved, the Banker's Hand did not lose)
+    curator_due: str = ""
+    #: the latest round resolved here: (round id, winner)
+    last_resolved: tuple[str, str] = ("", "")
 
     @property
     def config(self) -> TableConfig | None:
@@ -174,6 +200,15 @@ def _draw_id(table_id: str, round_id: str, n: int) -> str:
     return derived_command_id("draw", table_id, round_id, n)
 
 
+def _passed(state: "DealingState", round_id: str, reason: str, rule: str) -> ShoePassed:
+    """The shoe passes from the curator to the next participant (:func:`baccarat.curator.next_holder`)."""
+    assert state.curator is not None
+    seat, pid = state.curator
+    to = C.next_holder(seat, state.seated)
+    return ShoePassed(round_id=round_id, from_seat=seat, from_player_id=pid, to_seat=to[0] if to else 0,
+                      to_player_id=to[1] if to else "", reason=reason, rule=rule)
+
+
 def _reject(cmd: CommandEnvelope, reason: str, detail: str) -> list[Emit | Send]:
     tag = type(cmd.payload).__struct_config__.tag
     return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason=reason, detail=detail))]
@@ -210,6 +245,8 @@ class DealingCore:
         e = env.payload
         if isinstance(e, TableOpened):
             config_of(e.config)  # validated (and cached) as it is folded
+            if not e.config.curator:  # reconfigured without a curator: the dealer holds the shoe
+                return replace(state, spec=e.config, curator=None, curator_due="")
             return replace(state, spec=e.config)
         if isinstance(e, RoundOpened):
             config = state.config
@@ -237,7 +274,16 @@ class DealingCore:
         if isinstance(e, PointsAnnounced) and rs is not None:
             return replace(state, round=replace(rs, announced=True))
         if isinstance(e, RoundResolved) and rs is not None:
-            return replace(state, round=replace(rs, status="resolved"))
+            due = e.round_id if state.curator is not None and not C.must_pass(e.winner) else ""
+            return replace(state, round=replace(rs, status="resolved"), curator_due=due,
+                           last_resolved=(e.round_id, e.winner))
+        if isinstance(e, ShoeOffered):
+            return replace(state, curator=(e.seat, e.player_id), curator_due="")
+        if isinstance(e, ShoeKept):
+            return replace(state, curator_due="")
+        if isinstance(e, ShoePassed):
+            to = (e.to_seat, e.to_player_id) if e.to_seat else None
+            return replace(state, curator=to, curator_due="")
         if isinstance(e, RoundVoided) and rs is not None and rs.round_id == e.round_id:
             return replace(state, round=replace(rs, status="voided"))
         if isinstance(e, ShoeFinished) and state.shoe is not None:
@@ -271,6 +317,10 @@ class DealingCore:
             mine = {_draw_id(state.table_id, rs.round_id, n) for n in range(1, max(rs.requested, 6) + 1)}
             if e.command_id in mine and not rs.failed:
                 return replace(state, round=replace(rs, failed=f"{e.reason}: {e.detail}"))
+        if isinstance(e, PlayerSeated):
+            return replace(state, seated=state.seated | {(e.seat, e.player_id)})
+        if isinstance(e, PlayerLeft):
+            return replace(state, seated=state.seated - {(e.seat, e.player_id)})
         if isinstance(e, BettingClosed):
             rs = state.round
             if rs is not None and rs.round_id == e.round_id and rs.closed_by is None:
@@ -420,6 +470,10 @@ class DealingCore:
                           banker_natural=o.banker_natural, cards_required=o.cards_required, dragon_7=o.dragon_7,
                           panda_8=o.panda_8),
             round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=last.event_id, occurred_at=last.at)]
+        cfg = state.config
+        if state.curator is not None and cfg is not None and cfg.curator and C.must_pass(o.winner):
+            out.append(Emit(_passed(state, rs.round_id, "banker_lost", C.MUST_PASS_RULE),
+                            round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=last.event_id, occurred_at=last.at))
         sh = state.shoe
         if sh is not None and not sh.finished and sh.shoe_id == rs.shoe_id:
             if state.refusal() is not None:
@@ -463,11 +517,69 @@ class DealingCore:
             if why is not None:
                 return _reject(cmd, why, f"{sh.cards_left} cards left; cutting card out in round "
                                          f"{sh.cutting_card_round}")
-            return [Emit(RoundOpened(round_id=c.round_id, shoe_id=c.shoe_id,
-                                     number=state.rounds_started(sh.shoe_id) + 1),
-                         round_id=c.round_id, shoe_id=c.shoe_id)]
+            kept: list[Emit | Send] = []
+            if state.curator_due and state.curator is not None:  # no decision came: the curator kept the shoe
+                seat, pid = state.curator
+                kept.append(Emit(ShoeKept(round_id=state.curator_due, seat=seat, player_id=pid,
+                                          reason="next_round_opened"), round_id=state.curator_due))
+            return [*kept, Emit(RoundOpened(round_id=c.round_id, shoe_id=c.shoe_id,
+                                            number=state.rounds_started(sh.shoe_id) + 1),
+                                round_id=c.round_id, shoe_id=c.shoe_id)]
         if isinstance(c, VoidRound):
             if rs is None or rs.round_id != c.round_id or not in_progress:
                 return _reject(cmd, "no_such_round", f"round {c.round_id} is not in progress")
             return [Emit(RoundVoided(round_id=c.round_id, reason=c.reason), round_id=c.round_id, shoe_id=rs.shoe_id)]
+        if isinstance(c, (OfferShoe, KeepShoe, PassShoe)):
+            return self._curator(state, cmd, c, in_progress)
         return _reject(cmd, "not_a_dealing_command", f"{type(c).__name__} is not handled by the dealing service")
+
+    @staticmethod
+    def _curator(state: DealingState, cmd: CommandEnvelope, c: OfferShoe | KeepShoe | PassShoe,
+                 in_progress: bool) -> list[Emit | Send]:
+        """The curator's commands (13:69F-3.6(b), 3.11(a)); every refusal a ``CommandRejected`` with a code:
+        ``no_curator_table``, ``round_in_progress``, ``curator_holds_shoe``, ``unknown_player``, ``no_curator``,
+        ``not_curator``, ``out_of_turn``, ``must_pass``, ``unknown_order``."""
+        cfg = state.config
+        if cfg is None:
+            return _reject(cmd, "table_not_open", "open the table first")
+        if not cfg.curator:
+            return _reject(cmd, "no_curator_table", "the dealer deals at this table: no curator holds the shoe "
+                                                    "(TableSpec.curator is off)")
+        if isinstance(c, OfferShoe):
+            if in_progress:
+                return _reject(cmd, "round_in_progress", "the shoe is offered between rounds")
+            if state.curator is not None:
+                return _reject(cmd, "curator_holds_shoe", f"seat {state.curator[0]} ({state.curator[1]}) holds "
+                                                          "the shoe: it passes by 13:69F-3.11(a)")
+            if (c.seat, c.player_id) not in state.seated:
+                return _reject(cmd, "unknown_player", f"{c.player_id!r} is not a participant registered at seat "
+                                                      f"{c.seat}")
+            return [Emit(ShoeOffered(seat=c.seat, player_id=c.player_id, rule=C.OFFER_RULE))]
+        if state.curator is None:
+            return _reject(cmd, "no_curator", "no one holds the shoe: the dealer offers it first (OfferShoe)")
+        if isinstance(c, PassShoe) and c.ordered_by:
+            if c.ordered_by not in ("dealer", "floorman"):
+                return _reject(cmd, "unknown_order", f"ordered_by {c.ordered_by!r}: dealer or floorman "
+                                                     "(13:69F-3.11(a)2)")
+            if in_progress:
+                return _reject(cmd, "round_in_progress", "the shoe passes between rounds")
+            last = state.round.round_id if state.round is not None else ""
+            if c.round_id and c.round_id != last:
+                return _reject(cmd, "out_of_turn", f"round {c.round_id} is not the round just played "
+                                                   f"({last or 'none yet'}): name it, or no round")
+            rid = c.round_id or state.curator_due
+            return [Emit(_passed(state, rid, f"{c.ordered_by}_ordered", C.ORDER_RULE), round_id=rid or None)]
+        if isinstance(c, KeepShoe) and state.last_resolved == (c.round_id, "player"):
+            return _reject(cmd, "must_pass", f"the Banker's Hand lost round {c.round_id}: the shoe passed by rule "
+                                             "(13:69F-3.11(a)1)")
+        if cmd.actor != state.curator[1]:
+            return _reject(cmd, "not_curator", f"{cmd.actor or 'an unnamed actor'!r} is not the curator "
+                                               f"(seat {state.curator[0]}, {state.curator[1]})")
+        if not state.curator_due or c.round_id != state.curator_due or in_progress:
+            return _reject(cmd, "out_of_turn", f"no keep-or-pass decision of round {c.round_id or '(none)'} is "
+                                               "due: the curator decides after each round, before the next")
+        if isinstance(c, KeepShoe):
+            seat, pid = state.curator
+            return [Emit(ShoeKept(round_id=c.round_id, seat=seat, player_id=pid, reason="curator_kept"),
+                         round_id=c.round_id)]
+        return [Emit(_passed(state, c.round_id, "curator_passed", C.OPTION_RULE), round_id=c.round_id)]

@@ -37,7 +37,10 @@ class AdvantagePlayer:
         self.seen[parse_card(card).value] += 1
 
     def best_side_bet(self, config: TableConfig) -> tuple[Wager, Fraction] | None:
-        """The side wager with the highest positive EV from the public view (None: all negative)."""
+        """The side wager with the highest positive EV from the public view (None: all negative, or the table
+        offers no side wager, as at casino night)."""
+        if not any(w not in MAIN_WAGERS and w is not Wager.TIE for w in config.wagers):
+            return None
         comp = [n * self.decks - s for n, s in zip(VALUE_COUNTS_PER_DECK, self.seen)]
         if sum(comp) < 6 or min(comp) < 0:
             return None

@@ -18,15 +18,32 @@ from typing import Callable
 
 from baccarat.table import TableConfig
 from contracts import topics as T
-from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe, OpenRound, OpenTable, PlaceBet, SeatPlayer
+from contracts.commands import (
+    CloseBetting,
+    CloseShoe,
+    Command,
+    KeepShoe,
+    LoadShoe,
+    OfferShoe,
+    OpenRound,
+    OpenTable,
+    PassShoe,
+    PlaceBet,
+    SeatPlayer,
+)
 from contracts.envelope import Envelope
 from contracts.events import (
     BettingOpened,
     CommandRejected,
     PlayerSeated,
+    RoundResolved,
     RoundSettled,
+    RoundVoided,
     ShoeBurned,
     ShoeClosed,
+    ShoeKept,
+    ShoeOffered,
+    ShoePassed,
     TableOpened,
 )
 from contracts.tables import ShoeSpec
@@ -68,6 +85,9 @@ class TableRun:
     round_ids: list[str] = field(default_factory=list)
     rejections: list[str] = field(default_factory=list)
     last_winner: str = ""
+    #: at a table with a curator: the shoe kept / passed after a round, by reason (``curator_kept``,
+    #: ``banker_lost``, ``curator_passed``, ``dealer_ordered``, ...)
+    curator_decisions: dict[str, int] = field(default_factory=dict)
 
 
 class TableDealer:
@@ -102,6 +122,8 @@ class TableDealer:
         self.run_state = TableRun(table_id)
         #: the dealer's id: the actor of every console command this dealer sends
         self.dealer_id = f"dealer-{table_id}"
+        #: the curator holding the shoe (seat, player id), at a table with a curator
+        self.curator: tuple[int, str] | None = None
         self._n = 0
 
     def _id(self) -> str:
@@ -125,6 +147,62 @@ class TableDealer:
         if not isinstance(env.payload, TableOpened):
             raise RuntimeError(f"{self.table_id}: table refused: {env.payload}")
         await self.seat_players(self.seats)
+        if self.config.curator and self.seats:
+            await self.offer_shoe(self.seats[0])
+
+    async def offer_shoe(self, seat: Seat) -> None:
+        """Offer the shoe to ``seat``'s player, who becomes the curator (13:69F-3.6(b)); the dealing service
+        learns of the registry from ``wagering.events``, which may lag: ``unknown_player`` is retried."""
+        for attempt in range(RETRIES):
+            since = self.io.log.mark(self.table_id)
+            cid = await self._send(T.DEALING_COMMANDS, OfferShoe(seat=seat.seat, player_id=seat.player_id))
+
+            def answer(e: Envelope, cid: str = cid) -> bool:
+                return e.causation_id == cid
+
+            env = await self.io.wait(self.table_id, answer, since, self.timeout)
+            if isinstance(env.payload, ShoeOffered):
+                self.curator = (seat.seat, seat.player_id)
+                return
+            assert isinstance(env.payload, CommandRejected)
+            if env.payload.reason != "unknown_player" or attempt == RETRIES - 1:
+                raise RuntimeError(f"{self.table_id}: offering the shoe refused: {env.payload}")
+            await asyncio.sleep(RETRY_DELAY_S)
+
+    async def curator_decides(self, round_id: str, since: int) -> None:
+        """After ``round_id`` at a table with a curator: the shoe passed by rule when the Banker's Hand lost
+        (the dealing service's ``ShoePassed`` with the result); otherwise the curator keeps it (most rounds),
+        passes it, or now and then the dealer orders it passed (13:69F-3.11(a))."""
+        if self.curator is None:
+            return
+        res = await self.io.wait(self.table_id, lambda e: isinstance(e.payload, (RoundResolved, RoundVoided))
+                                 and e.payload.round_id == round_id, since, self.timeout)
+        if isinstance(res.payload, RoundVoided):  # a voided round asks no decision
+            return
+        assert isinstance(res.payload, RoundResolved)
+        if res.payload.winner == "player":  # 3.11(a)1: the pass is recorded with the result
+            env = await self.io.wait(self.table_id, lambda e: isinstance(e.payload, ShoePassed)
+                                     and e.payload.round_id == round_id, since, self.timeout)
+        else:
+            x = self.rng.random()
+            mark = self.io.log.mark(self.table_id)
+            if x < 0.03:
+                cid = await self._send(T.DEALING_COMMANDS, PassShoe(round_id=round_id, ordered_by="dealer"),
+                                       round_id)
+            elif x < 0.15:
+                cid = await self._send(T.DEALING_COMMANDS, PassShoe(round_id=round_id), round_id,
+                                       actor=self.curator[1])
+            else:
+                cid = await self._send(T.DEALING_COMMANDS, KeepShoe(round_id=round_id), round_id,
+                                       actor=self.curator[1])
+            env = await self.io.wait(self.table_id, lambda e: e.causation_id == cid, mark, self.timeout)
+        p = env.payload
+        if isinstance(p, CommandRejected):
+            raise RuntimeError(f"{self.table_id}: the curator's decision refused: {p}")
+        assert isinstance(p, (ShoeKept, ShoePassed))
+        self.run_state.curator_decisions[p.reason] = self.run_state.curator_decisions.get(p.reason, 0) + 1
+        if isinstance(p, ShoePassed):
+            self.curator = (p.to_seat, p.to_player_id) if p.to_seat else None
 
     async def seat_players(self, seats: list[Seat]) -> None:
         """Register each seat's player at this table (the player registry) and wait until they are seated."""
@@ -196,6 +274,8 @@ class TableDealer:
         r.commission += s.commission
         r.table_result += s.table_result
         r.round_ids.append(round_id)
+        if self.config.curator:
+            await self.curator_decides(round_id, since)
         if self.on_round:
             self.on_round(r, env)
         return True

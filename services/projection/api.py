@@ -157,6 +157,9 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
             "rounds_this_shoe": len(s.results(shoe.shoe_id)) if shoe else 0,
             "last_result": (s.results(shoe.shoe_id) or ("",))[-1] if shoe else "",
             "table_result_cents": s.ledger.table_result(table_id),
+            # who holds the shoe (13:69F-3.6(b), 3.11): null at a table the dealer deals, or while no one does
+            "curator": ({"seat": s.curator[0], "player_id": s.curator[1], "since_round": s.curator_since}
+                        if s.curator is not None else None),
         }
 
     @api.get("/tables/{table_id}", summary="One table")

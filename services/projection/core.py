@@ -46,6 +46,8 @@ from contracts.events import (
     RoundResolved,
     ShoeBurned,
     ShoeLoaded,
+    ShoeOffered,
+    ShoePassed,
     TableOpened,
     WagerOdds,
 )
@@ -186,6 +188,10 @@ class ProjectionState(msgspec.Struct, frozen=True):
     watch: dict[str, PlayerWatch] = {}
     alerts: tuple[AdvantageBetFlagged, ...] = ()
     alerts_day: str = ""
+    #: who holds the shoe at a table with a curator (13:69F-3.6(b), 3.11): (seat, player id), None when the
+    #: dealer holds it; ``curator_since``: the round after which it came to them ("" when offered)
+    curator: tuple[int, str] | None = None
+    curator_since: str = ""
 
     @property
     def config(self) -> TableConfig | None:
@@ -284,7 +290,14 @@ class ProjectionCore:
         state = self._post_ledger(state, env)
         e = env.payload
         if isinstance(e, TableOpened):
+            if not e.config.curator:
+                return replace(state, spec=e.config, curator=None, curator_since="")
             return replace(state, spec=e.config)
+        if isinstance(e, ShoeOffered):
+            return replace(state, curator=(e.seat, e.player_id), curator_since="")
+        if isinstance(e, ShoePassed):
+            to = (e.to_seat, e.to_player_id) if e.to_seat else None
+            return replace(state, curator=to, curator_since=e.round_id)
         if isinstance(e, ShoeLoaded):
             full = tuple(n * e.rules.decks for n in VALUE_COUNTS_PER_DECK)
             old = state.shoe

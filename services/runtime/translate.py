@@ -75,6 +75,7 @@ def table_config(spec: TableSpec) -> TableConfig:
                                        "casino_night_banker_rule"),
         max_players=spec.max_players,
         limits={Wager.parse(w): Limits(v.min_cents, v.max_cents) for w, v in spec.limits.items()},
+        curator=spec.curator,
     )
 
 
@@ -103,6 +104,7 @@ def table_spec(config: TableConfig) -> TableSpec:
         casino_night_banker_rule=config.casino_night_banker_rule.value,
         max_players=config.max_players,
         limits={w.value: LimitSpec(v.min_cents, v.max_cents) for w, v in config.limits.items()},
+        curator=config.curator,
     )
 
 

@@ -11,7 +11,8 @@ terminal that names that player as the command's actor (``actor_mismatch``); a b
 player who made it (``not_your_bet``).
 
 Rules enforced: the wagers the table offers, table minimum per bet and maximum per seat and wager, seats
-1..max players, the bonus wager only with a Banker or Player bet on the same seat when the table requires
+1..max players (``invalid_seat``), on a casino-night table at most ``max_players`` distinct players seated and
+betting in a round (``over_max_players``, 13:47-20.20(b)1), the bonus wager only with a Banker or Player bet on the same seat when the table requires
 it (13:69F-3.2(b)) and no withdrawal of the base bet such a bonus bet needs (``bonus_depends_on_bet``: the
 bonus bet is withdrawn first), stakes in whole rounding units (``stake_not_multiple_of_unit``), at most ``MAX_BETS_PER_ROUND`` bets a
 round (``too_many_bets``: the closed book must fit one Kafka record), nothing
@@ -30,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from baccarat.drawing import Variant
 from baccarat.errors import BaccaratError, InvalidAmount, UnknownWager, WagerNotOffered
 from baccarat.table import TableConfig
 from baccarat.wagers import BONUS_WAGERS, MAIN_WAGERS, Wager
@@ -104,6 +106,19 @@ class WageringState:
 #: the refusal of a bet made or withdrawn once a card of its round exists (13:69F-3.2(d), 3.7(b))
 _CARDS_DEALT = ("cards_dealt", 'a card of this round is already out of the shoe: no bet may be made or '
                                'withdrawn (13:69F-3.2(d), 3.7(b))')
+
+
+def _over_player_cap(cfg: TableConfig | None, players: set[str], player_id: str) -> tuple[str, str] | None:
+    """``("over_max_players", detail)`` when ``player_id`` would be one player more than a casino-night table
+    accommodates (13:47-20.20(b)1: at most ``max_players``, 14 players, however many share a seat); None
+    otherwise, and always on a punto banco table, whose ``max_players`` counts seats (players may bet behind).
+    ``players``: the distinct player ids already there (seated, or betting in the round)."""
+    if cfg is None or cfg.variant is not Variant.CASINO_NIGHT or player_id in players:
+        return None
+    if len(players) < cfg.max_players:
+        return None
+    return ("over_max_players", (f"the table accommodates at most {cfg.max_players} players "
+                                 f"(13:47-20.20(b)1) and has {len(players)}: {player_id!r} would be one more"))
 
 
 def _with_book(state: WageringState, book: Book) -> WageringState:
@@ -262,6 +277,9 @@ class WageringCore:
             return no("already_seated", f"{c.player_id!r} is already registered at seat {c.seat}")
         if len(state.seated) >= MAX_SEATED_PLAYERS:
             return no("table_full", f"the table has {MAX_SEATED_PLAYERS} registered players, the most it takes")
+        over = _over_player_cap(cfg, {pid for _, pid in state.seated}, c.player_id)
+        if over:
+            return no(*over)
         return [Emit(PlayerSeated(seat=c.seat, player_id=c.player_id))]
 
     @staticmethod
@@ -326,6 +344,9 @@ class WageringCore:
         if (c.seat, c.player_id) not in state.seated:
             return no("unknown_player", f"{c.player_id!r} is not registered at seat {c.seat} of this table "
                                         "(the console seats players: SeatPlayer)")
+        over = _over_player_cap(cfg, {x.player_id for x in b.bets.values()}, c.player_id)
+        if over:
+            return no(*over)
         if cmd.actor != c.player_id:
             return no("actor_mismatch", f"a bet for {c.player_id!r} sent by {cmd.actor or 'an unnamed actor'!r}: "
                                         "a terminal bets only for the player it names as its actor")

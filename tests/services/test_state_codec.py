@@ -48,6 +48,10 @@ def round_trip_every_fold(hosts: dict[str, Any]) -> Counter[str]:
             seen["open_book_with_bets"] += 1
         if isinstance(state, DealingState) and state.round is not None and state.round.status == "dealing":
             seen["round_being_dealt"] += 1
+        if isinstance(state, DealingState) and state.curator is not None:
+            seen["curator_holds_shoe"] += 1
+            if state.curator_due:
+                seen["curator_decision_due"] += 1
         if isinstance(state, SettlementState) and any(p.result and p.book is None for p in state.pending.values()):
             seen["result_waiting_for_book"] += 1
         if isinstance(state, SettlementState) and any(p.book is not None for p in state.pending.values()):
@@ -93,6 +97,19 @@ async def test_every_state_of_every_core_round_trips_through_whole_shoes():
         assert seen[name] >= len(bus.topics[stream]) > rounds
     for kind in ("open_book_with_bets", "round_being_dealt", "book_waiting_for_result", "commission_owed"):
         assert seen[kind] > 50, kind
+
+
+async def test_a_curators_states_round_trip_through_a_whole_shoe():
+    """The dealing state of a table with a curator (13:69F-3.11): who holds the shoe, the decision due, the
+    registry it passes among."""
+    import dataclasses
+    bus, hosts = floor_bus(seed=29)
+    seen = round_trip_every_fold(hosts)
+    io = MemoryFloorIO(bus)
+    cfg = dataclasses.replace(punto_banco_full(), curator=True)
+    run = await TableDealer(io, "CU", cfg, SEATS, random.Random(2), Clock()).run(shoes=1)
+    assert run.rejections == ["shoe_complete"]
+    assert seen["curator_holds_shoe"] > 500 and seen["curator_decision_due"] > 20
 
 
 async def test_physical_shoe_and_voided_round_states_round_trip():

@@ -37,6 +37,7 @@ def closed_port() -> int:
         (["demo", "--rounds", "-1"], "--rounds must be 0 or more, got -1"),
         (["demo", "--no-services", "--prefix", "p.", "--timeout", "0"], "--timeout must be more than 0"),
         (["demo", "--tables", "many"], "Invalid value for '--tables'"),
+        (["demo", "--floor", "chemin_de_fer"], "--floor must be one of standard, mixed, got 'chemin_de_fer'"),
         (["topics", "list"], "Missing option '--prefix'"),
         (["topics", "delete", "--yes"], "Missing option '--prefix'"),
         (["topics", "delete", "--prefix", "", "--yes"], "the prefix is empty"),

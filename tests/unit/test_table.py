@@ -201,4 +201,5 @@ def test_named_profiles_give_their_games_and_an_unknown_name_is_refused_with_the
     assert profile("casino_night").max_players == 14
     with pytest.raises(IllegalTableConfig, match="unknown table profile 'chemin'.*casino_night_literal"):
         profile("chemin")
-    assert len(TABLE_PROFILES) == 6
+    assert profile("punto_banco_curator").curator and not profile("punto_banco").curator
+    assert len(TABLE_PROFILES) == 7
