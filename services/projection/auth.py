@@ -6,6 +6,7 @@ Roles (issue 9, finding 10):
 role           may read
 ============== ==========================================================================================
 ``dealer``     the public views (like anyone with a credential)
+``bettor``     the public views (like anyone with a credential)
 ``analyst``    the public views (tables, public odds, roads); no player ids, balances or ledgers
 ``cage``       + ledgers and balances (player ids)
 ``pit``        + ledgers and balances (player ids)
@@ -17,7 +18,7 @@ The state digest (``/digest``, a SHA-256 of the whole projection state, to compa
 service) is read by the ``analyst`` and ``surveillance`` roles; the operations endpoints (``/health``,
 ``/health/live``, ``/health/ready``, ``/metrics``) need no credential and hold no player data.
 
-Credentials come from the environment (``CROUPIER_API_TOKEN_<ROLE>``, e.g. ``CROUPIER_API_TOKEN_CAGE``) or
+Credentials (shared with the command API, :mod:`services.runtime.credentials`) come from the environment (``CROUPIER_API_TOKEN_<ROLE>``, e.g. ``CROUPIER_API_TOKEN_CAGE``) or
 from a file named by ``CROUPIER_API_TOKENS_FILE`` with one ``role=token`` a line (``#`` comments; keep it
 mode 600); the environment wins over the file for a role set in both. Tokens are compared with
 :func:`hmac.compare_digest`. There is no default credential: :func:`load_tokens` raises
@@ -26,97 +27,26 @@ mode 600); the environment wins over the file for a role set in both. Tokens are
 
 from __future__ import annotations
 
-import hmac
-import os
-import secrets
-import stat
-from collections.abc import Mapping
-from pathlib import Path
+from services.runtime.credentials import (
+    ENV_FILE,
+    ENV_PREFIX,
+    MIN_TOKEN_LENGTH,
+    ROLES,
+    BadCredentials,
+    NoCredentials,
+    load_tokens,
+    read_tokens_file,
+    role_of,
+    write_ephemeral_tokens,
+)
 
-ROLES = ("dealer", "analyst", "cage", "pit", "surveillance")
 #: roles that may see player ids, balances and ledgers
 LEDGER_ROLES = frozenset({"cage", "pit", "surveillance"})
 #: roles that may see the surveillance view, alerts and player surveillance
 SURVEILLANCE_ROLES = frozenset({"surveillance"})
 #: roles that may read the state digest (``/digest``)
 DIGEST_ROLES = frozenset({"analyst", "surveillance"})
-ENV_PREFIX = "CROUPIER_API_TOKEN_"
-ENV_FILE = "CROUPIER_API_TOKENS_FILE"
-MIN_TOKEN_LENGTH = 16
 
-
-class NoCredentials(RuntimeError):
-    """No API credential is configured (the API has no default credential)."""
-
-
-class BadCredentials(ValueError):
-    """A credentials file or variable that cannot be used (unknown role, short token, unreadable file)."""
-
-
-def _check(role: str, token: str, where: str) -> None:
-    if role not in ROLES:
-        raise BadCredentials(f"{where}: unknown role {role!r}; roles: {', '.join(ROLES)}")
-    if len(token) < MIN_TOKEN_LENGTH:
-        raise BadCredentials(f"{where}: the {role} token must have at least {MIN_TOKEN_LENGTH} characters")
-
-
-def read_tokens_file(path: str | Path) -> dict[str, str]:
-    """``{role: token}`` from a ``role=token`` per line file; raises :class:`BadCredentials`."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise BadCredentials(f"{ENV_FILE}={p}: cannot read it ({e.strerror})") from None
-    out: dict[str, str] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        role, sep, token = line.partition("=")
-        if not sep:
-            raise BadCredentials(f"{p}:{n}: expected role=token")
-        role, token = role.strip().lower(), token.strip()
-        _check(role, token, f"{p}:{n}")
-        out[role] = token
-    return out
-
-
-def load_tokens(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Every configured ``{role: token}`` (file first, then the environment over it). Raises
-    :class:`NoCredentials` when there is none and :class:`BadCredentials` for an unusable one."""
-    env = os.environ if environ is None else environ
-    tokens: dict[str, str] = {}
-    if env.get(ENV_FILE):
-        tokens.update(read_tokens_file(env[ENV_FILE]))
-    for key, value in env.items():
-        if key.startswith(ENV_PREFIX) and value:
-            role = key[len(ENV_PREFIX):].lower()
-            _check(role, value, key)
-            tokens[role] = value
-    if not tokens:
-        raise NoCredentials(f"the query API has no credential configured: set {ENV_PREFIX}<ROLE> "
-                            f"(roles: {', '.join(ROLES)}) or {ENV_FILE}=<file of role=token lines>")
-    return tokens
-
-
-def role_of(tokens: Mapping[str, str], presented: str) -> str | None:
-    """The role whose token is ``presented`` (every role compared in constant time), or None."""
-    found = None
-    for role, token in tokens.items():
-        if hmac.compare_digest(presented.encode(), token.encode()):
-            found = role
-    return found
-
-
-def write_ephemeral_tokens(path: str | Path) -> dict[str, str]:
-    """Fresh random tokens for every role, written to ``path`` (mode 600, parent created) as
-    ``role=token`` lines; for the demo. Returns them."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tokens = {role: secrets.token_urlsafe(24) for role in ROLES}
-    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
-    with os.fdopen(fd, "w") as f:
-        f.write("# Croupier query API tokens (ephemeral, written by croupier demo)\n")
-        f.writelines(f"{r}={t}\n" for r, t in tokens.items())
-    os.chmod(p, stat.S_IRUSR | stat.S_IWUSR)
-    return tokens
+__all__ = ["DIGEST_ROLES", "ENV_FILE", "ENV_PREFIX", "LEDGER_ROLES", "MIN_TOKEN_LENGTH", "ROLES",
+           "SURVEILLANCE_ROLES", "BadCredentials", "NoCredentials", "load_tokens", "read_tokens_file",
+           "role_of", "write_ephemeral_tokens"]

@@ -1,0 +1,620 @@
+"""Send an action's command once per request id and wait for what it caused (the library the HTTP API and
+``croupier table`` both use).
+
+:class:`CommandGateway` turns a request (an action of :mod:`services.command_api.actions`, a request id, the
+table) into a command envelope whose ``command_id`` derives from the request id (the same request id gives the
+same command id: the services drop a retry of a command id from the same principal), sends it on its topic
+under the topic's writer principal, and waits until the deciding service's events caused by that command id
+are all in (:class:`EventIndex`): the :class:`Answer` is ``accepted`` with them, or ``rejected`` with the
+reason code of the ``CommandRejected`` / ``BetRejected`` / ``CardReadRefused``. A request id already answered
+gets the same answer again without sending anything; the same request id with another request is refused
+(:class:`RequestIdReused`); no answer within the timeout raises :class:`AnswerTimeout` (the command may
+still be decided: retry with the same request id).
+
+Transports (:class:`CommandBus`): :class:`KafkaCommandBus` (aiokafka: an idempotent producer per writer
+principal, one ``read_committed`` reader of the four event topics, no consumer group) and
+:class:`MemoryCommandBus` (the in-memory bus of :mod:`services.runtime.memory`, for tests). Time enters through
+the injected ``clock``; nothing here draws an id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from contracts import topics as T
+from contracts.codecs import Undecodable, UnknownMessageType, decode_command, decode_event, encode
+from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
+from contracts.events import (
+    BetRejected,
+    BetSettled,
+    BettingClosed,
+    BettingOpened,
+    CardDealt,
+    CardReadRefused,
+    CommandRejected,
+    Irregularity,
+    PointsAnnounced,
+    RoundOpened,
+    RoundResolved,
+    RoundSettled,
+    RoundVoided,
+    ShoeBurned,
+)
+from services.command_api.actions import InvalidAction, Planned, allowed, to_command
+from services.runtime.core import command as envelope_of
+from services.runtime.memory import MemoryBus
+from services.runtime.settings import Settings
+from services.runtime.tasks import partition_of
+
+#: the event topics the gateway reads (the console principal may read all four)
+WATCHED = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
+#: a request id: what a client chooses to make a retry recognisable
+REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
+DEFAULT_TIMEOUT_S = 10.0
+#: answers remembered for retries (the oldest is forgotten first)
+ANSWERS_KEPT = 10_000
+
+
+class CommandApiError(Exception):
+    """Base of the gateway's errors; ``status`` is the HTTP status, ``reason`` a stable code."""
+
+    status = 400
+    reason = "bad_request"
+
+    def __init__(self, detail: str, field: str = ""):
+        super().__init__(detail)
+        self.detail = detail
+        self.field = field
+
+
+class BadRequest(CommandApiError):
+    """Input that cannot become a command (422): an unknown profile, a refused configuration, a field outside
+    the contracts' bounds. Nothing was sent."""
+
+    status = 422
+
+    def __init__(self, reason: str, detail: str, field: str = ""):
+        super().__init__(detail, field)
+        self.reason = reason
+
+
+class Forbidden(CommandApiError):
+    """The role may not send this action (403). Nothing was sent."""
+
+    status = 403
+    reason = "role_not_allowed"
+
+
+class RequestIdReused(CommandApiError):
+    """The request id was used for another request (409). Nothing was sent."""
+
+    status = 409
+    reason = "request_id_reused"
+
+
+class AnswerTimeout(CommandApiError):
+    """No answer within the timeout (504): the command was sent and may still be decided; a retry with the
+    same request id sends nothing new and waits again."""
+
+    status = 504
+    reason = "timeout"
+
+
+class Answer(msgspec.Struct, frozen=True, kw_only=True):
+    """What a command caused. ``status``: ``accepted`` | ``rejected``; ``reason``/``detail``: the rejection's
+    code and words (empty when accepted); ``events``: the deciding service's events caused by the command,
+    in log order, as plain envelopes (``payload`` tagged by ``type``; a burn's face-down cards are left out:
+    surveillance information). ``bet_id``/``shoe_id``/``round_id``: the ids the command carries, for the
+    next request."""
+
+    request_id: str
+    command_id: str
+    action: str
+    table_id: str
+    status: str
+    reason: str = ""
+    detail: str = ""
+    shoe_id: str = ""
+    round_id: str = ""
+    bet_id: str = ""
+    events: list[dict[str, Any]] = msgspec.field(default_factory=list)
+
+    @property
+    def accepted(self) -> bool:
+        """True unless the service refused the command."""
+        return self.status == "accepted"
+
+
+def plain_event(env: Envelope) -> dict[str, Any]:
+    """An envelope as plain JSON values (``msgspec.to_builtins``), with a burn's face-down cards removed
+    (``ShoeBurned.burned`` is surveillance information; ``burned_count`` stays)."""
+    out: dict[str, Any] = msgspec.to_builtins(env)
+    if isinstance(env.payload, ShoeBurned):
+        out["payload"].pop("burned", None)
+    return out  # type: ignore[no-any-return]
+
+
+def _refusal(events: list[Envelope]) -> tuple[str, str] | None:
+    for e in events:
+        p = e.payload
+        if isinstance(p, (CommandRejected, BetRejected)):
+            return p.reason, p.detail
+        if isinstance(p, CardReadRefused):
+            return "card_read_refused", p.reason
+    return None
+
+
+# ---- what the gateway has read -------------------------------------------------------------------------------
+@dataclass
+class _Caused:
+    """Events one cause produced in one stream, and the reader's fetch that read the last of them."""
+
+    events: list[Envelope] = field(default_factory=list)
+    tp: Any = None
+    fetch: int = 0
+
+
+class EventIndex:
+    """The events the gateway has read, by what caused them and by round (bounded: the oldest causes and
+    rounds are forgotten first), with waiting.
+
+    A service publishes all the events of one decision in one transaction; :meth:`caused` says whether all of
+    them have been read: the reader has since caught up with the partition's last stable offset
+    (:meth:`caught_up`), or the source has no partitions (the in-memory bus delivers whole decisions)."""
+
+    def __init__(self, causes_kept: int = 100_000, rounds_kept: int = 2_000):
+        self._causes: OrderedDict[tuple[str, str, str], _Caused] = OrderedDict()
+        self._rounds: OrderedDict[tuple[str, str], list[Envelope]] = OrderedDict()
+        self._caught_up: dict[Any, int] = {}
+        self.causes_kept = causes_kept
+        self.rounds_kept = rounds_kept
+        self.changed = asyncio.Condition()
+
+    def add(self, env: Envelope, tp: Any = None, fetch: int = 0) -> None:
+        """Index one event read in fetch number ``fetch`` from partition ``tp`` (None: a whole decision)."""
+        key = (env.table_id, env.stream, env.causation_id)
+        c = self._causes.get(key)
+        if c is None:
+            c = self._causes[key] = _Caused()
+            if len(self._causes) > self.causes_kept:
+                self._causes.popitem(last=False)
+        if all(e.event_id != env.event_id for e in c.events):  # a re-delivered event is the same event
+            c.events.append(env)
+        c.tp, c.fetch = tp, fetch
+        rid = env.round_id or getattr(env.payload, "round_id", None)
+        if rid:
+            rkey = (env.table_id, rid)
+            evs = self._rounds.get(rkey)
+            if evs is None:
+                evs = self._rounds[rkey] = []
+                if len(self._rounds) > self.rounds_kept:
+                    self._rounds.popitem(last=False)
+            if all(e.event_id != env.event_id for e in evs):
+                evs.append(env)
+
+    def caught_up(self, tp: Any, fetch: int) -> None:
+        """The reader's fetch ``fetch`` left it at ``tp``'s last stable offset: every transaction it had
+        started reading is complete."""
+        self._caught_up[tp] = fetch
+
+    def caused(self, table_id: str, stream: str, cause_id: str) -> tuple[list[Envelope], bool]:
+        """``(events, complete)``: the events of ``stream`` caused by ``cause_id`` at ``table_id`` read so
+        far, and whether the decision is known to be whole."""
+        c = self._causes.get((table_id, stream, cause_id))
+        if c is None:
+            return [], False
+        done = c.tp is None or self._caught_up.get(c.tp, -1) >= c.fetch
+        return list(c.events), done
+
+    def round_events(self, table_id: str, round_id: str) -> list[Envelope]:
+        """Every event read of the round at the table, in arrival order."""
+        return list(self._rounds.get((table_id, round_id), ()))
+
+    async def notify(self) -> None:
+        """Wake every waiter (after a batch was indexed)."""
+        async with self.changed:
+            self.changed.notify_all()
+
+    async def wait_for(self, ready: Callable[[], Any], timeout_s: float) -> Any:
+        """The first truthy ``ready()``, re-checked after every batch; raises ``TimeoutError``."""
+        got = ready()
+        if got:
+            return got
+
+        async def _wait() -> Any:
+            async with self.changed:
+                while True:
+                    got = ready()
+                    if got:
+                        return got
+                    await self.changed.wait()
+
+        return await asyncio.wait_for(_wait(), timeout_s)
+
+
+class CommandBus(Protocol):
+    """Where commands go and events come from."""
+
+    index: EventIndex
+
+    async def send(self, topic: str, cmd: CommandEnvelope, writer: str) -> None:
+        """Publish ``cmd`` on ``topic`` (base name) as the ``writer`` principal kind."""
+        ...
+
+    async def settle(self) -> None:
+        """Let what was sent be decided and read (the in-memory bus pumps; Kafka does nothing)."""
+        ...
+
+
+class MemoryCommandBus:
+    """The gateway on a :class:`~services.runtime.memory.MemoryBus` (tests): each send is delivered at once,
+    every decision read whole."""
+
+    def __init__(self, bus: MemoryBus):
+        self.bus = bus
+        self.index = EventIndex()
+        self._seen: dict[str, int] = {}
+        #: every command sent, with its topic and writer (tests count them)
+        self.sent: list[tuple[str, str, CommandEnvelope]] = []
+
+    async def send(self, topic: str, cmd: CommandEnvelope, writer: str) -> None:
+        self.sent.append((topic, writer, cmd))
+        self.bus.send(topic, cmd)
+
+    async def settle(self) -> None:
+        await self.bus.pump()
+        for topic in WATCHED:
+            recs = self.bus.topics.get(topic, [])
+            for rec in recs[self._seen.get(topic, 0):]:
+                try:
+                    self.index.add(decode_event(rec.value))
+                except (UnknownMessageType, Undecodable):
+                    continue
+            self._seen[topic] = len(recs)
+        await self.index.notify()
+
+
+class KafkaCommandBus:
+    """The gateway on a real broker.
+
+    ``writers``: connection settings per writer principal kind (``console``, ``bettor``; e.g. from
+    :func:`writer_settings`), so each command topic is written by its one writer on a secured broker; a kind
+    not given writes with ``settings``. The reader connects as the ``console`` writer if given (the console
+    principal may read the four event topics), else with ``settings``. ``tables``: read only these tables'
+    partitions (the command line: one table); None: every partition. ``since``: start reading at this time
+    (``offsets_for_times``: a retry from a new process finds the answer its first attempt got); None: at
+    the end.
+    """
+
+    def __init__(self, settings: Settings, writers: Mapping[str, Settings] | None = None,
+                 tables: list[str] | None = None, since: datetime | None = None):
+        self.settings = settings
+        self.writers = dict(writers or {})
+        self.tables = tables
+        self.since = since
+        self.index = EventIndex()
+        self._producers: dict[str, AIOKafkaProducer] = {}
+        self._consumer: AIOKafkaConsumer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._fetch = 0
+
+    async def start(self) -> None:
+        """Connect the producers and the reader; returns once the reader's positions are fixed (before any
+        command is sent). Raises aiokafka's errors for a broker that cannot be reached."""
+        kinds = {r.writer for r in T.COMMAND_ROUTES if r.writer in ("console", "bettor")}
+        for kind in sorted(kinds):
+            p = AIOKafkaProducer(**self.writers.get(kind, self.settings).client_options(),
+                                 enable_idempotence=True, linger_ms=0)
+            await p.start()
+            self._producers[kind] = p
+        reader = self.writers.get("console", self.settings)
+        self._consumer = AIOKafkaConsumer(**reader.client_options(), enable_auto_commit=False,
+                                          isolation_level="read_committed", auto_offset_reset="earliest")
+        await self._consumer.start()
+        n = self.settings.partitions
+        parts = sorted({partition_of(t, n) for t in self.tables}) if self.tables else list(range(n))
+        tps = [TopicPartition(self.settings.topic(t), p) for t in WATCHED for p in parts]
+        self._consumer.assign(tps)
+        if self.since is None:
+            await self._consumer.seek_to_end(*tps)
+        else:
+            ms = int(self.since.timestamp() * 1000)
+            found = await self._consumer.offsets_for_times({tp: ms for tp in tps})
+            ends = await self._consumer.end_offsets(tps)
+            for tp in tps:
+                at = found.get(tp)
+                self._consumer.seek(tp, at.offset if at is not None else ends[tp])
+        for tp in tps:
+            await self._consumer.position(tp)
+        self._task = asyncio.create_task(self._read(tps))
+
+    async def _read(self, tps: list[TopicPartition]) -> None:
+        assert self._consumer is not None
+        c = self._consumer
+        while True:
+            batch = await c.getmany(timeout_ms=100)
+            self._fetch += 1
+            for tp, records in batch.items():
+                for rec in records:
+                    try:
+                        self.index.add(decode_event(rec.value), tp, self._fetch)
+                    except (UnknownMessageType, Undecodable):
+                        continue
+            for tp in tps:
+                lso = c.last_stable_offset(tp)
+                if lso is not None and lso >= 0 and await c.position(tp) >= lso:
+                    self.index.caught_up(tp, self._fetch)
+            await self.index.notify()
+
+    async def send(self, topic: str, cmd: CommandEnvelope, writer: str) -> None:
+        producer = self._producers.get(writer) or next(iter(self._producers.values()))
+        await producer.send_and_wait(self.settings.topic(topic), encode(cmd), key=T.key(cmd.table_id))
+
+    async def settle(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        """Stop the reader and the producers."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        if self._consumer is not None:
+            await self._consumer.stop()
+        for p in self._producers.values():
+            await p.stop()
+
+
+class MissingWriterCredential(ValueError):
+    """On a secured broker, no password for a principal the command API writes as."""
+
+
+def writer_settings(base: Settings, environ: Mapping[str, str] | None = None) -> dict[str, Settings]:
+    """Connection settings per writer principal kind the command API writes as (``console``, ``bettor``).
+
+    On a plain broker: ``{}`` (everything is written with ``base``). On a secured one each kind connects as
+    its own principal with the password from ``CROUPIER_KAFKA_PASSWORD_<KIND>`` or from the
+    ``KAFKA_CREDENTIALS_FILE`` that ``infra/kafka/kafka.sh start --secure`` writes (``NAME=value`` lines);
+    ``base`` itself serves a kind it already connects as. Raises :class:`MissingWriterCredential` naming the
+    variable for a kind with no password (a clear error at start, not a refused write later)."""
+    env = os.environ if environ is None else environ
+    if not base.secured:
+        return {}
+    known: dict[str, str] = {}
+    path = env.get("KAFKA_CREDENTIALS_FILE", "")
+    if path:
+        try:
+            for line in Path(path).read_text().splitlines():
+                k, sep, v = line.strip().partition("=")
+                if sep and k.startswith("CROUPIER_KAFKA_PASSWORD_"):
+                    known[k] = v
+        except OSError as e:
+            raise MissingWriterCredential(f"KAFKA_CREDENTIALS_FILE={path}: {e.strerror or e}") from None
+    known.update({k: v for k, v in env.items() if k.startswith("CROUPIER_KAFKA_PASSWORD_") and v})
+    out: dict[str, Settings] = {}
+    for kind in ("console", "bettor"):
+        var = f"CROUPIER_KAFKA_PASSWORD_{kind.upper()}"
+        if known.get(var):
+            out[kind] = base.as_principal(kind, known[var], base.sasl_mechanism or "SCRAM-SHA-512")
+        elif base.sasl_username == kind:
+            out[kind] = base
+        else:
+            raise MissingWriterCredential(
+                f"the command API writes {'wagering.bets' if kind == 'bettor' else 'the console topics'} as "
+                f"the {kind} principal: set {var} or KAFKA_CREDENTIALS_FILE (kafka.sh start --secure prints it)")
+    return out
+
+
+# ---- the gateway -----------------------------------------------------------------------------------------
+def command_id_for(writer: str, table_id: str, request_id: str) -> str:
+    """The command id of a request: a UUIDv5 of (writer principal kind, table, request id); the same request
+    id at the same table under the same principal is the same command."""
+    return derived_command_id("command-api", writer, table_id, request_id)
+
+
+def check_command(cmd: CommandEnvelope) -> None:
+    """Raise :class:`BadRequest` (``out_of_bounds``, naming the field) unless the contracts' decoder takes
+    ``cmd`` as it will arrive (a command it refuses would be dead-lettered, never answered)."""
+    try:
+        decode_command(encode(cmd))
+    except (Undecodable, UnknownMessageType) as e:
+        where = str(e).rsplit("at `", 1)
+        raise BadRequest("out_of_bounds", str(e), where[1].rstrip("`") if len(where) == 2 else "") from None
+
+
+@dataclass
+class _Entry:
+    digest: str
+    done: asyncio.Future[Answer]
+
+
+class CommandGateway:
+    """Requests in, answers out, one command per request id.
+
+    ``bus``: the transport (:class:`KafkaCommandBus`, started; or :class:`MemoryCommandBus`). ``clock``: the
+    time each command claims (``issued_at``; the events take the broker's append time). ``timeout_s``: how
+    long :meth:`submit` waits for an answer by default."""
+
+    def __init__(self, bus: CommandBus, clock: Callable[[], datetime], timeout_s: float = DEFAULT_TIMEOUT_S,
+                 answers_kept: int = ANSWERS_KEPT):
+        self.bus = bus
+        self.clock = clock
+        self.timeout_s = timeout_s
+        self.answers_kept = answers_kept
+        self._answers: OrderedDict[tuple[str, str, str], _Entry] = OrderedDict()
+
+    def plan(self, action: Any, table_id: str, request_id: str) -> tuple[Planned, CommandEnvelope]:
+        """The command an action becomes and its envelope; raises :class:`BadRequest` (nothing is sent)."""
+        import re
+
+        if not re.fullmatch(REQUEST_ID_PATTERN, request_id):
+            raise BadRequest("invalid_request_id", f"request id {request_id!r} must be 1-64 letters, digits, "
+                                                   "'.', '_', ':' or '-', starting with a letter or digit",
+                             "request_id")
+        # the derived ids (a shoe or round the request leaves to the API) come from the request id alone
+        derived = hashlib.blake2b(f"{table_id}/{request_id}".encode(), digest_size=8).hexdigest()
+        try:
+            planned = to_command(action, derived)
+        except InvalidAction as e:
+            raise BadRequest(e.reason, e.detail, e.field) from None
+        cid = command_id_for(planned.writer, table_id, request_id)
+        env = envelope_of(table_id, cid, self.clock(), planned.command,
+                          correlation_id=getattr(planned.command, "round_id", "") or "", actor=planned.actor)
+        check_command(env)
+        return planned, env
+
+    async def submit(self, action: Any, table_id: str, request_id: str, role: str | None = None,
+                     timeout_s: float | None = None) -> Answer:
+        """Send ``action`` at ``table_id`` once for ``request_id`` and answer what it caused.
+
+        ``role``: the caller's role, checked against :data:`~services.command_api.actions.ROLE_ACTIONS`
+        (None: not checked, for the command line, which the broker's credentials authorise). Raises
+        :class:`Forbidden`, :class:`BadRequest` or :class:`RequestIdReused` before anything is sent, and
+        :class:`AnswerTimeout` after ``timeout_s`` (default :attr:`timeout_s`) without a whole answer.
+        A rejection is an :class:`Answer` with ``status == "rejected"``, not an exception."""
+        planned, env = self.plan(action, table_id, request_id)
+        if role is not None and not allowed(role, planned.action):
+            raise Forbidden(f"the {role} role may not send {planned.action}")
+        key = (planned.writer, table_id, request_id)
+        digest = hashlib.blake2b(planned.action.encode() + b"\0" + planned.actor.encode() + b"\0"
+                                 + msgspec.json.encode(planned.command), digest_size=8).hexdigest()
+        entry = self._answers.get(key)
+        if entry is not None:
+            if entry.digest != digest:
+                raise RequestIdReused(f"request id {request_id!r} was used at table {table_id} for another "
+                                      "request: a retry must repeat the request, a new request needs a new id")
+            if entry.done.done() and entry.done.exception() is None:
+                return entry.done.result()
+            if not entry.done.done():
+                return await asyncio.shield(entry.done)
+        entry = _Entry(digest, asyncio.get_running_loop().create_future())
+        self._answers[key] = entry
+        self._answers.move_to_end(key)
+        while len(self._answers) > self.answers_kept:
+            self._answers.popitem(last=False)
+        try:
+            answer = await self._send_and_wait(planned, env, request_id, timeout_s)
+        except BaseException as e:
+            entry.done.set_exception(e if isinstance(e, Exception) else AnswerTimeout(str(e)))
+            entry.done.exception()  # retrieved: a timeout is not kept as the answer, a retry waits again
+            raise
+        entry.done.set_result(answer)
+        return answer
+
+    async def _send_and_wait(self, planned: Planned, env: CommandEnvelope, request_id: str,
+                             timeout_s: float | None) -> Answer:
+        wait = self.timeout_s if timeout_s is None else timeout_s
+        index = self.bus.index
+        table_id, cid, stream = env.table_id, env.command_id, planned.answer_stream
+        await self.bus.send(planned.topic, env, planned.writer)
+        await self.bus.settle()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+
+        def whole(cause: str, where: str) -> list[Envelope] | None:
+            evs, done = index.caused(table_id, where, cause)
+            return evs if evs and done else None
+
+        try:
+            events = await index.wait_for(lambda: whole(cid, stream), max(0.0, deadline - loop.time()))
+            refusal = _refusal(events)
+            if refusal is None and planned.then_betting_opened:
+                opened = next(e for e in events if isinstance(e.payload, RoundOpened))
+                events = events + await index.wait_for(
+                    lambda: [e for e in (whole(opened.event_id, T.WAGERING_EVENTS) or [])
+                             if isinstance(e.payload, BettingOpened)],
+                    max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            raise AnswerTimeout(f"no answer to {planned.action} (command {cid}) at table {table_id} within "
+                                f"{wait:g} s: the command may still be decided; retry with the same request id "
+                                "to get its answer without a second command") from None
+        c = planned.command
+        return Answer(request_id=request_id, command_id=cid, action=planned.action, table_id=table_id,
+                      status="rejected" if refusal else "accepted",
+                      reason=refusal[0] if refusal else "", detail=refusal[1] if refusal else "",
+                      shoe_id=getattr(c, "shoe_id", "") or "", round_id=getattr(c, "round_id", "") or "",
+                      bet_id=cid if planned.action == "place_bet" else getattr(c, "bet_id", "") or "",
+                      events=[plain_event(e) for e in events])
+
+    async def round_view(self, table_id: str, round_id: str, wait_s: float = 0.0,
+                         until: str = "settled") -> dict[str, Any]:
+        """The round as the gateway has read it: ``status`` (``unknown`` | ``betting`` | ``betting_closed`` |
+        ``dealing`` | ``resolved`` | ``voided`` | ``settled``), the cards dealt (hand, position, the rule cell
+        behind each), the points announced, the result, irregularities, the closed bet book, each bet's
+        settlement and the round's totals (cents). Waits up to ``wait_s`` for ``until`` (``settled``: the
+        ``RoundSettled``; ``resolved``: the result or a void). Never raises for an unknown round: its status
+        is ``unknown`` (the gateway reads from its start only; ``croupier replay`` reads the whole log)."""
+        index = self.bus.index
+
+        def reached() -> bool:
+            kinds = tuple(type(e.payload) for e in index.round_events(table_id, round_id))
+            if until == "resolved":
+                return RoundResolved in kinds or RoundVoided in kinds or RoundSettled in kinds
+            return RoundSettled in kinds
+
+        await self.bus.settle()
+        if wait_s > 0 and not reached():
+            try:
+                await index.wait_for(reached, wait_s)
+            except TimeoutError:
+                pass
+        evs = index.round_events(table_id, round_id)
+        view: dict[str, Any] = {"table_id": table_id, "round_id": round_id, "status": "unknown", "shoe_id": "",
+                                "cards": [], "points": None, "result": None, "voided": None,
+                                "irregularities": [], "bets": None, "settlements": [], "settled": None}
+        order = {"unknown": 0, "betting": 1, "betting_closed": 2, "dealing": 3, "resolved": 4, "voided": 4,
+                 "settled": 5}
+
+        def status(s: str) -> None:
+            if order[s] > order[view["status"]]:
+                view["status"] = s
+
+        for e in evs:
+            p = e.payload
+            plain = msgspec.to_builtins(p)
+            if isinstance(p, RoundOpened):
+                view["shoe_id"] = p.shoe_id
+                status("betting")
+            elif isinstance(p, BettingOpened):
+                status("betting")
+            elif isinstance(p, BettingClosed):
+                view["bets"] = plain["bets"]
+                status("betting_closed")
+            elif isinstance(p, CardDealt):
+                view["cards"].append(plain)
+                status("dealing")
+            elif isinstance(p, PointsAnnounced):
+                view["points"] = plain
+            elif isinstance(p, Irregularity):
+                view["irregularities"].append(plain)
+            elif isinstance(p, RoundResolved):
+                view["result"] = plain
+                status("resolved")
+            elif isinstance(p, RoundVoided):
+                view["voided"] = plain
+                status("voided")
+            elif isinstance(p, BetSettled):
+                view["settlements"].append(plain)
+            elif isinstance(p, RoundSettled):
+                view["settled"] = plain
+                status("settled")
+        return view
+
+
+def since_for(now: datetime, lookback_s: float) -> datetime:
+    """Where a fresh reader starts so that a retry finds its first attempt's answer: ``lookback_s`` before
+    ``now``."""
+    return now - timedelta(seconds=lookback_s)

@@ -1,0 +1,155 @@
+"""The command API over HTTP (FastAPI): each route one action of :mod:`services.command_api.actions`, answered
+by :class:`~services.command_api.gateway.CommandGateway`.
+
+Every command route is ``POST /tables/{table_id}/...`` with a JSON body (the action) and an
+``Idempotency-Key`` header (the request id, 1-64 characters of letters, digits and ``. _ : -``; without one
+the API makes a fresh one, so the request cannot be retried safely). Answers:
+
+* **200** ``status: accepted``: the events the command caused (``events``), and the ids it carries
+  (``shoe_id``, ``round_id``, ``bet_id``);
+* **409** ``status: rejected``: the service refused it; ``reason`` is the stable code (``betting_closed``,
+  ``round_in_progress``, ``unknown_player`` ...), ``detail`` the words, ``events`` the refusal itself;
+* **409** ``request_id_reused``: the request id was used for another request (nothing sent);
+* **422**: input that cannot become a command (a field, an unknown profile, a refused configuration;
+  ``reason`` and ``field`` say which); nothing sent;
+* **401** no or an unknown bearer token; **403** a role that may not send the action (nothing sent);
+* **504** ``timeout``: no answer in time; the command may still be decided: retry with the same request id.
+
+A retried request (same request id, same body) is answered with the same status and body, and sends no
+second command. Error bodies are ``{"detail": {"reason", "detail", "field"}}``.
+
+``GET /tables/{table_id}/rounds/{round_id}`` is the round as dealt (cards, result, each bet's settlement),
+waiting up to ``wait_ms`` for its settlement: on a shuffled shoe the dealing service deals by itself once "No
+more bets" is called. Roles and credentials: :mod:`services.runtime.credentials` (one bearer token per role,
+``CROUPIER_API_TOKEN_<ROLE>`` or ``CROUPIER_API_TOKENS_FILE``; no default).
+"""
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Query
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+import msgspec
+
+from services.command_api import actions as A
+from services.command_api.gateway import Answer, CommandApiError, CommandGateway
+from services.runtime.credentials import ROLES, check_roles, role_of
+
+MAX_WAIT_MS = 60_000
+
+
+def _error(status: int, reason: str, detail: str, field: str = "", headers: dict[str, str] | None = None
+           ) -> HTTPException:
+    return HTTPException(status, {"reason": reason, "detail": detail, "field": field}, headers=headers)
+
+
+def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
+                       new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> FastAPI:
+    """The command API app over ``gateway``. ``tokens``: ``{role: bearer token}``
+    (:func:`services.runtime.credentials.load_tokens`); ``new_request_id``: the request id of a request
+    that brings none (the edge's entropy). Raises :class:`~services.runtime.credentials.NoCredentials`
+    for no token and ``ValueError`` for an unknown role: there is no default credential."""
+    check_roles(tokens, ROLES)
+    tokens = dict(tokens)
+    api = FastAPI(
+        title="Croupier command API",
+        version="1",
+        description="A person's action at a table (dealer console, pit, betting terminal) as a command on "
+                    "Kafka, answered with the events it caused or its rejection and reason code. Send an "
+                    "`Idempotency-Key` with each request: a retry with the same key gets the same answer and "
+                    "sends no second command.",
+    )
+    bearer = HTTPBearer(auto_error=False, scheme_name="bearer",
+                        description="A role's API token (CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE)")
+
+    async def caller(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:
+        role = role_of(tokens, creds.credentials) if creds is not None else None
+        if role is None:
+            raise _error(401, "unauthenticated", "this route needs a valid bearer token",
+                         headers={"WWW-Authenticate": "Bearer"})
+        return role
+
+    async def run(role: str, action: Any, table_id: str, request_id: str | None, wait_ms: int | None) -> Any:
+        rid = request_id or new_request_id()
+        try:
+            answer = await gateway.submit(action, table_id, rid, role=role,
+                                          timeout_s=None if wait_ms is None else wait_ms / 1000)
+        except CommandApiError as e:
+            raise _error(e.status, e.reason, e.detail, e.field) from None
+        return JSONResponse(msgspec.to_builtins(answer), status_code=200 if answer.accepted else 409)
+
+    responses: dict[int | str, dict[str, Any]] = {
+        200: {"description": "accepted: the events the command caused"},
+        401: {"description": "no or an unknown bearer token"},
+        403: {"description": "the role may not send this action (nothing sent)"},
+        409: {"description": "rejected by the service (reason code), or the request id was used for another "
+                             "request"},
+        422: {"description": "input that cannot become a command (nothing sent)"},
+        504: {"description": "no answer in time: the command may still be decided; retry with the same "
+                             "Idempotency-Key"},
+    }
+
+    def route(path: str, name: str, summary: str) -> None:
+        model = A.ACTIONS[name]
+        who = sorted(r for r, acts in A.ROLE_ACTIONS.items() if name in acts)
+
+        async def endpoint(table_id: str, body: model,  # type: ignore[valid-type]
+                           role: str = Depends(caller),
+                           idempotency_key: str | None = Header(None, description="The request id (1-64 of "
+                                                                "letters, digits, . _ : -): a retry repeats it"),
+                           wait_ms: int | None = Query(None, ge=0, le=MAX_WAIT_MS,
+                                                       description="How long to wait for the answer (ms)")
+                           ) -> Any:
+            return await run(role, body, table_id, idempotency_key, wait_ms)
+
+        endpoint.__name__ = name
+        api.post(path, summary=summary, description=f"{model.__doc__}\n\nRoles: {', '.join(who)}.",
+                 responses=responses, response_model=None)(endpoint)
+
+    route("/tables/{table_id}/open", "open_table", "Open the table from a named profile")
+    route("/tables/{table_id}/shoe", "load_shoe", "Load a shoe (shuffled by the shoe service, or physical)")
+    route("/tables/{table_id}/shoe/burn", "read_burn", "Report a physical shoe's burn")
+    route("/tables/{table_id}/shoe/cards", "read_card", "Report a card read from a physical shoe")
+    route("/tables/{table_id}/shoe/close", "close_shoe", "Close the shoe (reveal its order)")
+    route("/tables/{table_id}/rounds", "open_round", "Open a round (betting opens)")
+    route("/tables/{table_id}/rounds/void", "void_round", "Void a round, with a reason")
+    route("/tables/{table_id}/rounds/no-more-bets", "no_more_bets", '"No more bets"')
+    route("/tables/{table_id}/seats", "seat_player", "Seat a player")
+    route("/tables/{table_id}/seats/leave", "leave_seat", "A player leaves a seat")
+    route("/tables/{table_id}/bets", "place_bet", "Place a bet (betting terminal)")
+    route("/tables/{table_id}/bets/withdraw", "withdraw_bet", "Withdraw a bet (betting terminal)")
+    route("/tables/{table_id}/commission/collect", "collect_commission", "Collect the commission a player owes")
+
+    def reader(allowed: frozenset[str], what: str) -> Callable[..., Awaitable[str]]:
+        async def check(role: str = Depends(caller)) -> str:
+            if role not in allowed:
+                raise _error(403, "role_not_allowed",
+                             f"the {role} role may not read {what} (allowed: {', '.join(sorted(allowed))})")
+            return role
+        return check
+
+    @api.get("/tables/{table_id}/rounds/{round_id}", summary="A round as dealt: cards, result, settlement",
+             dependencies=[Depends(reader(A.ROUND_READERS, "a round's bets and settlements"))])
+    async def round_view(table_id: str, round_id: str,
+                         wait_ms: int = Query(0, ge=0, le=MAX_WAIT_MS,
+                                              description="Wait up to this long (ms) for the round's settlement")
+                         ) -> dict[str, Any]:
+        return await gateway.round_view(table_id, round_id, wait_s=wait_ms / 1000)
+
+    @api.get("/actions", summary="Every action, its command and who may send it")
+    async def list_actions(role: str = Depends(caller)) -> dict[str, Any]:
+        return {"role": role, "may_send": sorted(A.ROLE_ACTIONS.get(role, ())),
+                "actions": {n: sorted(r for r, acts in A.ROLE_ACTIONS.items() if n in acts) for n in A.ACTIONS},
+                "profiles": sorted(A.TABLE_PROFILES)}
+
+    @api.get("/health/live", summary="Liveness (no token)")
+    async def live() -> dict[str, bool]:
+        return {"live": True}
+
+    return api
+
+
+__all__ = ["Answer", "create_command_api"]

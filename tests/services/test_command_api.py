@@ -1,0 +1,322 @@
+"""The command API on the in-memory bus: each action's command, the answers, idempotency by request id, roles,
+bad input (nothing sent), and the HTTP layer's statuses and OpenAPI security scheme."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import httpx
+import pytest
+
+from contracts import topics as T
+from contracts.commands import CloseBetting, LoadShoe, OpenRound, OpenTable, PlaceBet
+from contracts.events import BetSettled, RoundSettled
+from services.command_api import actions as A
+from services.command_api.gateway import (
+    AnswerTimeout,
+    BadRequest,
+    CommandGateway,
+    EventIndex,
+    Forbidden,
+    MemoryCommandBus,
+    MissingWriterCredential,
+    RequestIdReused,
+    command_id_for,
+    writer_settings,
+)
+from services.command_api.http import create_command_api
+from services.floor.dealer import Clock
+from services.runtime.credentials import NoCredentials
+from services.runtime.memory import MemoryBus
+from services.runtime.settings import Settings
+from tests.services.helpers import events, floor_bus
+
+TOKENS = {"dealer": "dealer-token-0123456789", "bettor": "bettor-token-0123456789",
+          "cage": "cage-token-01234567890", "pit": "pit-token-012345678901"}
+DEALER = "dealer-ana"
+
+
+def gateway(seed: int = 5) -> tuple[CommandGateway, MemoryCommandBus, MemoryBus]:
+    bus, _ = floor_bus(seed)
+    mb = MemoryCommandBus(bus)
+    return CommandGateway(mb, Clock(datetime(2026, 12, 1, 17, tzinfo=timezone.utc)), timeout_s=0.2), mb, bus
+
+
+async def open_table_with_shoe(gw: CommandGateway, table: str = "T1") -> str:
+    assert (await gw.submit(A.OpenTableAction(actor=DEALER, profile="punto_banco"), table, "open-1")).accepted
+    shoe = await gw.submit(A.LoadShoeAction(actor=DEALER, cut_at=120), table, "shoe-1")
+    assert shoe.accepted, shoe
+    return shoe.shoe_id
+
+
+def types(answer) -> list[str]:  # type: ignore[no-untyped-def]
+    return [e["payload"]["type"] for e in answer.events]
+
+
+# ---- the mapping ---------------------------------------------------------------------------------------------
+def test_every_action_maps_to_the_command_its_topic_carries_under_its_one_writer():
+    samples = {
+        "open_table": A.OpenTableAction(actor=DEALER, profile="no_vig_dragon_7"),
+        "load_shoe": A.LoadShoeAction(actor=DEALER, physical=True),
+        "read_burn": A.ReadBurnAction(actor=DEALER, shoe_id="S1", exposed="Kd", burned=["2c"] * 10),
+        "read_card": A.ReadCardAction(actor=DEALER, shoe_id="S1", round_id="R1", card_number=1, card="9h"),
+        "close_shoe": A.CloseShoeAction(actor=DEALER, shoe_id="S1"),
+        "open_round": A.OpenRoundAction(actor=DEALER, shoe_id="S1", round_id="R1"),
+        "void_round": A.VoidRoundAction(actor=DEALER, round_id="R1", reason="card exposed"),
+        "seat_player": A.SeatPlayerAction(actor=DEALER, seat=3, player_id="p-9"),
+        "leave_seat": A.LeaveSeatAction(actor=DEALER, seat=3, player_id="p-9"),
+        "no_more_bets": A.NoMoreBetsAction(actor=DEALER, round_id="R1"),
+        "collect_commission": A.CollectCommissionAction(actor=DEALER, seat=3, player_id="p-9"),
+        "place_bet": A.PlaceBetAction(round_id="R1", seat=3, player_id="p-9", wager="banker", amount_cents=2500),
+        "withdraw_bet": A.WithdrawBetAction(round_id="R1", bet_id="b1", player_id="p-9"),
+    }
+    assert set(samples) == set(A.ACTIONS)
+    writers = {}
+    for name, action in samples.items():
+        p = A.to_command(action, "d0")
+        tag = type(p.command).__struct_config__.tag
+        assert p.action == name and T.TOPIC_OF[tag] == p.topic
+        writers[name] = p.writer
+    assert {n for n, w in writers.items() if w == "bettor"} == {"place_bet", "withdraw_bet"}
+    assert {w for w in writers.values()} == {"console", "bettor"}
+    # the bettor's command acts as the player; the console's as the dealer
+    assert A.to_command(samples["place_bet"], "d0").actor == "p-9"
+    assert A.to_command(samples["close_shoe"], "d0").actor == DEALER
+    # ids the request leaves to the API come from the derived id, never drawn
+    p = A.to_command(A.OpenRoundAction(actor=DEALER, shoe_id="S1"), "abc")
+    assert isinstance(p.command, OpenRound) and p.command.round_id == "round-abc" and p.then_betting_opened
+    p = A.to_command(A.LoadShoeAction(actor=DEALER, cut_at=33), "abc")
+    assert isinstance(p.command, LoadShoe) and (p.command.shoe_id, p.command.cut_at, p.command.order) == \
+        ("shoe-abc", 33, [])
+    close = A.to_command(samples["no_more_bets"], "d0")
+    assert isinstance(close.command, CloseBetting) and close.answer_stream == T.WAGERING_EVENTS
+
+
+def test_open_table_takes_a_profile_and_its_limits_or_refuses_with_a_reason():
+    p = A.to_command(A.OpenTableAction(actor=DEALER, profile="casino_night",
+                                       limits={"banker": A.LimitsModel(min_cents=1000, max_cents=50000)}), "x")
+    assert isinstance(p.command, OpenTable)
+    cfg = p.command.config
+    assert cfg.variant == "casino_night" and cfg.limits["banker"].min_cents == 1000
+    with pytest.raises(A.InvalidAction) as e:
+        A.to_command(A.OpenTableAction(actor=DEALER, profile="chemin"), "x")
+    assert (e.value.reason, e.value.field) == ("unknown_profile", "profile") and "punto_banco" in e.value.detail
+    with pytest.raises(A.InvalidAction) as e:
+        A.to_command(A.OpenTableAction(actor=DEALER, profile="punto_banco_basic",
+                                       limits={"dragon_7": A.LimitsModel(min_cents=500, max_cents=5000)}), "x")
+    assert e.value.reason == "invalid_config" and "dragon_7" in e.value.detail
+
+
+def test_roles_send_only_their_actions():
+    assert A.allowed("dealer", "open_round") and A.allowed("dealer", "no_more_bets")
+    assert not A.allowed("dealer", "place_bet")
+    assert A.allowed("bettor", "place_bet") and not A.allowed("bettor", "no_more_bets")
+    assert A.allowed("pit", "void_round") and not A.allowed("pit", "open_round")
+    for role in ("cage", "surveillance", "analyst", "nobody"):
+        assert not any(A.allowed(role, n) for n in A.ACTIONS)
+
+
+# ---- the gateway ---------------------------------------------------------------------------------------------
+async def test_a_full_round_through_the_gateway_is_dealt_and_settled():
+    gw, mb, bus = gateway()
+    opened = await gw.submit(A.OpenTableAction(actor=DEALER, profile="punto_banco"), "T1", "open-1", role="dealer")
+    assert (opened.status, types(opened)) == ("accepted", ["table_opened"])
+    assert opened.events[0]["actor"] == DEALER and opened.events[0]["principal"] == "console"
+    shoe = await gw.submit(A.LoadShoeAction(actor=DEALER, cut_at=120), "T1", "shoe-1", role="dealer")
+    assert types(shoe) == ["shoe_loaded", "shoe_cut", "shoe_burned"]
+    burned = shoe.events[-1]["payload"]
+    assert "burned" not in burned and burned["burned_count"] >= 1  # face-down cards are surveillance's
+    seat = await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=2, player_id="p-2"), "T1", "seat-2", role="dealer")
+    assert types(seat) == ["player_seated"]
+    rnd = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe.shoe_id), "T1", "round-1", role="dealer")
+    assert types(rnd) == ["round_opened", "betting_opened"] and rnd.round_id.startswith("round-")
+    bet = await gw.submit(A.PlaceBetAction(round_id=rnd.round_id, seat=2, player_id="p-2", wager="player",
+                                           amount_cents=5000), "T1", "bet-1", role="bettor")
+    assert types(bet) == ["bet_placed"] and bet.bet_id == bet.command_id == bet.events[0]["payload"]["bet_id"]
+    assert bet.events[0]["actor"] == "p-2"
+    tie = await gw.submit(A.PlaceBetAction(round_id=rnd.round_id, seat=2, player_id="p-2", wager="tie",
+                                           amount_cents=100), "T1", "bet-2", role="bettor")
+    assert (tie.status, tie.reason) == ("rejected", "under_table_min") and types(tie) == ["bet_rejected"]
+    close = await gw.submit(A.NoMoreBetsAction(actor=DEALER, round_id=rnd.round_id), "T1", "nmb-1", role="dealer")
+    assert types(close) == ["betting_closed"] and close.events[0]["payload"]["bets"][0]["amount_cents"] == 5000
+    view = await gw.round_view("T1", rnd.round_id)
+    assert view["status"] == "settled" and view["shoe_id"] == shoe.shoe_id
+    assert len(view["cards"]) in (4, 5, 6) and view["result"]["winner"] in ("player", "banker", "tie")
+    settled = [e.payload for e in events(bus, T.SETTLEMENT_EVENTS) if isinstance(e.payload, BetSettled)]
+    assert [s["payout"] for s in view["settlements"]] == [s.payout for s in settled]
+    total = next(e.payload for e in events(bus, T.SETTLEMENT_EVENTS) if isinstance(e.payload, RoundSettled))
+    assert view["settled"]["stakes"] == total.stakes == 5000
+    late = await gw.submit(A.PlaceBetAction(round_id=rnd.round_id, seat=2, player_id="p-2", wager="banker",
+                                            amount_cents=5000), "T1", "bet-late", role="bettor")
+    assert (late.status, late.reason) == ("rejected", "betting_closed")
+
+
+async def test_a_retried_request_gets_the_same_answer_and_sends_no_second_command():
+    gw, mb, _ = gateway()
+    shoe_id = await open_table_with_shoe(gw)
+    sent = len(mb.sent)
+    first = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe_id), "T1", "round-a", role="dealer")
+    again = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe_id), "T1", "round-a", role="dealer")
+    assert again == first and len(mb.sent) == sent + 1
+    # the command id derives from the request id (and the writer), never from the clock
+    assert first.command_id == command_id_for("console", "T1", "round-a") == mb.sent[-1][2].command_id
+    # the same request id for another request: refused, nothing sent
+    with pytest.raises(RequestIdReused):
+        await gw.submit(A.VoidRoundAction(actor=DEALER, round_id=first.round_id, reason="x"), "T1", "round-a")
+    assert len(mb.sent) == sent + 1
+    # a new gateway (a restarted API) sends it again under the same command id: the service drops the retry
+    # (and, having read nothing of the first attempt, cannot answer it: a 504 that says so)
+    mb.index = EventIndex()
+    gw2 = CommandGateway(mb, Clock(), timeout_s=0.05)
+    with pytest.raises(AnswerTimeout, match="may still be decided"):
+        await gw2.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe_id), "T1", "round-a", role="dealer")
+    assert len(mb.sent) == sent + 2 and mb.sent[-1][2].command_id == first.command_id
+    assert mb.index.round_events("T1", first.round_id) == []  # nothing new was decided
+
+
+async def test_a_timeout_is_not_kept_as_the_answer_a_retry_waits_again():
+    bus = MemoryBus()  # no service listens
+    mb = MemoryCommandBus(bus)
+    gw = CommandGateway(mb, Clock(), timeout_s=0.05)
+    action = A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1")
+    for _ in range(2):
+        with pytest.raises(AnswerTimeout):
+            await gw.submit(action, "T1", "seat-1", role="dealer")
+    assert [c.command_id for _, _, c in mb.sent] == [command_id_for("console", "T1", "seat-1")] * 2
+
+
+async def test_wrong_role_and_bad_input_send_nothing():
+    gw, mb, _ = gateway()
+    with pytest.raises(Forbidden, match="cage role may not send open_round"):
+        await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id="S1"), "T1", "r1", role="cage")
+    with pytest.raises(Forbidden):
+        await gw.submit(A.NoMoreBetsAction(actor=DEALER, round_id="R1"), "T1", "r2", role="bettor")
+    with pytest.raises(BadRequest) as e:
+        await gw.submit(A.OpenTableAction(actor=DEALER, profile="baccarat_en_banque"), "T1", "r3", role="dealer")
+    assert e.value.reason == "unknown_profile" and e.value.status == 422
+    with pytest.raises(BadRequest) as e:
+        await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p"), "T 1", "r4", role="dealer")
+    assert e.value.reason == "out_of_bounds" and e.value.field == "$.table_id"
+    with pytest.raises(BadRequest) as e:
+        await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p"), "T1", "bad id!", role="dealer")
+    assert e.value.reason == "invalid_request_id"
+    assert mb.sent == []
+
+
+def test_a_decision_read_from_kafka_is_whole_only_once_the_reader_caught_up():
+    from contracts.envelope import Envelope
+    from contracts.events import CommissionCollected
+
+    idx = EventIndex()
+    at = datetime(2026, 12, 1, tzinfo=timezone.utc)
+
+    def ev(seq: int, player: str) -> Envelope:
+        return Envelope(event_id=f"e{seq}", stream=T.SETTLEMENT_EVENTS, table_id="T1", seq=seq, causation_id="c1",
+                        correlation_id="T1", occurred_at=at,
+                        payload=CommissionCollected(seat=1, player_id=player, amount_cents=25))
+
+    idx.add(ev(1, "a"), tp="p3", fetch=7)
+    assert idx.caused("T1", T.SETTLEMENT_EVENTS, "c1") == ([ev(1, "a")], False)
+    idx.caught_up("p3", 6)  # an earlier fetch: says nothing of this one
+    assert idx.caused("T1", T.SETTLEMENT_EVENTS, "c1")[1] is False
+    idx.add(ev(2, "b"), tp="p3", fetch=8)
+    idx.add(ev(2, "b"), tp="p3", fetch=8)  # re-delivered: the same event
+    idx.caught_up("p3", 8)
+    evs, whole = idx.caused("T1", T.SETTLEMENT_EVENTS, "c1")
+    assert whole and [e.payload.player_id for e in evs] == ["a", "b"]
+
+
+def test_writers_connect_as_the_topic_principals_on_a_secured_broker(tmp_path):
+    plain = Settings()
+    assert writer_settings(plain, {}) == {}
+    admin = plain.as_principal("admin", "pw-admin")
+    creds = tmp_path / "credentials.env"
+    creds.write_text("CROUPIER_KAFKA_PASSWORD_CONSOLE=pw-console\nCROUPIER_KAFKA_PASSWORD_BETTOR=pw-bettor\n")
+    w = writer_settings(admin, {"KAFKA_CREDENTIALS_FILE": str(creds)})
+    assert {k: (s.sasl_username, s.sasl_password) for k, s in w.items()} == \
+        {"console": ("console", "pw-console"), "bettor": ("bettor", "pw-bettor")}
+    console = plain.as_principal("console", "pw-c")
+    with pytest.raises(MissingWriterCredential, match="CROUPIER_KAFKA_PASSWORD_BETTOR"):
+        writer_settings(console, {})
+    w = writer_settings(console, {"CROUPIER_KAFKA_PASSWORD_BETTOR": "pw-b"})
+    assert w["console"] is console and w["bettor"].sasl_username == "bettor"
+
+
+# ---- HTTP ----------------------------------------------------------------------------------------------------
+def client(gw: CommandGateway, ids: list[str] | None = None) -> httpx.AsyncClient:
+    fresh = iter(ids or [f"auto-{i}" for i in range(100)])
+    app = create_command_api(gw, TOKENS, new_request_id=lambda: next(fresh))
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api")
+
+
+def auth(role: str, key: str | None = None) -> dict[str, str]:
+    h = {"Authorization": f"Bearer {TOKENS[role]}"}
+    if key:
+        h["Idempotency-Key"] = key
+    return h
+
+
+async def test_http_answers_statuses_and_retries_identically():
+    gw, mb, _ = gateway()
+    async with client(gw) as c:
+        r = await c.post("/tables/T1/open", json={"actor": DEALER, "profile": "punto_banco"}, headers=auth("dealer", "o1"))
+        assert r.status_code == 200 and r.json()["events"][0]["payload"]["type"] == "table_opened"
+        r = await c.post("/tables/T1/shoe", json={"actor": DEALER, "cut_at": 100}, headers=auth("dealer", "s1"))
+        shoe_id = r.json()["shoe_id"]
+        r = await c.post("/tables/T1/seats", json={"actor": DEALER, "seat": 1, "player_id": "p-1"},
+                         headers=auth("pit", "seat1"))
+        assert r.status_code == 200
+        r1 = await c.post("/tables/T1/rounds", json={"actor": DEALER, "shoe_id": shoe_id}, headers=auth("dealer", "r1"))
+        sent = len(mb.sent)
+        r2 = await c.post("/tables/T1/rounds", json={"actor": DEALER, "shoe_id": shoe_id}, headers=auth("dealer", "r1"))
+        assert (r1.status_code, r1.content) == (r2.status_code, r2.content) and len(mb.sent) == sent
+        round_id = r1.json()["round_id"]
+        # a cage token cannot open a round; a dealer cannot bet; no token is a 401
+        r = await c.post("/tables/T1/rounds", json={"actor": DEALER, "shoe_id": shoe_id}, headers=auth("cage", "r9"))
+        assert r.status_code == 403 and r.json()["detail"]["reason"] == "role_not_allowed"
+        bet = {"round_id": round_id, "seat": 1, "player_id": "p-1", "wager": "banker", "amount_cents": 2500}
+        assert (await c.post("/tables/T1/bets", json=bet, headers=auth("dealer", "b0"))).status_code == 403
+        r = await c.post("/tables/T1/bets", json=bet)
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        assert len(mb.sent) == sent
+        # 422 naming the field; a rejection is a 409 with the reason code
+        r = await c.post("/tables/T1/bets", json={**bet, "amount_cents": -5}, headers=auth("bettor", "b1"))
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "amount_cents"]
+        r = await c.post("/tables/T1/bets", json={**bet, "seat": 4}, headers=auth("bettor", "b2"))
+        assert r.status_code == 409 and r.json()["reason"] == "unknown_player"
+        ok = await c.post("/tables/T1/bets", json=bet, headers=auth("bettor", "b3"))
+        assert ok.status_code == 200 and ok.json()["bet_id"]
+        r = await c.post("/tables/T1/bets", json={**bet, "amount_cents": 5000}, headers=auth("bettor", "b3"))
+        assert r.status_code == 409 and r.json()["detail"]["reason"] == "request_id_reused"
+        r = await c.post("/tables/T1/rounds/no-more-bets", json={"actor": DEALER, "round_id": round_id},
+                         headers=auth("dealer", "n1"))
+        assert r.status_code == 200 and [b["amount_cents"] for b in r.json()["events"][0]["payload"]["bets"]] == [2500]
+        view = await c.get(f"/tables/T1/rounds/{round_id}", headers=auth("cage"))
+        assert view.status_code == 200 and view.json()["status"] == "settled"
+        assert (await c.get(f"/tables/T1/rounds/{round_id}", headers=auth("bettor"))).status_code == 403
+        late = await c.post("/tables/T1/bets", json=bet, headers=auth("bettor", "b4"))
+        assert late.status_code == 409 and late.json()["reason"] == "betting_closed"
+        # without a key the API makes one (so the request cannot be retried safely) and says which
+        r = await c.post("/tables/T1/seats", json={"actor": DEALER, "seat": 2, "player_id": "p-2"}, headers=auth("dealer"))
+        assert r.json()["request_id"] == "auto-0"
+    idle = CommandGateway(MemoryCommandBus(MemoryBus()), Clock(), timeout_s=5)  # no service listens
+    async with client(idle) as c:
+        r = await c.post("/tables/T1/open", json={"actor": DEALER, "profile": "punto_banco"},
+                         headers=auth("dealer", "x1"), params={"wait_ms": 30})
+        assert r.status_code == 504 and r.json()["detail"]["reason"] == "timeout"
+        assert "may still be decided" in r.json()["detail"]["detail"]
+
+
+async def test_openapi_declares_the_bearer_scheme_and_there_is_no_default_credential():
+    gw, _, _ = gateway()
+    async with client(gw) as c:
+        doc = (await c.get("/openapi.json")).json()
+    assert doc["components"]["securitySchemes"]["bearer"] == {
+        "type": "http", "scheme": "bearer",
+        "description": "A role's API token (CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE)"}
+    post = doc["paths"]["/tables/{table_id}/bets"]["post"]
+    assert post["security"] == [{"bearer": []}] and "Roles: bettor." in post["description"]
+    with pytest.raises(NoCredentials):
+        create_command_api(gw, {})
+    with pytest.raises(ValueError, match="unknown role"):
+        create_command_api(gw, {"croupier": "x" * 20})
