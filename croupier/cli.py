@@ -890,6 +890,9 @@ def audit(
         raise typer.Exit(1)
 
 
+app.add_typer(__import__("croupier.table_cli", fromlist=["table_app"]).table_app, name="table")  # croupier/table_cli.py
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

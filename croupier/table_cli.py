@@ -1,0 +1,350 @@
+"""``croupier table ...``: a table's actions on the command line, through the command API's gateway
+(:mod:`services.command_api.gateway`), the same code path as the HTTP command API; and ``croupier table api``,
+which serves that API.
+
+Each action sends one command and prints its answer: ``accepted <action> ...`` with the events it caused, or
+``rejected <reason>: <detail>``. ``--request-id`` makes a retry recognisable: the same id at the same table
+sends the same command id (the services drop the retry) and, within ``--lookback`` seconds, prints the same
+answer (default: a fresh id, printed on stderr). ``--json`` prints the answer as JSON. Exit status: 0
+accepted; 2 rejected, or input that cannot become a command (one ``error:`` line; nothing sent); 1 no answer
+in time (the command may still be decided: retry with the same ``--request-id``) or a broker that cannot be
+reached.
+
+On a secured broker each command topic is written as its one writer principal (``console``, ``bettor``), with
+the passwords from ``CROUPIER_KAFKA_PASSWORD_<PRINCIPAL>`` or ``KAFKA_CREDENTIALS_FILE``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Optional
+
+import typer
+
+table_app = typer.Typer(help="Run a table: open it from a profile, load a shoe, seat players, rounds, bets, "
+                             '"No more bets", card reads, commission (the command API\'s actions).',
+                        no_args_is_help=True)
+
+TableOpt = Annotated[str, typer.Option("--table", help="The table id.")]
+ActorOpt = Annotated[str, typer.Option("--actor", help="Who acts: the dealer's or pit boss's id.")]
+RequestOpt = Annotated[Optional[str], typer.Option("--request-id", help="The request id (1-64 of letters, digits, "
+                                                   ". _ : -): a retry repeats it. Default: a new one.")]
+BootOpt = Annotated[Optional[str], typer.Option("--bootstrap", help="Kafka bootstrap servers (default: "
+                                                "$KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:19092).")]
+PrefixOpt = Annotated[Optional[str], typer.Option("--prefix", help="Topic prefix (default: $CROUPIER_TOPIC_PREFIX "
+                                                  "or none).")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds to wait for the answer.")]
+LookbackOpt = Annotated[float, typer.Option("--lookback", help="Read the table's events from this many seconds "
+                                            "ago, so that a retry finds its first attempt's answer.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")]
+
+
+class _Common:
+    def __init__(self, table: str, request_id: str | None, bootstrap: str | None, prefix: str | None,
+                 timeout: float, lookback: float, as_json: bool):
+        self.table, self.request_id, self.bootstrap, self.prefix = table, request_id, bootstrap, prefix
+        self.timeout, self.lookback, self.as_json = timeout, lookback, as_json
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    from croupier.cli import fail
+
+    return fail(message, code)
+
+
+def _action(kind: type, **fields: Any) -> Any:
+    """The action, or exit 2 naming each field pydantic refused."""
+    from pydantic import ValidationError
+
+    try:
+        return kind(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as e:
+        raise _fail("; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())) \
+            from None
+
+
+def _run(c: _Common, action: Any) -> None:
+    """Send ``action`` through a Kafka gateway and print its answer (exit statuses: the module's)."""
+    import asyncio
+
+    import msgspec
+
+    from croupier.cli import _settings
+    from croupier.group import is_closed_pipe
+    from services.command_api.gateway import AnswerTimeout, CommandApiError, MissingWriterCredential, writer_settings
+    from services.command_api.server import open_gateway
+
+    if c.timeout <= 0:
+        raise _fail(f"--timeout must be more than 0 seconds, got {c.timeout:g}")
+    if c.lookback < 0:
+        raise _fail(f"--lookback must be 0 or more seconds, got {c.lookback:g}")
+    settings = _settings(c.bootstrap, c.prefix)
+    try:
+        writers = writer_settings(settings)
+    except MissingWriterCredential as e:
+        raise _fail(str(e)) from None
+    rid = c.request_id or uuid.uuid4().hex
+    if not c.request_id:
+        typer.echo(f"request id: {rid}", err=True)
+
+    async def go() -> Any:
+        async with open_gateway(settings, writers, tables=[c.table], lookback_s=c.lookback,
+                                timeout_s=c.timeout) as gw:
+            return await gw.submit(action, c.table, rid)
+
+    try:
+        answer = asyncio.run(go())
+    except AnswerTimeout as e:
+        raise _fail(e.detail, code=1) from None
+    except CommandApiError as e:
+        raise _fail(f"{e.reason}: {e.detail}") from None
+    except KeyboardInterrupt:
+        raise _fail("interrupted", code=130) from None
+    except Exception as e:  # a broker that cannot be reached: one line, no traceback
+        if is_closed_pipe(e):
+            raise
+        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}", code=1) from None
+    if c.as_json:
+        typer.echo(msgspec.json.format(msgspec.json.encode(answer), indent=2).decode())
+    else:
+        kinds = ", ".join(e["payload"]["type"] for e in answer.events)
+        ids = " ".join(f"{k}={v}" for k, v in (("shoe", answer.shoe_id), ("round", answer.round_id),
+                                                ("bet", answer.bet_id)) if v)
+        typer.echo(f"{answer.status} {answer.action} at {answer.table_id}: {kinds}" + (f" ({ids})" if ids else ""))
+    if not answer.accepted:
+        raise _fail(f"rejected {answer.reason}: {answer.detail}")
+
+
+def _common(table: str, request_id: str | None, bootstrap: str | None, prefix: str | None, timeout: float,
+            lookback: float, as_json: bool) -> _Common:
+    return _Common(table, request_id, bootstrap, prefix, timeout, lookback, as_json)
+
+
+def _limits(items: list[str]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for item in items:
+        wager, sep, rng = item.partition("=")
+        lo, sep2, hi = rng.partition(":")
+        try:
+            if not sep or not sep2:
+                raise ValueError
+            out[wager.strip()] = {"min_cents": int(lo), "max_cents": int(hi)}
+        except ValueError:
+            raise _fail(f"--limit takes WAGER=MIN_CENTS:MAX_CENTS, got {item!r}") from None
+    return out
+
+
+@table_app.command("open")
+def open_table(table: TableOpt, actor: ActorOpt,
+               profile: Annotated[str, typer.Option(help="The table profile (punto_banco, punto_banco_basic, "
+                                                          "no_vig_dragon_7, no_vig_dragon_7_panda_8, casino_night, "
+                                                          "casino_night_literal).")],
+               limit: Annotated[Optional[list[str]], typer.Option(
+                   "--limit", help="A wager's limits, WAGER=MIN_CENTS:MAX_CENTS (repeatable).")] = None,
+               request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+               timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Open (or reconfigure, between rounds) the table from a named profile."""
+    from services.command_api import actions as A
+
+    action = _action(A.OpenTableAction, actor=actor, profile=profile, limits=_limits(limit or []))
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("load-shoe")
+def load_shoe(table: TableOpt, actor: ActorOpt,
+              shoe_id: Annotated[Optional[str], typer.Option(help="The shoe id (default: from the request id).")
+                                 ] = None,
+              cut_at: Annotated[Optional[int], typer.Option(help="The patron's cut, cards from the front.")] = None,
+              physical: Annotated[bool, typer.Option("--physical", help="A shoe shuffled by hand: its reader "
+                                                     "reports the burn and the cards.")] = False,
+              decks: Annotated[int, typer.Option(help="Decks (the regulated tables need 6-8).")] = 8,
+              request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+              timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Load a new shoe: shuffled by the shoe service (committed and burned at once), or --physical."""
+    from services.command_api import actions as A
+
+    rules = _action(A.ShoeRulesModel, decks=decks)
+    action = _action(A.LoadShoeAction, actor=actor, shoe_id=shoe_id, cut_at=cut_at, physical=physical, rules=rules)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("burn")
+def read_burn(table: TableOpt, actor: ActorOpt, shoe_id: Annotated[str, typer.Option(help="The shoe id.")],
+              exposed: Annotated[str, typer.Option(help="The card shown face up, e.g. 7d.")],
+              burned: Annotated[str, typer.Option(help="The cards burned face down, comma-separated.")] = "",
+              request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+              timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Report a physical shoe's burn as its reader reads it."""
+    from services.command_api import actions as A
+
+    cards = [x.strip() for x in burned.split(",") if x.strip()]
+    action = _action(A.ReadBurnAction, actor=actor, shoe_id=shoe_id, exposed=exposed, burned=cards)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("card")
+def read_card(table: TableOpt, actor: ActorOpt, shoe_id: Annotated[str, typer.Option(help="The shoe id.")],
+              round_id: Annotated[str, typer.Option("--round", help="The round id.")],
+              number: Annotated[int, typer.Option(help="The card's number in the round (1-6).")],
+              card: Annotated[str, typer.Option(help="The card read, e.g. Kd.")],
+              hand: Annotated[str, typer.Option(help="Where the dealer placed it: player or banker.")] = "",
+              request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+              timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Report a card read from a physical shoe."""
+    from services.command_api import actions as A
+
+    action = _action(A.ReadCardAction, actor=actor, shoe_id=shoe_id, round_id=round_id, card_number=number,
+                     card=card, hand=hand)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("close-shoe")
+def close_shoe(table: TableOpt, actor: ActorOpt, shoe_id: Annotated[str, typer.Option(help="The shoe id.")],
+               reason: Annotated[str, typer.Option(help="Why it closes.")] = "end_of_shoe",
+               request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+               timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Close the shoe: its order and salt are revealed (the commitment can be verified)."""
+    from services.command_api import actions as A
+
+    action = _action(A.CloseShoeAction, actor=actor, shoe_id=shoe_id, reason=reason)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("open-round")
+def open_round(table: TableOpt, actor: ActorOpt, shoe_id: Annotated[str, typer.Option(help="The open shoe.")],
+               round_id: Annotated[Optional[str], typer.Option("--round", help="The round id (default: from the "
+                                                               "request id).")] = None,
+               request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+               timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Open a round on the open shoe; answered once betting is open."""
+    from services.command_api import actions as A
+
+    action = _action(A.OpenRoundAction, actor=actor, shoe_id=shoe_id, round_id=round_id)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("void-round")
+def void_round(table: TableOpt, actor: ActorOpt, round_id: Annotated[str, typer.Option("--round", help="The round.")],
+               reason: Annotated[str, typer.Option(help="Why the round is void.")],
+               request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+               timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Void a round (every bet is returned)."""
+    from services.command_api import actions as A
+
+    action = _action(A.VoidRoundAction, actor=actor, round_id=round_id, reason=reason)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("seat")
+def seat_player(table: TableOpt, actor: ActorOpt, seat: Annotated[int, typer.Option(help="The seat (1-based).")],
+                player: Annotated[str, typer.Option(help="The player id.")],
+                request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+                timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Seat a player (only a seated player's bets are taken at that seat)."""
+    from services.command_api import actions as A
+
+    action = _action(A.SeatPlayerAction, actor=actor, seat=seat, player_id=player)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("leave")
+def leave_seat(table: TableOpt, actor: ActorOpt, seat: Annotated[int, typer.Option(help="The seat (1-based).")],
+               player: Annotated[str, typer.Option(help="The player id.")],
+               request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+               timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """A player leaves a seat (bets already made stand)."""
+    from services.command_api import actions as A
+
+    action = _action(A.LeaveSeatAction, actor=actor, seat=seat, player_id=player)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("no-more-bets")
+def no_more_bets(table: TableOpt, actor: ActorOpt,
+                 round_id: Annotated[str, typer.Option("--round", help="The round.")],
+                 request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+                 timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Call "No more bets": the bet book closes and the dealing service deals."""
+    from services.command_api import actions as A
+
+    action = _action(A.NoMoreBetsAction, actor=actor, round_id=round_id)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("bet")
+def place_bet(table: TableOpt, round_id: Annotated[str, typer.Option("--round", help="The round.")],
+              seat: Annotated[int, typer.Option(help="The seat (1-based).")],
+              player: Annotated[str, typer.Option(help="The player betting (the actor).")],
+              wager: Annotated[str, typer.Option(help="The wager: banker, player, tie, ...")],
+              amount_cents: Annotated[int, typer.Option(help="The stake in cents.")],
+              request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+              timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Place a bet as a betting terminal does (written as the bettor principal)."""
+    from services.command_api import actions as A
+
+    action = _action(A.PlaceBetAction, round_id=round_id, seat=seat, player_id=player, wager=wager,
+                     amount_cents=amount_cents)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("withdraw")
+def withdraw_bet(table: TableOpt, round_id: Annotated[str, typer.Option("--round", help="The round.")],
+                 bet: Annotated[str, typer.Option(help="The bet id (the bet's answer names it).")],
+                 player: Annotated[str, typer.Option(help="The player whose bet it is.")],
+                 request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+                 timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Withdraw a bet before "No more bets"."""
+    from services.command_api import actions as A
+
+    action = _action(A.WithdrawBetAction, round_id=round_id, bet_id=bet, player_id=player)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("collect")
+def collect_commission(table: TableOpt, actor: ActorOpt, seat: Annotated[int, typer.Option(help="The seat.")],
+                       player: Annotated[str, typer.Option(help="The player (default: every box of the seat).")
+                                         ] = "",
+                       request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+                       timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Collect the commission a player owes (accrual tables)."""
+    from services.command_api import actions as A
+
+    action = _action(A.CollectCommissionAction, actor=actor, seat=seat, player_id=player)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("api")
+def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 8081,
+        host: Annotated[str, typer.Option(help="Address it listens on (0.0.0.0: every interface).")] = "127.0.0.1",
+        bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+        timeout: TimeoutOpt = 10.0) -> None:
+    """Serve the command API over HTTP (OpenAPI at /docs). Tokens per role from CROUPIER_API_TOKEN_<ROLE> or
+    CROUPIER_API_TOKENS_FILE; none configured is an error."""
+    import asyncio
+
+    from croupier.cli import _check_port, _settings
+    from croupier.serve import PortTaken, check_port
+    from services.command_api.gateway import MissingWriterCredential, writer_settings
+    from services.command_api.server import serve_command_api
+    from services.runtime.credentials import BadCredentials, NoCredentials, load_tokens
+
+    _check_port(port)
+    try:
+        tokens = load_tokens(what="the command API")
+    except (NoCredentials, BadCredentials) as e:
+        raise _fail(str(e)) from None
+    settings = _settings(bootstrap, prefix)
+    try:
+        writers = writer_settings(settings)
+        check_port(host, port)
+    except MissingWriterCredential as e:
+        raise _fail(str(e)) from None
+    except PortTaken as e:
+        raise _fail(str(e), code=1) from None
+    try:
+        asyncio.run(serve_command_api(settings, host, port, tokens, writers, timeout_s=timeout))
+    except KeyboardInterrupt:
+        return
+    except Exception as e:
+        raise _fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}",
+                    code=1) from None

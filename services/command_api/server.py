@@ -1,0 +1,63 @@
+"""Running the command API: a started Kafka gateway, and the HTTP app over it until stopped.
+
+:func:`open_gateway` connects a :class:`~services.command_api.gateway.KafkaCommandBus` (each command topic
+written by its writer principal, :func:`~services.command_api.gateway.writer_settings`) and wraps it in a
+:class:`~services.command_api.gateway.CommandGateway`; :func:`serve_command_api` serves
+:func:`~services.command_api.http.create_command_api` on ``host:port`` until ``stop`` is set. The wall clock
+and the request ids of requests that bring none enter here, at the edge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from datetime import datetime, timezone
+
+from services.command_api.gateway import DEFAULT_TIMEOUT_S, CommandGateway, KafkaCommandBus, since_for
+from services.command_api.http import create_command_api
+from services.runtime.settings import Settings
+
+
+def wall_clock() -> datetime:
+    """Now, UTC (the ``issued_at`` claim of each command; the events take the broker's append time)."""
+    return datetime.now(timezone.utc)
+
+
+@contextlib.asynccontextmanager
+async def open_gateway(settings: Settings, writers: Mapping[str, Settings] | None = None, *,
+                       tables: list[str] | None = None, lookback_s: float = 0.0,
+                       timeout_s: float = DEFAULT_TIMEOUT_S) -> AsyncIterator[CommandGateway]:
+    """A started gateway on Kafka, stopped on exit. ``tables``: read only their partitions (None: all);
+    ``lookback_s``: start reading that long before now, so that a retry from a new process (the command
+    line) finds the answer of its first attempt (0: from the end). Raises aiokafka's errors for a broker that
+    cannot be reached."""
+    since = since_for(wall_clock(), lookback_s) if lookback_s > 0 else None
+    bus = KafkaCommandBus(settings, writers, tables=tables, since=since)
+    try:
+        await bus.start()
+        yield CommandGateway(bus, wall_clock, timeout_s=timeout_s)
+    finally:
+        await bus.stop()
+
+
+async def serve_command_api(settings: Settings, host: str, port: int, tokens: Mapping[str, str],
+                            writers: Mapping[str, Settings] | None = None, stop: asyncio.Event | None = None,
+                            timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """Serve the command API on ``host:port`` until ``stop`` is set (or SIGINT/SIGTERM). ``tokens``: the
+    roles' bearer tokens (checked before anything connects: ``NoCredentials`` / ``ValueError``)."""
+    from services.runtime.credentials import ROLES, check_roles
+    from services.runtime.ops import serve_http
+
+    check_roles(tokens, ROLES)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    import signal
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    async with open_gateway(settings, writers, timeout_s=timeout_s) as gateway:
+        app = create_command_api(gateway, tokens, new_request_id=lambda: uuid.uuid4().hex)
+        await serve_http(app, host, port, stop)

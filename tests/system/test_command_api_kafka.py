@@ -1,0 +1,176 @@
+"""The command API against a real broker: a table opened from a profile, a shuffled shoe, a full round
+through the HTTP API (seat, bet, "No more bets", the dealing service deals) and its settlement; a retried
+request answered identically with no second command on the topic, a wrong role refused 403, a late bet
+answered with its rejection reason ``betting_closed``; the log audited clean."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+
+import httpx
+import pytest
+
+from contracts import topics as T
+from contracts.codecs import decode_command, decode_event
+from contracts.envelope import Envelope
+from contracts.events import BetPlaced, BetSettled, RoundSettled
+from croupier.audit import audit
+from services.command_api.gateway import CommandGateway, KafkaCommandBus
+from services.command_api.http import create_command_api
+from services.runtime.app import Service, build_service
+from services.runtime.kafka import ensure_topics, read_log
+from tests.services.helpers import make_cores
+from tests.system.conftest import broker_settings
+
+TOKENS = {"dealer": "dealer-token-0123456789", "bettor": "bettor-token-0123456789",
+          "cage": "cage-token-01234567890"}
+TABLE = "CA1"
+DEALER = "dealer-ana"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class ApiFloor:
+    """The four services in this process on the broker, under a topic prefix of their own, and the command
+    API's gateway over them."""
+
+    def __init__(self, bootstrap: str):
+        self.settings = broker_settings(bootstrap, topic_prefix=f"capi{uuid.uuid4().hex[:8]}.")
+        self.services: list[Service] = []
+        self.bus = KafkaCommandBus(self.settings)
+        self.gateway = CommandGateway(self.bus, _now, timeout_s=30.0)
+
+    async def start(self) -> None:
+        await ensure_topics(self.settings, T.ALL_TOPICS)
+        for name, core in make_cores(seed=23).items():
+            extra = (T.SHOE_DRAWS,) if name == "dealing" else ()
+            svc = build_service(core, self.settings, extra_topics=extra)  # type: ignore[arg-type]
+            await svc.start()
+            await svc.wait_ready()
+            self.services.append(svc)
+        await self.bus.start()
+
+    async def stop(self) -> None:
+        await self.bus.stop()
+        for svc in reversed(self.services):
+            await svc.stop()
+
+    async def log(self) -> list[Envelope]:
+        out = []
+        for stream in (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS):
+            out += [decode_event(r.value) for r in await read_log(self.settings, self.settings.topic(stream))]
+        return out
+
+
+@pytest.fixture
+async def floor(kafka_bootstrap: str) -> AsyncIterator[ApiFloor]:
+    f = ApiFloor(kafka_bootstrap)
+    await f.start()
+    try:
+        yield f
+    finally:
+        await f.stop()
+
+
+def auth(role: str, key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[role]}", "Idempotency-Key": key}
+
+
+async def test_a_round_through_the_command_api_on_kafka(floor: ApiFloor):
+    app = create_command_api(floor.gateway, TOKENS)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api", timeout=60) as c:
+        r = await c.post(f"/tables/{TABLE}/open", json={"actor": DEALER, "profile": "punto_banco"},
+                         headers=auth("dealer", "open"))
+        assert r.status_code == 200, r.text
+        config = r.json()["events"][0]["payload"]["config"]
+        assert (config["variant"], config["wagers"]) == ("punto_banco", [
+            "banker", "bonus_banker", "bonus_player", "cards_4", "cards_5", "cards_6", "player", "tie"])
+        r = await c.post(f"/tables/{TABLE}/shoe", json={"actor": DEALER, "cut_at": 200}, headers=auth("dealer", "shoe"))
+        assert r.status_code == 200, r.text
+        shoe = r.json()
+        # the whole decision, read over Kafka: loaded (with its commitment), cut, burned
+        assert [e["payload"]["type"] for e in shoe["events"]] == ["shoe_loaded", "shoe_cut", "shoe_burned"]
+        assert len(shoe["events"][0]["payload"]["commitment"]) == 64 and shoe["events"][1]["payload"]["cut_at"] == 200
+        assert {e["principal"] for e in shoe["events"]} == {"console"} and "burned" not in shoe["events"][2]["payload"]
+        r = await c.post(f"/tables/{TABLE}/seats", json={"actor": DEALER, "seat": 1, "player_id": "p-1"},
+                         headers=auth("dealer", "seat-1"))
+        assert r.status_code == 200 and r.json()["events"][0]["payload"]["type"] == "player_seated"
+        r = await c.post(f"/tables/{TABLE}/rounds", json={"actor": DEALER, "shoe_id": shoe["shoe_id"]},
+                         headers=auth("dealer", "round-1"))
+        assert [e["payload"]["type"] for e in r.json()["events"]] == ["round_opened", "betting_opened"], r.text
+        round_id = r.json()["round_id"]
+        # a cage token cannot open a round
+        r = await c.post(f"/tables/{TABLE}/rounds", json={"actor": DEALER, "shoe_id": shoe["shoe_id"]},
+                         headers=auth("cage", "round-2"))
+        assert r.status_code == 403 and r.json()["detail"]["reason"] == "role_not_allowed"
+        bet = {"round_id": round_id, "seat": 1, "player_id": "p-1", "wager": "banker", "amount_cents": 10_000}
+        first = await c.post(f"/tables/{TABLE}/bets", json=bet, headers=auth("bettor", "bet-1"))
+        again = await c.post(f"/tables/{TABLE}/bets", json=bet, headers=auth("bettor", "bet-1"))
+        assert first.status_code == 200 and (again.status_code, again.content) == (200, first.content)
+        bet_id = first.json()["bet_id"]
+        assert first.json()["events"][0]["payload"] == {"type": "bet_placed", "round_id": round_id, "bet_id": bet_id,
+                                                        "seat": 1, "player_id": "p-1", "wager": "banker",
+                                                        "amount_cents": 10_000}
+        r = await c.post(f"/tables/{TABLE}/rounds/no-more-bets", json={"actor": DEALER, "round_id": round_id},
+                         headers=auth("dealer", "nmb-1"))
+        assert r.status_code == 200 and [b["bet_id"] for b in r.json()["events"][0]["payload"]["bets"]] == [bet_id]
+        view = (await c.get(f"/tables/{TABLE}/rounds/{round_id}", params={"wait_ms": 30_000},
+                            headers=auth("dealer", "view"))).json()
+        assert view["status"] == "settled", view
+        late = await c.post(f"/tables/{TABLE}/bets", json={**bet, "amount_cents": 5_000},
+                            headers=auth("bettor", "bet-late"))
+        assert late.status_code == 409 and late.json()["reason"] == "betting_closed", late.text
+        r = await c.post(f"/tables/{TABLE}/shoe/close", json={"actor": DEALER, "shoe_id": shoe["shoe_id"]},
+                         headers=auth("dealer", "close"))
+        assert r.status_code == 200 and len(r.json()["events"][0]["payload"]["order"]) == 416
+    log = [e for e in await floor.log() if e.table_id == TABLE]
+    settled = [e.payload for e in log if isinstance(e.payload, BetSettled)]
+    assert [(s.bet_id, s.stake, s.payout) for s in settled] == \
+        [(s["bet_id"], s["stake"], s["payout"]) for s in view["settlements"]] and settled[0].stake == 10_000
+    total = next(e.payload for e in log if isinstance(e.payload, RoundSettled))
+    assert (view["settled"]["stakes"], view["settled"]["payouts"]) == (total.stakes, total.payouts)
+    assert len(view["cards"]) == len(view["result"]["player_cards"]) + len(view["result"]["banker_cards"])
+    # the retry sent no second command: one record of the bet's command id on wagering.bets, one bet placed
+    bets_topic = [decode_command(r.value) for r in await read_log(floor.settings, floor.settings.topic(T.WAGERING_BETS))]
+    assert [c.command_id for c in bets_topic].count(bet_id) == 1 and len(bets_topic) == 2
+    assert [e.payload.bet_id for e in log if isinstance(e.payload, BetPlaced)] == [bet_id]
+    rep = audit(log)
+    assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
+    assert (rep.rounds_checked, rep.bets_checked, rep.shoes_verified) == (1, 1, 1)
+
+
+async def test_croupier_table_sends_through_the_same_gateway_and_a_retry_prints_the_same_answer(floor: ApiFloor):
+    import asyncio
+    import os
+    import sys
+
+    async def croupier(*args: str) -> tuple[int, str, str]:
+        env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": floor.settings.bootstrap_servers}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "croupier.cli", "table", *args, "--table", TABLE,
+            "--prefix", floor.settings.topic_prefix, "--timeout", "30", env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        return proc.returncode or 0, out.decode(), err.decode()
+
+    opened = await croupier("open", "--actor", DEALER, "--profile", "no_vig_dragon_7", "--request-id", "cli-open")
+    assert opened[0] == 0 and opened[1] == f"accepted open_table at {TABLE}: table_opened\n", opened
+    first = await croupier("seat", "--actor", DEALER, "--seat", "3", "--player", "p-3", "--request-id", "cli-seat",
+                           "--json")
+    again = await croupier("seat", "--actor", DEALER, "--seat", "3", "--player", "p-3", "--request-id", "cli-seat",
+                           "--json")
+    assert first[0] == again[0] == 0 and first[1] == again[1], (first, again)
+    # a bet on a round that is not open: rejected with its reason, exit 2
+    bet = await croupier("bet", "--round", "no-such-round", "--seat", "3", "--player", "p-3", "--wager", "banker",
+                         "--amount-cents", "5000", "--request-id", "cli-bet")
+    assert bet[0] == 2 and bet[1].startswith(f"rejected place_bet at {TABLE}: bet_rejected"), bet
+    assert "error: rejected unknown_round" in bet[2], bet
+    log = [e for e in await floor.log() if e.table_id == TABLE]
+    assert [type(e.payload).__name__ for e in log if e.payload.__class__.__name__ in
+            ("TableOpened", "PlayerSeated")] == ["TableOpened", "PlayerSeated"]
+    seated = [e for e in log if type(e.payload).__name__ == "PlayerSeated"]
+    assert (seated[0].principal, seated[0].actor) == ("console", DEALER)

@@ -1,0 +1,106 @@
+"""``croupier table ...``: the command API's actions on the command line, through the same gateway (here on the
+in-memory bus); answers, retries by request id, exit statuses and usage errors."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+from typer.testing import CliRunner
+
+from contracts import topics as T
+from contracts.events import PlayerSeated
+from croupier.cli import app
+from services.command_api import server
+from services.command_api.gateway import CommandGateway, MemoryCommandBus
+from services.floor.dealer import Clock
+from tests.services.helpers import floor_bus, payloads
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def memory_floor(monkeypatch):  # type: ignore[no-untyped-def]
+    """Every ``croupier table`` run gets a fresh gateway (a new process) over one in-memory floor; it reads
+    the floor's events from the start, as the command line's ``--lookback`` does."""
+    bus, _ = floor_bus(9)
+    seen = []
+
+    @contextlib.asynccontextmanager
+    async def fake(settings, writers=None, *, tables=None, lookback_s=0.0, timeout_s=10.0
+                   ) -> AsyncIterator[CommandGateway]:
+        seen.append((tables, lookback_s))
+        mb = MemoryCommandBus(bus)
+        await mb.settle()
+        yield CommandGateway(mb, Clock(), timeout_s=0.1)
+
+    monkeypatch.setattr(server, "open_gateway", fake)
+    return bus, seen
+
+
+def croupier(*args: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, ["table", *args])
+
+
+def test_actions_answer_and_a_retry_prints_the_same_answer_without_a_second_decision(memory_floor):
+    bus, seen = memory_floor
+    r = croupier("open", "--table", "T1", "--actor", "d-1", "--profile", "punto_banco", "--request-id", "o-1")
+    assert (r.exit_code, r.stdout) == (0, "accepted open_table at T1: table_opened\n")
+    assert seen == [(["T1"], 600.0)]  # the table's partitions, from ten minutes back
+    args = ("seat", "--table", "T1", "--actor", "d-1", "--seat", "2", "--player", "p-2", "--request-id", "s-1", "--json")
+    first, again = croupier(*args), croupier(*args)
+    assert first.exit_code == again.exit_code == 0 and first.stdout == again.stdout
+    assert '"status": "accepted"' in first.stdout and '"type": "player_seated"' in first.stdout
+    assert [p.player_id for p in payloads(bus, T.WAGERING_EVENTS, PlayerSeated)] == ["p-2"]
+    r = croupier("load-shoe", "--table", "T1", "--actor", "d-1", "--cut-at", "60", "--request-id", "l-1")
+    assert r.exit_code == 0 and r.stdout.startswith("accepted load_shoe at T1: shoe_loaded, shoe_cut, shoe_burned (shoe=")
+
+
+def test_a_rejection_exits_2_with_its_reason(memory_floor):
+    r = croupier("open-round", "--table", "T1", "--actor", "d-1", "--shoe-id", "S1", "--request-id", "r-1")
+    assert r.exit_code == 2 and r.stdout.startswith("rejected open_round at T1: command_rejected")
+    assert "error: rejected table_not_open: open the table first" in r.stderr
+
+
+def test_no_answer_exits_1_saying_the_command_may_still_be_decided(monkeypatch):
+    from services.runtime.memory import MemoryBus
+
+    @contextlib.asynccontextmanager
+    async def idle(settings, writers=None, **kw):  # type: ignore[no-untyped-def]
+        yield CommandGateway(MemoryCommandBus(MemoryBus()), Clock(), timeout_s=0.05)
+
+    monkeypatch.setattr(server, "open_gateway", idle)
+    r = croupier("seat", "--table", "T1", "--actor", "d-1", "--seat", "2", "--player", "p-2")
+    assert r.exit_code == 1 and "may still be decided" in r.stderr and r.stderr.startswith("request id: ")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("seat", "--table", "T1", "--actor", "d", "--seat", "0", "--player", "p"), "seat: Input should be greater"),
+    (("open", "--table", "T1", "--actor", "d", "--profile", "punto_banco", "--limit", "banker=5"),
+     "--limit takes WAGER=MIN_CENTS:MAX_CENTS"),
+    (("open", "--table", "T1", "--actor", "d", "--profile", "baccara"), "unknown_profile: unknown table profile"),
+    (("bet", "--table", "T1", "--round", "R", "--seat", "1", "--player", "p", "--wager", "banker",
+      "--amount-cents", "100", "--request-id", "no spaces"), "invalid_request_id"),
+    (("seat", "--table", "T 1", "--actor", "d", "--seat", "1", "--player", "p"), "out_of_bounds"),
+    (("seat", "--table", "T1", "--actor", "d", "--seat", "1", "--player", "p", "--timeout", "0"),
+     "--timeout must be more than 0"),
+])
+def test_bad_input_exits_2_and_sends_nothing(memory_floor, args, message):
+    bus, _ = memory_floor
+    r = croupier(*args)
+    assert r.exit_code == 2 and message in r.stderr, r.stderr
+    assert not any(bus.topics.get(t) for t in T.COMMAND_TOPICS)
+
+
+def test_the_api_needs_a_credential_and_a_secured_broker_needs_each_writers_password(monkeypatch):
+    for key in [k for k in __import__("os").environ if k.startswith(("CROUPIER_API_TOKEN", "KAFKA_"))]:
+        monkeypatch.delenv(key)
+    r = croupier("api", "--port", "18199")
+    assert r.exit_code == 2 and "the command API has no credential configured" in r.stderr
+    monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+    monkeypatch.setenv("KAFKA_SASL_USERNAME", "console")
+    monkeypatch.setenv("KAFKA_SASL_PASSWORD", "console-password")
+    r = croupier("bet", "--table", "T1", "--round", "R", "--seat", "1", "--player", "p", "--wager", "banker",
+                 "--amount-cents", "2500")
+    assert r.exit_code == 2 and "set CROUPIER_KAFKA_PASSWORD_BETTOR" in r.stderr
