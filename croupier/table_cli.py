@@ -71,7 +71,12 @@ def _run(c: _Common, action: Any) -> None:
 
     from croupier.cli import _settings
     from croupier.group import is_closed_pipe
-    from services.command_api.gateway import AnswerTimeout, CommandApiError, MissingWriterCredential, writer_settings
+    from services.command_api.gateway import (
+        AnswerTimeout,
+        CommandApiError,
+        MissingWriterCredential,
+        writer_settings,
+    )
     from services.command_api.server import open_gateway
 
     if c.timeout <= 0:
@@ -311,6 +316,37 @@ def collect_commission(table: TableOpt, actor: ActorOpt, seat: Annotated[int, ty
 
     action = _action(A.CollectCommissionAction, actor=actor, seat=seat, player_id=player)
     _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("round")
+def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round", help="The round.")],
+               wait: Annotated[float, typer.Option(help="Seconds to wait for the round's settlement.")] = 10.0,
+               bootstrap: BootOpt = None, prefix: PrefixOpt = None, lookback: LookbackOpt = 600.0) -> None:
+    """A round as dealt, as JSON: its status, the cards (with the rule cell behind each), the result, the bet
+    book and each bet's settlement (cents), read from --lookback seconds ago; exit 1 if it is not settled
+    within --wait."""
+    import asyncio
+
+    import msgspec
+
+    from croupier.cli import _settings
+    from services.command_api.server import open_gateway
+
+    if wait < 0 or lookback < 0:
+        raise _fail("--wait and --lookback must be 0 or more seconds")
+    settings = _settings(bootstrap, prefix)
+
+    async def go() -> Any:
+        async with open_gateway(settings, {}, tables=[table], lookback_s=lookback) as gw:
+            return await gw.round_view(table, round_id, wait_s=wait)
+
+    try:
+        view = asyncio.run(go())
+    except Exception as e:  # a broker that cannot be reached: one line, no traceback
+        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}", code=1) from None
+    typer.echo(msgspec.json.format(msgspec.json.encode(view), indent=2).decode())
+    if view["status"] != "settled":
+        raise _fail(f"round {round_id} at {table} is {view['status']} (not settled within {wait:g} s)", code=1)
 
 
 @table_app.command("api")

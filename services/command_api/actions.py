@@ -126,11 +126,11 @@ class ShoeRulesModel(_Action):
     """Shoe procedures (``contracts.tables.ShoeSpec``): decks, the end-of-shoe cutting card's offset from the
     back (cards), the burn rule, the end-of-shoe policy, the minimum cut depth (cards)."""
 
-    decks: int = Field(8, ge=1, le=8)
-    end_card_offset: int = Field(14, ge=0, le=416)
+    decks: int = Field(default=8, ge=1, le=8)
+    end_card_offset: int = Field(default=14, ge=0, le=416)
     burn: Literal["tens_as_ten", "baccarat_value", "none"] = "tens_as_ten"
     end_of_shoe: Literal["one_more_round", "finish_round"] = "one_more_round"
-    min_cut_depth: int = Field(10, ge=0, le=416)
+    min_cut_depth: int = Field(default=10, ge=0, le=416)
 
 
 class LoadShoeAction(ConsoleAction):
@@ -141,8 +141,8 @@ class LoadShoeAction(ConsoleAction):
 
     shoe_id: IdText | None = None
     physical: bool = False
-    cut_at: int | None = Field(None, ge=0, le=416)
-    rules: ShoeRulesModel = Field(default_factory=ShoeRulesModel)
+    cut_at: int | None = Field(default=None, ge=0, le=416)
+    rules: ShoeRulesModel = ShoeRulesModel()
 
 
 class ReadBurnAction(ConsoleAction):
@@ -363,5 +363,5 @@ def to_command(action: _Action, derived_id: str) -> Planned:
     else:
         assert isinstance(action, WithdrawBetAction)
         cmd = WithdrawBet(round_id=action.round_id, bet_id=action.bet_id)
-    topic = T.TOPIC_OF[type(cmd).__struct_config__.tag]
+    topic = T.TOPIC_OF[str(type(cmd).__struct_config__.tag)]
     return Planned(name, topic, cmd, actor, ANSWER_STREAM[topic], then_betting_opened=isinstance(cmd, OpenRound))

@@ -28,11 +28,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import msgspec
 from fastapi import Depends, FastAPI, Header, HTTPException, Query
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-
-import msgspec
 
 from services.command_api import actions as A
 from services.command_api.gateway import Answer, CommandApiError, CommandGateway

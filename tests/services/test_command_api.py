@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from contracts import topics as T
-from contracts.commands import CloseBetting, LoadShoe, OpenRound, OpenTable, PlaceBet
+from contracts.commands import CloseBetting, LoadShoe, OpenRound, OpenTable
 from contracts.events import BetSettled, RoundSettled
 from services.command_api import actions as A
 from services.command_api.gateway import (

@@ -104,3 +104,26 @@ def test_the_api_needs_a_credential_and_a_secured_broker_needs_each_writers_pass
     r = croupier("bet", "--table", "T1", "--round", "R", "--seat", "1", "--player", "p", "--wager", "banker",
                  "--amount-cents", "2500")
     assert r.exit_code == 2 and "set CROUPIER_KAFKA_PASSWORD_BETTOR" in r.stderr
+
+
+def test_a_whole_round_on_the_command_line_and_its_settlement(memory_floor):
+    import json
+
+    def ok(*args: str) -> dict:  # type: ignore[type-arg]
+        r = croupier(*args, "--table", "T1", "--json")
+        assert r.exit_code == 0, r.stderr
+        return json.loads(r.stdout)  # type: ignore[no-any-return]
+
+    ok("open", "--actor", "d-1", "--profile", "punto_banco_basic", "--limit", "banker=1000:20000")
+    shoe = ok("load-shoe", "--actor", "d-1", "--cut-at", "80")["shoe_id"]
+    ok("seat", "--actor", "d-1", "--seat", "1", "--player", "p-1")
+    rnd = ok("open-round", "--actor", "d-1", "--shoe-id", shoe)["round_id"]
+    bet = ok("bet", "--round", rnd, "--seat", "1", "--player", "p-1", "--wager", "banker", "--amount-cents", "1000")
+    assert bet["events"][0]["payload"]["amount_cents"] == 1000  # under the default $25 minimum: the table's own
+    ok("no-more-bets", "--actor", "d-1", "--round", rnd)
+    r = croupier("round", "--table", "T1", "--round", rnd, "--wait", "0")
+    view = json.loads(r.stdout)
+    assert r.exit_code == 0 and view["status"] == "settled" and view["settled"]["stakes"] == 1000
+    assert [s["bet_id"] for s in view["settlements"]] == [bet["bet_id"]]
+    r = croupier("round", "--table", "T1", "--round", "never-opened", "--wait", "0")
+    assert r.exit_code == 1 and json.loads(r.stdout)["status"] == "unknown" and "is unknown" in r.stderr
