@@ -166,14 +166,15 @@ class _Caused:
 
 
 class EventIndex:
-    """The events the gateway has read, by what caused them and by round (bounded: the oldest causes and
-    rounds are forgotten first), with waiting.
+    """The events the gateway has read, by what caused them and by round (bounded: the latest
+    ``causes_kept`` causes and ``rounds_kept`` rounds are held, the oldest forgotten first; a retry of a
+    request whose answer was forgotten waits and gets a 504), with waiting.
 
     A service publishes all the events of one decision in one transaction; :meth:`caused` says whether all of
     them have been read: the reader has since caught up with the partition's last stable offset
     (:meth:`caught_up`), or the source has no partitions (the in-memory bus delivers whole decisions)."""
 
-    def __init__(self, causes_kept: int = 100_000, rounds_kept: int = 2_000):
+    def __init__(self, causes_kept: int = 20_000, rounds_kept: int = 500):
         self._causes: OrderedDict[tuple[str, str, str], _Caused] = OrderedDict()
         self._rounds: OrderedDict[tuple[str, str], list[Envelope]] = OrderedDict()
         self._caught_up: dict[Any, int] = {}

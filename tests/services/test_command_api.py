@@ -320,3 +320,35 @@ async def test_openapi_declares_the_bearer_scheme_and_there_is_no_default_creden
         create_command_api(gw, {})
     with pytest.raises(ValueError, match="unknown role"):
         create_command_api(gw, {"croupier": "x" * 20})
+
+
+async def test_the_same_request_twice_at_once_sends_one_command_and_both_get_its_answer():
+    import asyncio
+
+    gw, mb, _ = gateway()
+    await open_table_with_shoe(gw)
+    send = mb.send
+
+    async def slow_send(topic, cmd, writer):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(0.02)  # the broker's round trip: the second request comes meanwhile
+        await send(topic, cmd, writer)
+
+    mb.send = slow_send  # type: ignore[method-assign]
+    sent = len(mb.sent)
+    action = A.SeatPlayerAction(actor=DEALER, seat=4, player_id="p-4")
+    a, b = await asyncio.gather(gw.submit(action, "T1", "seat-4", role="dealer"),
+                                gw.submit(action, "T1", "seat-4", role="pit"))
+    assert a == b and a.accepted and len(mb.sent) == sent + 1
+
+
+def test_the_index_forgets_the_oldest_causes_and_rounds_first():
+    from contracts.envelope import Envelope
+    from contracts.events import BettingOpened
+
+    idx = EventIndex(causes_kept=2, rounds_kept=1)
+    at = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    for n in (1, 2, 3):
+        idx.add(Envelope(event_id=f"e{n}", stream=T.WAGERING_EVENTS, table_id="T1", seq=n, causation_id=f"c{n}",
+                         correlation_id="T1", occurred_at=at, round_id=f"R{n}", payload=BettingOpened(round_id=f"R{n}")))
+    assert [bool(idx.caused("T1", T.WAGERING_EVENTS, f"c{n}")[0]) for n in (1, 2, 3)] == [False, True, True]
+    assert [len(idx.round_events("T1", f"R{n}")) for n in (1, 2, 3)] == [0, 0, 1]
