@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import Any, Protocol
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
 
 from contracts import topics as T
 from contracts.codecs import Undecodable, UnknownMessageType, decode_command, decode_event, encode
@@ -53,10 +55,12 @@ from contracts.events import (
 )
 from services.command_api.actions import InvalidAction, Planned, allowed, to_command
 from services.runtime.core import command as envelope_of
+from services.runtime.logging import get_logger
 from services.runtime.memory import MemoryBus
 from services.runtime.settings import Settings
 from services.runtime.tasks import partition_of
 
+log = get_logger("command_api")
 #: the event topics the gateway reads (the console principal may read all four)
 WATCHED = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
 #: a request id: what a client chooses to make a retry recognisable
@@ -109,6 +113,14 @@ class AnswerTimeout(CommandApiError):
 
     status = 504
     reason = "timeout"
+
+
+class BrokerUnavailable(CommandApiError):
+    """The command could not be handed to the broker (503); it may or may not have been appended: retry with
+    the same request id (a retry of a command already in the log is dropped by its service)."""
+
+    status = 503
+    reason = "broker_unavailable"
 
 
 class Answer(msgspec.Struct, frozen=True, kw_only=True):
@@ -344,7 +356,12 @@ class KafkaCommandBus:
         assert self._consumer is not None
         c = self._consumer
         while True:
-            batch = await c.getmany(timeout_ms=100)
+            try:
+                batch = await c.getmany(timeout_ms=100)
+            except KafkaError as e:  # the broker went away: keep trying (waiting requests answer 504 meanwhile)
+                log.warning("command_api_read_failed", error=f"{type(e).__name__}: {e}")
+                await asyncio.sleep(1.0)
+                continue
             self._fetch += 1
             for tp, records in batch.items():
                 for rec in records:
@@ -459,8 +476,6 @@ class CommandGateway:
 
     def plan(self, action: Any, table_id: str, request_id: str) -> tuple[Planned, CommandEnvelope]:
         """The command an action becomes and its envelope; raises :class:`BadRequest` (nothing is sent)."""
-        import re
-
         if not re.fullmatch(REQUEST_ID_PATTERN, request_id):
             raise BadRequest("invalid_request_id", f"request id {request_id!r} must be 1-64 letters, digits, "
                                                    "'.', '_', ':' or '-', starting with a letter or digit",
@@ -484,7 +499,8 @@ class CommandGateway:
         ``role``: the caller's role, checked against :data:`~services.command_api.actions.ROLE_ACTIONS`
         (None: not checked, for the command line, which the broker's credentials authorise). Raises
         :class:`Forbidden`, :class:`BadRequest` or :class:`RequestIdReused` before anything is sent, and
-        :class:`AnswerTimeout` after ``timeout_s`` (default :attr:`timeout_s`) without a whole answer.
+        :class:`AnswerTimeout` after ``timeout_s`` (default :attr:`timeout_s`) without a whole answer, and
+        :class:`BrokerUnavailable` when the broker did not take the command.
         A rejection is an :class:`Answer` with ``status == "rejected"``, not an exception."""
         planned, env = self.plan(action, table_id, request_id)
         if role is not None and not allowed(role, planned.action):
@@ -520,7 +536,11 @@ class CommandGateway:
         wait = self.timeout_s if timeout_s is None else timeout_s
         index = self.bus.index
         table_id, cid, stream = env.table_id, env.command_id, planned.answer_stream
-        await self.bus.send(planned.topic, env, planned.writer)
+        try:
+            await self.bus.send(planned.topic, env, planned.writer)
+        except (KafkaError, OSError) as e:
+            raise BrokerUnavailable(f"{planned.action} (command {cid}) could not be handed to the broker "
+                                    f"({type(e).__name__}: {e}); retry with the same request id") from None
         await self.bus.settle()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait

@@ -13,6 +13,7 @@ the API makes a fresh one, so the request cannot be retried safely). Answers:
 * **422**: input that cannot become a command (a field, an unknown profile, a refused configuration;
   ``reason`` and ``field`` say which); nothing sent;
 * **401** no or an unknown bearer token; **403** a role that may not send the action (nothing sent);
+* **503** ``broker_unavailable``: the broker did not take the command: retry with the same request id;
 * **504** ``timeout``: no answer in time; the command may still be decided: retry with the same request id.
 
 A retried request (same request id, same body) is answered with the same status and body, and sends no
@@ -87,6 +88,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
         409: {"description": "rejected by the service (reason code), or the request id was used for another "
                              "request"},
         422: {"description": "input that cannot become a command (nothing sent)"},
+        503: {"description": "the broker did not take the command; retry with the same Idempotency-Key"},
         504: {"description": "no answer in time: the command may still be decided; retry with the same "
                              "Idempotency-Key"},
     }

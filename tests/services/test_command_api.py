@@ -352,3 +352,22 @@ def test_the_index_forgets_the_oldest_causes_and_rounds_first():
                          correlation_id="T1", occurred_at=at, round_id=f"R{n}", payload=BettingOpened(round_id=f"R{n}")))
     assert [bool(idx.caused("T1", T.WAGERING_EVENTS, f"c{n}")[0]) for n in (1, 2, 3)] == [False, True, True]
     assert [len(idx.round_events("T1", f"R{n}")) for n in (1, 2, 3)] == [0, 0, 1]
+
+
+async def test_a_broker_that_does_not_take_the_command_is_a_503_and_a_retry_may_follow():
+    from aiokafka.errors import KafkaConnectionError
+
+    gw, mb, _ = gateway()
+
+    async def down(topic, cmd, writer):  # type: ignore[no-untyped-def]
+        raise KafkaConnectionError("no broker")
+
+    mb.send = down  # type: ignore[method-assign]
+    async with client(gw) as c:
+        r = await c.post("/tables/T1/seats", json={"actor": DEALER, "seat": 1, "player_id": "p-1"},
+                         headers=auth("dealer", "seat-1"))
+    assert r.status_code == 503 and r.json()["detail"]["reason"] == "broker_unavailable"
+    assert "retry with the same request id" in r.json()["detail"]["detail"]
+    del mb.send  # the broker is back: the retry is sent and answered
+    answer = await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), "T1", "seat-1", role="dealer")
+    assert answer.accepted and types(answer) == ["player_seated"]

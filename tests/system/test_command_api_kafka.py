@@ -143,10 +143,17 @@ async def test_a_round_through_the_command_api_on_kafka(floor: ApiFloor):
     assert (rep.rounds_checked, rep.bets_checked, rep.shoes_verified) == (1, 1, 1)
 
 
-async def test_croupier_table_sends_through_the_same_gateway_and_a_retry_prints_the_same_answer(floor: ApiFloor):
+async def test_croupier_table_sends_through_the_same_gateway_and_a_retry_prints_the_same_answer(
+        floor: ApiFloor, request: pytest.FixtureRequest):
     import asyncio
     import os
     import sys
+
+    from services.runtime.settings import Settings
+
+    if Settings.from_env().secured:  # .ci/run's second run: the command line writes as console and bettor
+        broker = request.getfixturevalue("secured_kafka")
+        await asyncio.to_thread(broker.add_prefix, floor.settings.topic_prefix)
 
     async def croupier(*args: str) -> tuple[int, str, str]:
         env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": floor.settings.bootstrap_servers}
@@ -174,3 +181,46 @@ async def test_croupier_table_sends_through_the_same_gateway_and_a_retry_prints_
             ("TableOpened", "PlayerSeated")] == ["TableOpened", "PlayerSeated"]
     seated = [e for e in log if type(e.payload).__name__ == "PlayerSeated"]
     assert (seated[0].principal, seated[0].actor) == ("console", DEALER)
+
+
+async def test_on_a_secured_broker_each_topic_is_written_as_its_one_writer_principal(secured_kafka):
+    """The services under their own principals, the command API writing the console's topics as ``console``
+    and the bets as ``bettor`` (passwords from the credentials file ``kafka.sh start --secure`` writes) and
+    reading as ``console``."""
+    from services.command_api.gateway import writer_settings
+
+    broker = secured_kafka
+    table = f"CS{uuid.uuid4().hex[:6]}"  # the prefix is shared with test_acl and test_floor_secured
+    writers = writer_settings(broker.settings("surveillance"),
+                              {"KAFKA_CREDENTIALS_FILE": str(broker.data_dir / "credentials.env")})
+    assert {k: s.sasl_username for k, s in writers.items()} == {"console": "console", "bettor": "bettor"}
+    await ensure_topics(broker.settings("admin"), T.ALL_TOPICS)
+    services: list[Service] = []
+    bus = KafkaCommandBus(broker.settings("surveillance"), writers)
+    try:
+        for name, core in make_cores(seed=29).items():
+            extra = (T.SHOE_DRAWS,) if name == "dealing" else ()
+            svc = build_service(core, broker.settings(name), extra_topics=extra)  # type: ignore[arg-type]
+            await svc.start()
+            services.append(svc)
+        await bus.start()
+        gw = CommandGateway(bus, _now, timeout_s=60.0)
+        from services.command_api import actions as A
+
+        assert (await gw.submit(A.OpenTableAction(actor=DEALER, profile="casino_night"), table, "o", role="dealer")).accepted
+        shoe = await gw.submit(A.LoadShoeAction(actor=DEALER, cut_at=50), table, "s", role="dealer")
+        assert [e["payload"]["type"] for e in shoe.events] == ["shoe_loaded", "shoe_cut", "shoe_burned"]
+        assert (await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), table, "p", role="pit")).accepted
+        rnd = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe.shoe_id), table, "r", role="dealer")
+        bet = await gw.submit(A.PlaceBetAction(round_id=rnd.round_id, seat=1, player_id="p-1", wager="player",
+                                               amount_cents=2_500), table, "b", role="bettor")
+        close = await gw.submit(A.NoMoreBetsAction(actor=DEALER, round_id=rnd.round_id), table, "n", role="dealer")
+        assert bet.accepted and close.accepted, (bet, close)
+        assert (bet.events[0]["principal"], bet.events[0]["actor"]) == ("bettor", "p-1")
+        assert (close.events[0]["principal"], close.events[0]["actor"]) == ("console", DEALER)
+        view = await gw.round_view(table, rnd.round_id, wait_s=60)
+        assert view["status"] == "settled" and [s["bet_id"] for s in view["settlements"]] == [bet.bet_id]
+    finally:
+        await bus.stop()
+        for svc in reversed(services):
+            await svc.stop()
