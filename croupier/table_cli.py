@@ -83,9 +83,17 @@ def _run(c: _Common, action: Any) -> None:
         raise _fail(f"--timeout must be more than 0 seconds, got {c.timeout:g}")
     if c.lookback < 0:
         raise _fail(f"--lookback must be 0 or more seconds, got {c.lookback:g}")
+    from contracts import topics as T
+    from services.command_api.actions import InvalidAction, to_command
+
+    try:  # what it becomes decides who writes it and where its answer comes (the gateway checks it again)
+        planned = to_command(action, "0")
+    except InvalidAction as e:
+        raise _fail(f"{e.reason}: {e.detail}") from None
+    streams = (planned.answer_stream,) + ((T.WAGERING_EVENTS,) if planned.then_betting_opened else ())
     settings = _settings(c.bootstrap, c.prefix)
     try:
-        writers = writer_settings(settings)
+        writers = writer_settings(settings, kinds=(planned.writer,))
     except MissingWriterCredential as e:
         raise _fail(str(e)) from None
     rid = c.request_id or uuid.uuid4().hex
@@ -94,7 +102,7 @@ def _run(c: _Common, action: Any) -> None:
 
     async def go() -> Any:
         async with open_gateway(settings, writers, tables=[c.table], lookback_s=c.lookback,
-                                timeout_s=c.timeout) as gw:
+                                timeout_s=c.timeout, streams=tuple(dict.fromkeys(streams))) as gw:
             return await gw.submit(action, c.table, rid)
 
     try:
@@ -329,6 +337,7 @@ def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round",
 
     import msgspec
 
+    from contracts import topics as T
     from croupier.cli import _settings
     from services.command_api.server import open_gateway
 
@@ -337,7 +346,9 @@ def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round",
     settings = _settings(bootstrap, prefix)
 
     async def go() -> Any:
-        async with open_gateway(settings, {}, tables=[table], lookback_s=lookback) as gw:
+        # read as the principal the environment names (pit, surveillance, console ...): the round's streams
+        async with open_gateway(settings, {}, tables=[table], lookback_s=lookback,
+                                streams=(T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)) as gw:
             return await gw.round_view(table, round_id, wait_s=wait)
 
     try:
@@ -369,9 +380,13 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
         tokens = load_tokens(what="the command API")
     except (NoCredentials, BadCredentials) as e:
         raise _fail(str(e)) from None
+    from services.command_api.actions import BETTOR_ACTIONS, ROLE_ACTIONS
+
     settings = _settings(bootstrap, prefix)
+    sends = {a for role in tokens for a in ROLE_ACTIONS.get(role, ())}
+    kinds = [k for k, needed in (("console", sends - BETTOR_ACTIONS), ("bettor", sends & BETTOR_ACTIONS)) if needed]
     try:
-        writers = writer_settings(settings)
+        writers = writer_settings(settings, kinds=kinds)
         check_port(host, port)
     except MissingWriterCredential as e:
         raise _fail(str(e)) from None

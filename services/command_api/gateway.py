@@ -24,7 +24,7 @@ import hashlib
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -307,12 +307,15 @@ class KafkaCommandBus:
     principal may read the four event topics), else with ``settings``. ``tables``: read only these tables'
     partitions (the command line: one table); None: every partition. ``since``: start reading at this time
     (``offsets_for_times``: a retry from a new process finds the answer its first attempt got); None: at
-    the end.
+    the end. ``streams``: the event topics to read (default the four; a principal that may read fewer, such
+    as ``bettor``, reads only those its answers come on).
     """
 
     def __init__(self, settings: Settings, writers: Mapping[str, Settings] | None = None,
-                 tables: list[str] | None = None, since: datetime | None = None):
+                 tables: list[str] | None = None, since: datetime | None = None,
+                 streams: Iterable[str] = WATCHED):
         self.settings = settings
+        self.streams = tuple(streams)
         self.writers = dict(writers or {})
         self.tables = tables
         self.since = since
@@ -325,19 +328,18 @@ class KafkaCommandBus:
     async def start(self) -> None:
         """Connect the producers and the reader; returns once the reader's positions are fixed (before any
         command is sent). Raises aiokafka's errors for a broker that cannot be reached."""
-        kinds = {r.writer for r in T.COMMAND_ROUTES if r.writer in ("console", "bettor")}
-        for kind in sorted(kinds):
+        for kind in ("console", "bettor"):
             p = AIOKafkaProducer(**self.writers.get(kind, self.settings).client_options(),
                                  enable_idempotence=True, linger_ms=0)
             await p.start()
             self._producers[kind] = p
-        reader = self.writers.get("console", self.settings)
+        reader = self.writers.get("console") or self.writers.get("bettor") or self.settings
         self._consumer = AIOKafkaConsumer(**reader.client_options(), enable_auto_commit=False,
                                           isolation_level="read_committed", auto_offset_reset="earliest")
         await self._consumer.start()
         n = self.settings.partitions
         parts = sorted({partition_of(t, n) for t in self.tables}) if self.tables else list(range(n))
-        tps = [TopicPartition(self.settings.topic(t), p) for t in WATCHED for p in parts]
+        tps = [TopicPartition(self.settings.topic(t), p) for t in self.streams for p in parts]
         self._consumer.assign(tps)
         if self.since is None:
             await self._consumer.seek_to_end(*tps)
@@ -400,8 +402,10 @@ class MissingWriterCredential(ValueError):
     """On a secured broker, no password for a principal the command API writes as."""
 
 
-def writer_settings(base: Settings, environ: Mapping[str, str] | None = None) -> dict[str, Settings]:
-    """Connection settings per writer principal kind the command API writes as (``console``, ``bettor``).
+def writer_settings(base: Settings, environ: Mapping[str, str] | None = None,
+                    kinds: Iterable[str] = ("console", "bettor")) -> dict[str, Settings]:
+    """Connection settings per writer principal kind the command API writes as (``kinds``: ``console``,
+    ``bettor``; only those it will write, e.g. the one of a single command-line action).
 
     On a plain broker: ``{}`` (everything is written with ``base``). On a secured one each kind connects as
     its own principal with the password from ``CROUPIER_KAFKA_PASSWORD_<KIND>`` or from the
@@ -423,7 +427,7 @@ def writer_settings(base: Settings, environ: Mapping[str, str] | None = None) ->
             raise MissingWriterCredential(f"KAFKA_CREDENTIALS_FILE={path}: {e.strerror or e}") from None
     known.update({k: v for k, v in env.items() if k.startswith("CROUPIER_KAFKA_PASSWORD_") and v})
     out: dict[str, Settings] = {}
-    for kind in ("console", "bettor"):
+    for kind in kinds:
         var = f"CROUPIER_KAFKA_PASSWORD_{kind.upper()}"
         if known.get(var):
             out[kind] = base.as_principal(kind, known[var], base.sasl_mechanism or "SCRAM-SHA-512")

@@ -15,7 +15,13 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime, timezone
 
-from services.command_api.gateway import DEFAULT_TIMEOUT_S, CommandGateway, KafkaCommandBus, since_for
+from services.command_api.gateway import (
+    DEFAULT_TIMEOUT_S,
+    WATCHED,
+    CommandGateway,
+    KafkaCommandBus,
+    since_for,
+)
 from services.command_api.http import create_command_api
 from services.runtime.settings import Settings
 
@@ -28,13 +34,14 @@ def wall_clock() -> datetime:
 @contextlib.asynccontextmanager
 async def open_gateway(settings: Settings, writers: Mapping[str, Settings] | None = None, *,
                        tables: list[str] | None = None, lookback_s: float = 0.0,
-                       timeout_s: float = DEFAULT_TIMEOUT_S) -> AsyncIterator[CommandGateway]:
+                       timeout_s: float = DEFAULT_TIMEOUT_S,
+                       streams: tuple[str, ...] = WATCHED) -> AsyncIterator[CommandGateway]:
     """A started gateway on Kafka, stopped on exit. ``tables``: read only their partitions (None: all);
     ``lookback_s``: start reading that long before now, so that a retry from a new process (the command
     line) finds the answer of its first attempt (0: from the end). Raises aiokafka's errors for a broker that
-    cannot be reached."""
+    cannot be reached. ``streams``: the event topics to read (:class:`KafkaCommandBus`)."""
     since = since_for(wall_clock(), lookback_s) if lookback_s > 0 else None
-    bus = KafkaCommandBus(settings, writers, tables=tables, since=since)
+    bus = KafkaCommandBus(settings, writers, tables=tables, since=since, streams=streams)
     try:
         await bus.start()
         yield CommandGateway(bus, wall_clock, timeout_s=timeout_s)

@@ -240,6 +240,8 @@ def test_writers_connect_as_the_topic_principals_on_a_secured_broker(tmp_path):
         writer_settings(console, {})
     w = writer_settings(console, {"CROUPIER_KAFKA_PASSWORD_BETTOR": "pw-b"})
     assert w["console"] is console and w["bettor"].sasl_username == "bettor"
+    # a console action alone needs only the console's credential
+    assert writer_settings(console, {}, kinds=("console",)) == {"console": console}
 
 
 # ---- HTTP ----------------------------------------------------------------------------------------------------

@@ -28,9 +28,9 @@ def memory_floor(monkeypatch):  # type: ignore[no-untyped-def]
     seen = []
 
     @contextlib.asynccontextmanager
-    async def fake(settings, writers=None, *, tables=None, lookback_s=0.0, timeout_s=10.0
+    async def fake(settings, writers=None, *, tables=None, lookback_s=0.0, timeout_s=10.0, streams=()
                    ) -> AsyncIterator[CommandGateway]:
-        seen.append((tables, lookback_s))
+        seen.append((tables, lookback_s, streams))
         mb = MemoryCommandBus(bus)
         await mb.settle()
         yield CommandGateway(mb, Clock(), timeout_s=0.1)
@@ -47,13 +47,18 @@ def test_actions_answer_and_a_retry_prints_the_same_answer_without_a_second_deci
     bus, seen = memory_floor
     r = croupier("open", "--table", "T1", "--actor", "d-1", "--profile", "punto_banco", "--request-id", "o-1")
     assert (r.exit_code, r.stdout) == (0, "accepted open_table at T1: table_opened\n")
-    assert seen == [(["T1"], 600.0)]  # the table's partitions, from ten minutes back
+    # the table's partitions of the stream its answer comes on, from ten minutes back
+    assert seen == [(["T1"], 600.0, (T.DEALING_EVENTS,))]
     args = ("seat", "--table", "T1", "--actor", "d-1", "--seat", "2", "--player", "p-2", "--request-id", "s-1", "--json")
     first, again = croupier(*args), croupier(*args)
     assert first.exit_code == again.exit_code == 0 and first.stdout == again.stdout
     assert '"status": "accepted"' in first.stdout and '"type": "player_seated"' in first.stdout
     assert [p.player_id for p in payloads(bus, T.WAGERING_EVENTS, PlayerSeated)] == ["p-2"]
+    assert seen[-1][2] == (T.WAGERING_EVENTS,)
     r = croupier("load-shoe", "--table", "T1", "--actor", "d-1", "--cut-at", "60", "--request-id", "l-1")
+    assert seen[-1][2] == (T.SHOE_EVENTS,)
+    r2 = croupier("open-round", "--table", "T1", "--actor", "d-1", "--shoe-id", "S0")
+    assert seen[-1][2] == (T.DEALING_EVENTS, T.WAGERING_EVENTS) and r2.exit_code == 2
     assert r.exit_code == 0 and r.stdout.startswith("accepted load_shoe at T1: shoe_loaded, shoe_cut, shoe_burned (shoe=")
 
 
