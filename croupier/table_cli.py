@@ -39,6 +39,9 @@ LookbackOpt = Annotated[float, typer.Option("--lookback", help="Read the table's
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")]
 
 
+_PREFIX_HINT = ("; start the services on it first (croupier serve --prefix ...), or give the --prefix they use")
+
+
 class _Common:
     def __init__(self, table: str, request_id: str | None, bootstrap: str | None, prefix: str | None,
                  timeout: float, lookback: float, as_json: bool):
@@ -77,6 +80,7 @@ def _run(c: _Common, action: Any) -> None:
         MissingWriterCredential,
         writer_settings,
     )
+    from croupier.topics import NoSuchPrefix, require_prefix
     from services.command_api.server import open_gateway
 
     if c.timeout <= 0:
@@ -101,12 +105,15 @@ def _run(c: _Common, action: Any) -> None:
         typer.echo(f"request id: {rid}", err=True)
 
     async def go() -> Any:
+        await require_prefix(settings, hint=_PREFIX_HINT)  # never create topics under a mistyped prefix
         async with open_gateway(settings, writers, tables=[c.table], lookback_s=c.lookback,
                                 timeout_s=c.timeout, streams=tuple(dict.fromkeys(streams))) as gw:
             return await gw.submit(action, c.table, rid)
 
     try:
         answer = asyncio.run(go())
+    except NoSuchPrefix as e:
+        raise _fail(str(e)) from None
     except AnswerTimeout as e:
         raise _fail(e.detail, code=1) from None
     except CommandApiError as e:
@@ -339,6 +346,7 @@ def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round",
 
     from contracts import topics as T
     from croupier.cli import _settings
+    from croupier.topics import NoSuchPrefix, require_prefix
     from services.command_api.server import open_gateway
 
     if wait < 0 or lookback < 0:
@@ -346,6 +354,7 @@ def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round",
     settings = _settings(bootstrap, prefix)
 
     async def go() -> Any:
+        await require_prefix(settings, hint=_PREFIX_HINT)
         # read as the principal the environment names (pit, surveillance, console ...): the round's streams
         async with open_gateway(settings, {}, tables=[table], lookback_s=lookback,
                                 streams=(T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)) as gw:
@@ -353,6 +362,8 @@ def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round",
 
     try:
         view = asyncio.run(go())
+    except NoSuchPrefix as e:
+        raise _fail(str(e)) from None
     except Exception as e:  # a broker that cannot be reached: one line, no traceback
         raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}", code=1) from None
     typer.echo(msgspec.json.format(msgspec.json.encode(view), indent=2).decode())
@@ -371,6 +382,7 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
 
     from croupier.cli import _check_port, _settings
     from croupier.serve import PortTaken, check_port
+    from croupier.topics import NoSuchPrefix, require_prefix
     from services.command_api.gateway import MissingWriterCredential, writer_settings
     from services.command_api.server import serve_command_api
     from services.runtime.credentials import BadCredentials, NoCredentials, load_tokens
@@ -392,10 +404,16 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
         raise _fail(str(e)) from None
     except PortTaken as e:
         raise _fail(str(e), code=1) from None
+    async def go() -> None:
+        await require_prefix(settings, hint=_PREFIX_HINT)
+        await serve_command_api(settings, host, port, tokens, writers, timeout_s=timeout)
+
     try:
-        asyncio.run(serve_command_api(settings, host, port, tokens, writers, timeout_s=timeout))
+        asyncio.run(go())
     except KeyboardInterrupt:
         return
+    except NoSuchPrefix as e:
+        raise _fail(str(e)) from None
     except Exception as e:
         raise _fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}",
                     code=1) from None

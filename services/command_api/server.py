@@ -65,6 +65,17 @@ async def serve_command_api(settings: Settings, host: str, port: int, tokens: Ma
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    async with open_gateway(settings, writers, timeout_s=timeout_s) as gateway:
+    async with contextlib.AsyncExitStack() as stack:
+        opening = asyncio.ensure_future(stack.enter_async_context(open_gateway(settings, writers,
+                                                                               timeout_s=timeout_s)))
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({opening, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not opening.done():  # stopped while still connecting to the broker
+            opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await opening
+            return
+        gateway = opening.result()
         app = create_command_api(gateway, tokens, new_request_id=lambda: uuid.uuid4().hex)
         await serve_http(app, host, port, stop)

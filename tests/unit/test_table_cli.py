@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from contracts import topics as T
 from contracts.events import PlayerSeated
+from croupier import topics
 from croupier.cli import app
 from services.command_api import server
 from services.command_api.gateway import CommandGateway, MemoryCommandBus
@@ -36,7 +37,12 @@ def memory_floor(monkeypatch):  # type: ignore[no-untyped-def]
         yield CommandGateway(mb, Clock(), timeout_s=0.1)
 
     monkeypatch.setattr(server, "open_gateway", fake)
+    monkeypatch.setattr(topics, "require_prefix", _prefix_exists)
     return bus, seen
+
+
+async def _prefix_exists(settings, hint=""):  # type: ignore[no-untyped-def]
+    return None
 
 
 def croupier(*args: str):  # type: ignore[no-untyped-def]
@@ -76,6 +82,7 @@ def test_no_answer_exits_1_saying_the_command_may_still_be_decided(monkeypatch):
         yield CommandGateway(MemoryCommandBus(MemoryBus()), Clock(), timeout_s=0.05)
 
     monkeypatch.setattr(server, "open_gateway", idle)
+    monkeypatch.setattr(topics, "require_prefix", _prefix_exists)
     r = croupier("seat", "--table", "T1", "--actor", "d-1", "--seat", "2", "--player", "p-2")
     assert r.exit_code == 1 and "may still be decided" in r.stderr and r.stderr.startswith("request id: ")
 
@@ -132,3 +139,16 @@ def test_a_whole_round_on_the_command_line_and_its_settlement(memory_floor):
     assert [s["bet_id"] for s in view["settlements"]] == [bet["bet_id"]]
     r = croupier("round", "--table", "T1", "--round", "never-opened", "--wait", "0")
     assert r.exit_code == 1 and json.loads(r.stdout)["status"] == "unknown" and "is unknown" in r.stderr
+
+
+def test_a_prefix_without_a_floor_exits_2_and_connects_nothing(monkeypatch):
+    opened = []
+
+    async def no_such(settings, hint=""):  # type: ignore[no-untyped-def]
+        raise topics.NoSuchPrefix(f"no Croupier topics under prefix {settings.topic_prefix!r}" + hint)
+
+    monkeypatch.setattr(topics, "require_prefix", no_such)
+    monkeypatch.setattr(server, "open_gateway", lambda *a, **k: opened.append(a))
+    r = croupier("seat", "--table", "T1", "--actor", "d", "--seat", "1", "--player", "p", "--prefix", "typo")
+    assert r.exit_code == 2 and "no Croupier topics under prefix 'typo.'" in r.stderr
+    assert "start the services on it first" in r.stderr and opened == []
