@@ -41,6 +41,7 @@ from contracts.events import (
     BetRejected,
     BetSettled,
     BettingClosed,
+    BetWithdrawn,
     BettingOpened,
     CardDealt,
     CardReadRefused,
@@ -304,7 +305,8 @@ class KafkaCommandBus:
     ``writers``: connection settings per writer principal kind (``console``, ``bettor``; e.g. from
     :func:`writer_settings`), so each command topic is written by its one writer on a secured broker; a kind
     not given writes with ``settings``. The reader connects as the ``console`` writer if given (the console
-    principal may read the four event topics), else with ``settings``. ``tables``: read only these tables'
+    principal may read the four event topics), else as the ``bettor`` writer, else with ``settings``.
+    ``tables``: read only these tables'
     partitions (the command line: one table); None: every partition. ``since``: start reading at this time
     (``offsets_for_times``: a retry from a new process finds the answer its first attempt got); None: at
     the end. ``streams``: the event topics to read (default the four; a principal that may read fewer, such
@@ -578,8 +580,9 @@ class CommandGateway:
                          until: str = "settled") -> dict[str, Any]:
         """The round as the gateway has read it: ``status`` (``unknown`` | ``betting`` | ``betting_closed`` |
         ``dealing`` | ``resolved`` | ``voided`` | ``settled``), the cards dealt (hand, position, the rule cell
-        behind each), the points announced, the result, irregularities, the closed bet book, each bet's
-        settlement and the round's totals (cents). Waits up to ``wait_s`` for ``until`` (``settled``: the
+        behind each), the points announced, the result, irregularities, the closed bet book, the bets withdrawn
+        (``reason`` ``betting_closed``: a bet the log holds after "No more bets", though its answer was
+        ``BetPlaced``, returned by the call), each bet's settlement and the round's totals (cents). Waits up to ``wait_s`` for ``until`` (``settled``: the
         ``RoundSettled``; ``resolved``: the result or a void). Never raises for an unknown round: its status
         is ``unknown`` (the gateway reads from its start only; ``croupier replay`` reads the whole log)."""
         index = self.bus.index
@@ -599,7 +602,8 @@ class CommandGateway:
         evs = index.round_events(table_id, round_id)
         view: dict[str, Any] = {"table_id": table_id, "round_id": round_id, "status": "unknown", "shoe_id": "",
                                 "cards": [], "points": None, "result": None, "voided": None,
-                                "irregularities": [], "bets": None, "settlements": [], "settled": None}
+                                "irregularities": [], "bets": None, "withdrawn": [], "settlements": [],
+                                "settled": None}
         order = {"unknown": 0, "betting": 1, "betting_closed": 2, "dealing": 3, "resolved": 4, "voided": 4,
                  "settled": 5}
 
@@ -615,6 +619,8 @@ class CommandGateway:
                 status("betting")
             elif isinstance(p, BettingOpened):
                 status("betting")
+            elif isinstance(p, BetWithdrawn):
+                view["withdrawn"].append(plain)
             elif isinstance(p, BettingClosed):
                 view["bets"] = plain["bets"]
                 status("betting_closed")

@@ -373,3 +373,50 @@ async def test_a_broker_that_does_not_take_the_command_is_a_503_and_a_retry_may_
     del mb.send  # the broker is back: the retry is sent and answered
     answer = await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), "T1", "seat-1", role="dealer")
     assert answer.accepted and types(answer) == ["player_seated"]
+
+
+async def test_a_physical_shoe_withdrawals_a_void_and_commission_through_the_gateway():
+    gw, mb, _ = gateway()
+    assert (await gw.submit(A.OpenTableAction(actor=DEALER, profile="punto_banco_basic"), "T1", "o")).accepted
+    shoe = await gw.submit(A.LoadShoeAction(actor=DEALER, physical=True, cut_at=40), "T1", "s")
+    assert types(shoe) == ["shoe_loaded", "shoe_cut"] and shoe.events[0]["payload"]["source"] == "physical"
+    burn = await gw.submit(A.ReadBurnAction(actor=DEALER, shoe_id=shoe.shoe_id, exposed="5s",
+                                            burned=["2c", "3c", "4c", "6c"]), "T1", "b")
+    assert (burn.status, burn.reason) == ("rejected", "burn_count_mismatch")
+    burn = await gw.submit(A.ReadBurnAction(actor=DEALER, shoe_id=shoe.shoe_id, exposed="5s",
+                                            burned=["2c", "3c", "4c", "6c", "7c"]), "T1", "b2")
+    assert types(burn) == ["shoe_burned"] and burn.events[0]["payload"]["burned_count"] == 5
+    for seat, player in ((1, "p-1"), (2, "p-2")):
+        await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=seat, player_id=player), "T1", f"seat-{seat}")
+    rnd = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe.shoe_id, round_id="R1"), "T1", "r1")
+    bet = await gw.submit(A.PlaceBetAction(round_id="R1", seat=1, player_id="p-1", wager="player",
+                                           amount_cents=5_000), "T1", "bet-1")
+    theirs = await gw.submit(A.WithdrawBetAction(round_id="R1", bet_id=bet.bet_id, player_id="p-2"), "T1", "w-0")
+    assert (theirs.status, theirs.reason) == ("rejected", "not_your_bet")
+    mine = await gw.submit(A.WithdrawBetAction(round_id="R1", bet_id=bet.bet_id, player_id="p-1"), "T1", "w-1")
+    assert types(mine) == ["bet_withdrawn"] and mine.bet_id == bet.bet_id
+    await gw.submit(A.PlaceBetAction(round_id="R1", seat=2, player_id="p-2", wager="banker", amount_cents=10_000),
+                    "T1", "bet-2")
+    assert types(await gw.submit(A.NoMoreBetsAction(actor=DEALER, round_id=rnd.round_id), "T1", "n1")) == \
+        ["betting_closed"]
+    # the reader reports each card as it comes out: Player 9 + K, Banker 2 + 3: a natural 9, the Player wins
+    for n, card in enumerate(["9h", "2c", "Kd", "3d"], 1):
+        read = await gw.submit(A.ReadCardAction(actor=DEALER, shoe_id=shoe.shoe_id, round_id="R1", card_number=n,
+                                                card=card), "T1", f"card-{n}")
+        assert types(read) == ["card_drawn"] and read.events[0]["payload"]["card"] == card
+    view = await gw.round_view("T1", "R1")
+    assert (view["status"], view["result"]["winner"], view["result"]["player_points"]) == ("settled", "player", 9)
+    assert [(c["hand"], c["card"], c["rule"]) for c in view["cards"]] == [
+        ("player", "9h", "initial"), ("banker", "2c", "initial"), ("player", "Kd", "initial"),
+        ("banker", "3d", "initial")]
+    assert [(w["bet_id"], w["reason"]) for w in view["withdrawn"]] == [(bet.bet_id, "")]
+    assert [(s["player_id"], s["result"], s["payout"]) for s in view["settlements"]] == [("p-2", "lose", 0)]
+    refused = await gw.submit(A.ReadCardAction(actor=DEALER, shoe_id=shoe.shoe_id, round_id="R2", card_number=1,
+                                               card="Zz"), "T1", "card-x")
+    assert (refused.status, refused.reason, types(refused)) == ("rejected", "card_read_refused", ["card_read_refused"])
+    assert "unknown rank 'Zz'" in refused.detail
+    nothing = await gw.submit(A.CollectCommissionAction(actor=DEALER, seat=2, player_id="p-2"), "T1", "c1")
+    assert (nothing.status, nothing.reason) == ("rejected", "nothing_owed")
+    r2 = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe.shoe_id, round_id="R2"), "T1", "r2")
+    void = await gw.submit(A.VoidRoundAction(actor=DEALER, round_id=r2.round_id, reason="card exposed"), "T1", "v")
+    assert types(void) == ["round_voided"] and void.events[0]["payload"]["reason"] == "card exposed"
