@@ -289,7 +289,9 @@ def allowed(role: str, action: str) -> bool:
 class Planned:
     """What an action becomes: ``command`` for ``topic`` (base name), sent by ``actor``; its answer comes on
     ``answer_stream``. ``then_betting_opened``: the answer also waits for the wagering service's
-    ``BettingOpened`` the ``RoundOpened`` causes (``open_round``)."""
+    ``BettingOpened`` the ``RoundOpened`` causes (``open_round``). ``ends_with``: the event tags that end
+    the decision when it is accepted (the services emit it last), None when the count of its events is not
+    known beforehand (a seat's every commission box); a refusal is always one event."""
 
     action: str
     topic: str
@@ -297,6 +299,7 @@ class Planned:
     actor: str
     answer_stream: str
     then_betting_opened: bool = False
+    ends_with: frozenset[str] | None = None
 
     @property
     def writer(self) -> str:
@@ -364,4 +367,23 @@ def to_command(action: _Action, derived_id: str) -> Planned:
         assert isinstance(action, WithdrawBetAction)
         cmd = WithdrawBet(round_id=action.round_id, bet_id=action.bet_id)
     topic = T.TOPIC_OF[str(type(cmd).__struct_config__.tag)]
-    return Planned(name, topic, cmd, actor, ANSWER_STREAM[topic], then_betting_opened=isinstance(cmd, OpenRound))
+    return Planned(name, topic, cmd, actor, ANSWER_STREAM[topic], then_betting_opened=isinstance(cmd, OpenRound),
+                   ends_with=_ends_with(cmd))
+
+
+#: the event that ends each command's accepted decision (the services emit it last)
+_LAST_EVENT = {
+    OpenTable: "table_opened", ReadBurn: "shoe_burned", ReadCard: "card_drawn", CloseShoe: "shoe_closed",
+    OpenRound: "round_opened", VoidRound: "round_voided", SeatPlayer: "player_seated", LeaveSeat: "player_left",
+    CloseBetting: "betting_closed", PlaceBet: "bet_placed", WithdrawBet: "bet_withdrawn",
+}
+
+
+def _ends_with(cmd: Command) -> frozenset[str] | None:
+    """The tags of the event an accepted ``cmd``'s decision ends with; None when not known beforehand."""
+    if isinstance(cmd, LoadShoe):  # loaded [, cut] [, burned]: a physical shoe is burned by its reader
+        return frozenset({"shoe_burned" if not cmd.physical else "shoe_cut" if cmd.cut_at is not None
+                          else "shoe_loaded"})
+    if isinstance(cmd, CollectCommission):  # one event per box: a seat's every box is not counted here
+        return frozenset({"commission_collected"}) if cmd.player_id else None
+    return frozenset({_LAST_EVENT[type(cmd)]})

@@ -69,6 +69,11 @@ REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
 DEFAULT_TIMEOUT_S = 10.0
 #: answers remembered for retries (the oldest is forgotten first)
 ANSWERS_KEPT = 10_000
+#: a decision whose count of events is not known beforehand is taken as whole this long after its first
+#: event was read, if the reader has not said so sooner (seconds)
+SETTLE_S = 2.0
+#: how often a waiting request re-checks its answer without news (seconds)
+POLL_S = 0.1
 
 
 class CommandApiError(Exception):
@@ -176,6 +181,7 @@ class _Caused:
     events: list[Envelope] = field(default_factory=list)
     tp: Any = None
     fetch: int = 0
+    last_seq: int = 0
 
 
 class EventIndex:
@@ -183,14 +189,16 @@ class EventIndex:
     ``causes_kept`` causes and ``rounds_kept`` rounds are held, the oldest forgotten first; a retry of a
     request whose answer was forgotten waits and gets a 504), with waiting.
 
-    A service publishes all the events of one decision in one transaction; :meth:`caused` says whether all of
-    them have been read: the reader has since caught up with the partition's last stable offset
-    (:meth:`caught_up`), or the source has no partitions (the in-memory bus delivers whole decisions)."""
+    A service publishes all the events of one decision in one transaction, with consecutive ``seq`` in its
+    stream; :meth:`caused` says whether all of them have been read: the reader has since caught up with the
+    partition's last stable offset (:meth:`caught_up`), or read a later event of the table's stream, or the
+    source has no partitions (the in-memory bus delivers whole decisions)."""
 
     def __init__(self, causes_kept: int = 20_000, rounds_kept: int = 500):
         self._causes: OrderedDict[tuple[str, str, str], _Caused] = OrderedDict()
         self._rounds: OrderedDict[tuple[str, str], list[Envelope]] = OrderedDict()
         self._caught_up: dict[Any, int] = {}
+        self._last_seq: dict[tuple[str, str], int] = {}
         self.causes_kept = causes_kept
         self.rounds_kept = rounds_kept
         self.changed = asyncio.Condition()
@@ -206,6 +214,9 @@ class EventIndex:
         if all(e.event_id != env.event_id for e in c.events):  # a re-delivered event is the same event
             c.events.append(env)
         c.tp, c.fetch = tp, fetch
+        c.last_seq = max(c.last_seq, env.seq)
+        sk = (env.table_id, env.stream)
+        self._last_seq[sk] = max(self._last_seq.get(sk, 0), env.seq)
         rid = env.round_id or getattr(env.payload, "round_id", None)
         if rid:
             rkey = (env.table_id, rid)
@@ -228,7 +239,8 @@ class EventIndex:
         c = self._causes.get((table_id, stream, cause_id))
         if c is None:
             return [], False
-        done = c.tp is None or self._caught_up.get(c.tp, -1) >= c.fetch
+        done = (c.tp is None or self._caught_up.get(c.tp, -1) >= c.fetch
+                or self._last_seq.get((table_id, stream), 0) > c.last_seq)  # the stream's next decision is here
         return list(c.events), done
 
     def round_events(self, table_id: str, round_id: str) -> list[Envelope]:
@@ -241,7 +253,8 @@ class EventIndex:
             self.changed.notify_all()
 
     async def wait_for(self, ready: Callable[[], Any], timeout_s: float) -> Any:
-        """The first truthy ``ready()``, re-checked after every batch; raises ``TimeoutError``."""
+        """The first truthy ``ready()``, re-checked after every batch (and every :data:`POLL_S`); raises
+        ``TimeoutError`` after ``timeout_s`` seconds."""
         got = ready()
         if got:
             return got
@@ -252,7 +265,10 @@ class EventIndex:
                     got = ready()
                     if got:
                         return got
-                    await self.changed.wait()
+                    try:  # re-checked at least every POLL_S: a readiness may depend on time (SETTLE_S)
+                        await asyncio.wait_for(self.changed.wait(), POLL_S)
+                    except TimeoutError:
+                        pass
 
         return await asyncio.wait_for(_wait(), timeout_s)
 
@@ -551,17 +567,29 @@ class CommandGateway:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
 
-        def whole(cause: str, where: str) -> list[Envelope] | None:
+        first_seen: list[float] = []
+
+        def whole(cause: str, where: str, ends: frozenset[str] | None) -> list[Envelope] | None:
+            """The decision's events once all are in: its last event is here (or a refusal, always alone);
+            when its count is not known, once the index says so, or :data:`SETTLE_S` after the first."""
             evs, done = index.caused(table_id, where, cause)
-            return evs if evs and done else None
+            if not evs:
+                return None
+            if _refusal(evs) is not None:
+                return evs
+            if ends is not None:
+                return evs if any(e.payload.__struct_config__.tag in ends for e in evs) else None
+            first_seen[:1] = first_seen[:1] or [loop.time()]
+            return evs if done or loop.time() - first_seen[0] >= SETTLE_S else None
 
         try:
-            events = await index.wait_for(lambda: whole(cid, stream), max(0.0, deadline - loop.time()))
+            events = await index.wait_for(lambda: whole(cid, stream, planned.ends_with),
+                                          max(0.0, deadline - loop.time()))
             refusal = _refusal(events)
             if refusal is None and planned.then_betting_opened:
                 opened = next(e for e in events if isinstance(e.payload, RoundOpened))
                 events = events + await index.wait_for(
-                    lambda: [e for e in (whole(opened.event_id, T.WAGERING_EVENTS) or [])
+                    lambda: [e for e in (whole(opened.event_id, T.WAGERING_EVENTS, frozenset({"betting_opened"})) or [])
                              if isinstance(e.payload, BettingOpened)],
                     max(0.0, deadline - loop.time()))
         except TimeoutError:

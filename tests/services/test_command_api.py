@@ -420,3 +420,94 @@ async def test_a_physical_shoe_withdrawals_a_void_and_commission_through_the_gat
     r2 = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe.shoe_id, round_id="R2"), "T1", "r2")
     void = await gw.submit(A.VoidRoundAction(actor=DEALER, round_id=r2.round_id, reason="card exposed"), "T1", "v")
     assert types(void) == ["round_voided"] and void.events[0]["payload"]["reason"] == "card exposed"
+
+
+class _SplitBus:
+    """A broker whose answer comes in two fetches: ``first`` events, then after a moment ``then``."""
+
+    def __init__(self, make):  # type: ignore[no-untyped-def]
+        self.index = EventIndex()
+        self.make = make
+        self.sent: list = []  # type: ignore[type-arg]
+
+    async def send(self, topic, cmd, writer):  # type: ignore[no-untyped-def]
+        import asyncio
+
+        self.sent.append(cmd)
+        first, then = self.make(cmd)
+
+        async def deliver() -> None:
+            for e in first:
+                self.index.add(e, tp="p0", fetch=1)
+            await self.index.notify()
+            await asyncio.sleep(0.05)
+            for e in then:
+                self.index.add(e, tp="p0", fetch=2)
+            await self.index.notify()
+
+        asyncio.get_running_loop().create_task(deliver())
+
+    async def settle(self) -> None:
+        return None
+
+
+def _env(cmd, seq: int, payload, stream: str = T.SHOE_EVENTS):  # type: ignore[no-untyped-def]
+    from contracts.envelope import Envelope
+
+    return Envelope(event_id=f"{cmd.command_id}-{seq}", stream=stream, table_id=cmd.table_id, seq=seq,
+                    causation_id=cmd.command_id, correlation_id=cmd.table_id,
+                    occurred_at=datetime(2026, 12, 1, tzinfo=timezone.utc), payload=payload)
+
+
+async def test_an_answer_read_in_two_fetches_waits_for_the_decisions_last_event(monkeypatch):
+    from contracts.events import CommissionCollected, ShoeBurned, ShoeCut, ShoeLoaded
+    from contracts.tables import ShoeSpec
+    from services.command_api import gateway as G
+
+    def shoe(cmd):  # type: ignore[no-untyped-def]
+        sid = cmd.payload.shoe_id
+        return ([_env(cmd, 1, ShoeLoaded(shoe_id=sid, rules=ShoeSpec(), cards=416, source="csprng")),
+                 _env(cmd, 2, ShoeCut(shoe_id=sid, cut_at=90))],
+                [_env(cmd, 3, ShoeBurned(shoe_id=sid, exposed="4h", burned_count=4, burned=["2c"] * 4))])
+
+    gw = CommandGateway(_SplitBus(shoe), Clock(), timeout_s=2)  # type: ignore[arg-type]
+    answer = await gw.submit(A.LoadShoeAction(actor=DEALER, cut_at=90), "T1", "s1")
+    assert types(answer) == ["shoe_loaded", "shoe_cut", "shoe_burned"]
+
+    def boxes(cmd):  # type: ignore[no-untyped-def]
+        return ([_env(cmd, 1, CommissionCollected(seat=2, player_id="a", amount_cents=125), T.SETTLEMENT_EVENTS)],
+                [_env(cmd, 2, CommissionCollected(seat=2, player_id="b", amount_cents=250), T.SETTLEMENT_EVENTS)])
+
+    # a seat's every box: not counted beforehand; whole once the reader caught up, or SETTLE_S after the first
+    monkeypatch.setattr(G, "SETTLE_S", 0.2)
+    gw = CommandGateway(_SplitBus(boxes), Clock(), timeout_s=2)  # type: ignore[arg-type]
+    answer = await gw.submit(A.CollectCommissionAction(actor=DEALER, seat=2), "T1", "c1")
+    assert [e["payload"]["player_id"] for e in answer.events] == ["a", "b"]
+
+
+def test_a_decision_is_whole_once_a_later_event_of_its_stream_is_read():
+    from contracts.envelope import Envelope
+    from contracts.events import PlayerSeated
+
+    idx = EventIndex()
+    at = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    for seq, cause in ((1, "c1"), (2, "c1"), (3, "c2")):
+        if seq == 3:
+            assert idx.caused("T1", T.WAGERING_EVENTS, "c1")[1] is False
+        idx.add(Envelope(event_id=f"e{seq}", stream=T.WAGERING_EVENTS, table_id="T1", seq=seq, causation_id=cause,
+                         correlation_id="T1", occurred_at=at, payload=PlayerSeated(seat=seq, player_id="p")),
+                tp="p0", fetch=seq)
+    assert idx.caused("T1", T.WAGERING_EVENTS, "c1")[1] is True
+    assert idx.caused("T1", T.WAGERING_EVENTS, "c2")[1] is False
+
+
+def test_each_action_knows_the_event_its_decision_ends_with():
+    def ends(action):  # type: ignore[no-untyped-def]
+        return A.to_command(action, "d").ends_with
+
+    assert ends(A.LoadShoeAction(actor=DEALER)) == {"shoe_burned"}
+    assert ends(A.LoadShoeAction(actor=DEALER, physical=True)) == {"shoe_loaded"}
+    assert ends(A.LoadShoeAction(actor=DEALER, physical=True, cut_at=20)) == {"shoe_cut"}
+    assert ends(A.NoMoreBetsAction(actor=DEALER, round_id="R")) == {"betting_closed"}
+    assert ends(A.CollectCommissionAction(actor=DEALER, seat=1, player_id="p")) == {"commission_collected"}
+    assert ends(A.CollectCommissionAction(actor=DEALER, seat=1)) is None
