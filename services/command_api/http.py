@@ -81,12 +81,14 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
             raise _error(e.status, e.reason, e.detail, e.field) from None
         return JSONResponse(msgspec.to_builtins(answer), status_code=200 if answer.accepted else 409)
 
+    answer_schema = msgspec.json.schema(Answer)["$defs"]["Answer"]
+    answer_content = {"application/json": {"schema": answer_schema}}
     responses: dict[int | str, dict[str, Any]] = {
-        200: {"description": "accepted: the events the command caused"},
+        200: {"description": "accepted: the events the command caused", "content": answer_content},
         401: {"description": "no or an unknown bearer token"},
         403: {"description": "the role may not send this action (nothing sent)"},
         409: {"description": "rejected by the service (reason code), or the request id was used for another "
-                             "request"},
+                             "request", "content": answer_content},
         422: {"description": "input that cannot become a command (nothing sent)"},
         503: {"description": "the broker did not take the command; retry with the same Idempotency-Key"},
         504: {"description": "no answer in time: the command may still be decided; retry with the same "
@@ -108,7 +110,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
 
         endpoint.__name__ = name
         api.post(path, summary=summary, description=f"{model.__doc__}\n\nRoles: {', '.join(who)}.",
-                 responses=responses, response_model=None)(endpoint)
+                 responses=responses, response_model=None, operation_id=name)(endpoint)
 
     route("/tables/{table_id}/open", "open_table", "Open the table from a named profile")
     route("/tables/{table_id}/shoe", "load_shoe", "Load a shoe (shuffled by the shoe service, or physical)")
@@ -133,6 +135,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
         return check
 
     @api.get("/tables/{table_id}/rounds/{round_id}", summary="A round as dealt: cards, result, settlement",
+             operation_id="round_view",
              dependencies=[Depends(reader(A.ROUND_READERS, "a round's bets and settlements"))])
     async def round_view(table_id: str, round_id: str,
                          wait_ms: int = Query(0, ge=0, le=MAX_WAIT_MS,
@@ -140,7 +143,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
                          ) -> dict[str, Any]:
         return await gateway.round_view(table_id, round_id, wait_s=wait_ms / 1000)
 
-    @api.get("/actions", summary="Every action, its command and who may send it")
+    @api.get("/actions", summary="Every action, its command and who may send it", operation_id="list_actions")
     async def list_actions(role: str = Depends(caller)) -> dict[str, Any]:
         return {"role": role, "may_send": sorted(A.ROLE_ACTIONS.get(role, ())),
                 "actions": {n: sorted(r for r, acts in A.ROLE_ACTIONS.items() if n in acts) for n in A.ACTIONS},

@@ -511,3 +511,16 @@ def test_each_action_knows_the_event_its_decision_ends_with():
     assert ends(A.NoMoreBetsAction(actor=DEALER, round_id="R")) == {"betting_closed"}
     assert ends(A.CollectCommissionAction(actor=DEALER, seat=1, player_id="p")) == {"commission_collected"}
     assert ends(A.CollectCommissionAction(actor=DEALER, seat=1)) is None
+
+
+async def test_openapi_names_each_action_and_types_its_answer():
+    gw, _, _ = gateway()
+    async with client(gw) as c:
+        doc = (await c.get("/openapi.json")).json()
+    ops = {op["operationId"]: (path, m) for path, item in doc["paths"].items() for m, op in item.items()}
+    assert set(A.ACTIONS) <= set(ops) and ops["no_more_bets"] == ("/tables/{table_id}/rounds/no-more-bets", "post")
+    post = doc["paths"]["/tables/{table_id}/bets"]["post"]
+    schema = post["responses"]["409"]["content"]["application/json"]["schema"]
+    assert {"status", "reason", "detail", "events", "bet_id"} <= set(schema["properties"])
+    assert post["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/PlaceBetAction"}
+    assert doc["components"]["schemas"]["PlaceBetAction"]["properties"]["amount_cents"]["minimum"] == 0
