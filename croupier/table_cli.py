@@ -255,6 +255,46 @@ def void_round(table: TableOpt, actor: ActorOpt, round_id: Annotated[str, typer.
     _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
 
 
+@table_app.command("offer-shoe")
+def offer_shoe(table: TableOpt, actor: ActorOpt, seat: Annotated[int, typer.Option(help="The participant's seat.")],
+               player: Annotated[str, typer.Option(help="The participant who becomes the curator.")],
+               request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+               timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Offer the shoe to a participant, who holds it as the curator (tables with a curator, 13:69F-3.6(b))."""
+    from services.command_api import actions as A
+
+    action = _action(A.OfferShoeAction, actor=actor, seat=seat, player_id=player)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("keep-shoe")
+def keep_shoe(table: TableOpt, curator: Annotated[str, typer.Option(help="The curator (the actor).")],
+              round_id: Annotated[str, typer.Option("--round", help="The round just played.")],
+              request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+              timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """The curator keeps the shoe after the round (13:69F-3.11(a))."""
+    from services.command_api import actions as A
+
+    action = _action(A.KeepShoeAction, actor=curator, round_id=round_id)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("pass-shoe")
+def pass_shoe(table: TableOpt, actor: Annotated[str, typer.Option(
+                  "--actor", help="The curator (own option), or the dealer or floorman who orders it.")],
+              round_id: Annotated[str, typer.Option("--round", help="The round just played (may be empty for an "
+                                                    "order).")] = "",
+              ordered_by: Annotated[str, typer.Option(help="dealer or floorman for an order (3.11(a)2); empty: "
+                                                      "the curator's option.")] = "",
+              request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+              timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Pass the shoe to the next participant (13:69F-3.11(a))."""
+    from services.command_api import actions as A
+
+    action = _action(A.PassShoeAction, actor=actor, round_id=round_id, ordered_by=ordered_by)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
 @table_app.command("seat")
 def seat_player(table: TableOpt, actor: ActorOpt, seat: Annotated[int, typer.Option(help="The seat (1-based).")],
                 player: Annotated[str, typer.Option(help="The player id.")],

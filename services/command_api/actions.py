@@ -15,6 +15,10 @@ action             command                      topic (writer)        answered b
 ``open_round``     ``OpenRound``                dealing.commands      ``RoundOpened``, then wagering's
                                                                       ``BettingOpened``
 ``void_round``     ``VoidRound`` (a reason)     dealing.commands      ``RoundVoided``
+``offer_shoe``     ``OfferShoe`` (curator)      dealing.commands      ``ShoeOffered``
+``keep_shoe``      ``KeepShoe`` (curator)       dealing.commands      ``ShoeKept``
+``pass_shoe``      ``PassShoe`` (curator, or    dealing.commands      ``ShoePassed``
+                   dealer/floorman's order)
 ``seat_player``    ``SeatPlayer``               wagering.commands     ``PlayerSeated``
 ``leave_seat``     ``LeaveSeat``                wagering.commands     ``PlayerLeft``
 ``no_more_bets``   ``CloseBetting``             wagering.commands     [``BetWithdrawn`` late bets] ``BettingClosed``
@@ -30,8 +34,9 @@ command: :meth:`~services.command_api.gateway.CommandGateway.round_view` waits f
 the settlement). What the services do not accept as a command (closing a table, a cut after loading) is not
 an action.
 
-Roles (:data:`ROLE_ACTIONS`): ``dealer`` sends every console action; ``pit`` (the pit boss) opens a table,
-seats and unseats players, voids a round and closes a shoe; ``bettor`` (a betting terminal) places and
+Roles (:data:`ROLE_ACTIONS`): ``dealer`` sends every console action (a curator's keep or pass is entered at
+the console, the curator its actor); ``pit`` (the pit boss, the floorman) opens a table, seats and unseats
+players, voids a round, closes a shoe and orders the shoe passed (13:69F-3.11(a)2); ``bettor`` (a betting terminal) places and
 withdraws bets; ``cage``, ``surveillance`` and ``analyst`` send nothing.
 
 Money is integer cents; seats are 1-based; ids follow :data:`contracts.bounds.ID_PATTERN` (at most 128
@@ -57,10 +62,13 @@ from contracts.commands import (
     CloseShoe,
     CollectCommission,
     Command,
+    KeepShoe,
     LeaveSeat,
     LoadShoe,
+    OfferShoe,
     OpenRound,
     OpenTable,
+    PassShoe,
     PlaceBet,
     ReadBurn,
     ReadCard,
@@ -186,6 +194,30 @@ class VoidRoundAction(ConsoleAction):
     reason: Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
 
 
+class OfferShoeAction(ConsoleAction):
+    """On a table with a curator (profile ``punto_banco_curator``), the dealer offers the shoe to the participant
+    ``player_id`` at ``seat``, who holds it from then on (13:69F-3.6(b)); between rounds, when no one holds it."""
+
+    seat: Seat
+    player_id: PlayerText
+
+
+class KeepShoeAction(ConsoleAction):
+    """The curator keeps the shoe after ``round_id`` (13:69F-3.11(a)); ``actor`` is the curator (the participant
+    holding the shoe), as the console enters it. Refused ``must_pass`` when the Banker's Hand lost the round."""
+
+    round_id: IdText
+
+
+class PassShoeAction(ConsoleAction):
+    """Pass the shoe to the next participant (13:69F-3.11(a)): the curator's own option after ``round_id``
+    (``ordered_by`` empty, ``actor`` the curator), or the order of the ``dealer`` or ``floorman`` between rounds
+    (3.11(a)2; ``actor`` the one who orders it, ``round_id`` the round just played or empty)."""
+
+    round_id: Annotated[str, Field(max_length=MAX_ID, pattern=r"^([A-Za-z0-9][A-Za-z0-9._:-]*)?$")] = ""
+    ordered_by: Literal["", "dealer", "floorman"] = ""
+
+
 class SeatPlayerAction(ConsoleAction):
     """Register ``player_id`` at ``seat``: only a registered player's bets are taken there."""
 
@@ -235,8 +267,9 @@ class WithdrawBetAction(_Action):
 
 
 AnyAction = (OpenTableAction | LoadShoeAction | ReadBurnAction | ReadCardAction | CloseShoeAction
-             | OpenRoundAction | VoidRoundAction | SeatPlayerAction | LeaveSeatAction | NoMoreBetsAction
-             | CollectCommissionAction | PlaceBetAction | WithdrawBetAction)
+             | OpenRoundAction | VoidRoundAction | OfferShoeAction | KeepShoeAction | PassShoeAction
+             | SeatPlayerAction | LeaveSeatAction | NoMoreBetsAction | CollectCommissionAction | PlaceBetAction
+             | WithdrawBetAction)
 
 #: action name -> its request type
 ACTIONS: Mapping[str, type[_Action]] = {
@@ -247,6 +280,9 @@ ACTIONS: Mapping[str, type[_Action]] = {
     "close_shoe": CloseShoeAction,
     "open_round": OpenRoundAction,
     "void_round": VoidRoundAction,
+    "offer_shoe": OfferShoeAction,
+    "keep_shoe": KeepShoeAction,
+    "pass_shoe": PassShoeAction,
     "seat_player": SeatPlayerAction,
     "leave_seat": LeaveSeatAction,
     "no_more_bets": NoMoreBetsAction,
@@ -261,7 +297,7 @@ BETTOR_ACTIONS = frozenset({"place_bet", "withdraw_bet"})
 #: what each role may send; a role not here (or with an empty set) sends nothing
 ROLE_ACTIONS: Mapping[str, frozenset[str]] = {
     "dealer": CONSOLE_ACTIONS,
-    "pit": frozenset({"open_table", "seat_player", "leave_seat", "void_round", "close_shoe"}),
+    "pit": frozenset({"open_table", "seat_player", "leave_seat", "void_round", "close_shoe", "pass_shoe"}),
     "bettor": BETTOR_ACTIONS,
     "cage": frozenset(),
     "surveillance": frozenset(),
@@ -352,6 +388,12 @@ def to_command(action: _Action, derived_id: str) -> Planned:
         cmd = OpenRound(round_id=action.round_id or f"round-{derived_id}", shoe_id=action.shoe_id)
     elif isinstance(action, VoidRoundAction):
         cmd = VoidRound(round_id=action.round_id, reason=action.reason)
+    elif isinstance(action, OfferShoeAction):
+        cmd = OfferShoe(seat=action.seat, player_id=action.player_id)
+    elif isinstance(action, KeepShoeAction):
+        cmd = KeepShoe(round_id=action.round_id)
+    elif isinstance(action, PassShoeAction):
+        cmd = PassShoe(round_id=action.round_id, ordered_by=action.ordered_by)
     elif isinstance(action, SeatPlayerAction):
         cmd = SeatPlayer(seat=action.seat, player_id=action.player_id)
     elif isinstance(action, LeaveSeatAction):
@@ -375,6 +417,7 @@ def to_command(action: _Action, derived_id: str) -> Planned:
 _LAST_EVENT = {
     OpenTable: "table_opened", ReadBurn: "shoe_burned", ReadCard: "card_drawn", CloseShoe: "shoe_closed",
     OpenRound: "round_opened", VoidRound: "round_voided", SeatPlayer: "player_seated", LeaveSeat: "player_left",
+    OfferShoe: "shoe_offered", KeepShoe: "shoe_kept", PassShoe: "shoe_passed",
     CloseBetting: "betting_closed", PlaceBet: "bet_placed", WithdrawBet: "bet_withdrawn",
 }
 

@@ -120,6 +120,10 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
     route("/tables/{table_id}/rounds", "open_round", "Open a round (betting opens)")
     route("/tables/{table_id}/rounds/void", "void_round", "Void a round, with a reason")
     route("/tables/{table_id}/rounds/no-more-bets", "no_more_bets", '"No more bets"')
+    route("/tables/{table_id}/curator/offer", "offer_shoe", "Offer the shoe to a participant (curator tables)")
+    route("/tables/{table_id}/curator/keep", "keep_shoe", "The curator keeps the shoe")
+    route("/tables/{table_id}/curator/pass", "pass_shoe", "Pass the shoe (the curator, or the dealer's or "
+                                                          "floorman's order)")
     route("/tables/{table_id}/seats", "seat_player", "Seat a player")
     route("/tables/{table_id}/seats/leave", "leave_seat", "A player leaves a seat")
     route("/tables/{table_id}/bets", "place_bet", "Place a bet (betting terminal)")

@@ -63,6 +63,9 @@ def test_every_action_maps_to_the_command_its_topic_carries_under_its_one_writer
         "close_shoe": A.CloseShoeAction(actor=DEALER, shoe_id="S1"),
         "open_round": A.OpenRoundAction(actor=DEALER, shoe_id="S1", round_id="R1"),
         "void_round": A.VoidRoundAction(actor=DEALER, round_id="R1", reason="card exposed"),
+        "offer_shoe": A.OfferShoeAction(actor=DEALER, seat=3, player_id="p-9"),
+        "keep_shoe": A.KeepShoeAction(actor="p-9", round_id="R1"),
+        "pass_shoe": A.PassShoeAction(actor="floorman-1", ordered_by="floorman"),
         "seat_player": A.SeatPlayerAction(actor=DEALER, seat=3, player_id="p-9"),
         "leave_seat": A.LeaveSeatAction(actor=DEALER, seat=3, player_id="p-9"),
         "no_more_bets": A.NoMoreBetsAction(actor=DEALER, round_id="R1"),
@@ -524,3 +527,22 @@ async def test_openapi_names_each_action_and_types_its_answer():
     assert {"status", "reason", "detail", "events", "bet_id"} <= set(schema["properties"])
     assert post["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/PlaceBetAction"}
     assert doc["components"]["schemas"]["PlaceBetAction"]["properties"]["amount_cents"]["minimum"] == 0
+
+
+async def test_a_curator_table_offers_passes_and_keeps_the_shoe_through_the_gateway():
+    gw, _, _ = gateway()
+    assert (await gw.submit(A.OpenTableAction(actor=DEALER, profile="punto_banco_curator"), "T1", "o")).accepted
+    for seat, player in ((1, "p-1"), (2, "p-2")):
+        await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=seat, player_id=player), "T1", f"seat-{seat}")
+    offered = await gw.submit(A.OfferShoeAction(actor=DEALER, seat=1, player_id="p-1"), "T1", "offer", role="dealer")
+    assert types(offered) == ["shoe_offered"] and offered.events[0]["payload"]["player_id"] == "p-1"
+    again = await gw.submit(A.OfferShoeAction(actor=DEALER, seat=2, player_id="p-2"), "T1", "offer-2", role="dealer")
+    assert (again.status, again.reason) == ("rejected", "curator_holds_shoe")
+    with pytest.raises(Forbidden):  # the pit orders a pass, it does not offer the shoe
+        await gw.submit(A.OfferShoeAction(actor="fm", seat=2, player_id="p-2"), "T1", "offer-3", role="pit")
+    passed = await gw.submit(A.PassShoeAction(actor="floorman-1", ordered_by="floorman"), "T1", "pass", role="pit")
+    shoe_passed = passed.events[0]["payload"]
+    assert types(passed) == ["shoe_passed"] and (shoe_passed["from_player_id"], shoe_passed["to_player_id"],
+                                                 shoe_passed["reason"]) == ("p-1", "p-2", "floorman_ordered")
+    kept = await gw.submit(A.KeepShoeAction(actor="p-2", round_id="R0"), "T1", "keep", role="dealer")
+    assert (kept.status, kept.reason) == ("rejected", "out_of_turn")

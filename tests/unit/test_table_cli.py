@@ -152,3 +152,20 @@ def test_a_prefix_without_a_floor_exits_2_and_connects_nothing(monkeypatch):
     r = croupier("seat", "--table", "T1", "--actor", "d", "--seat", "1", "--player", "p", "--prefix", "typo")
     assert r.exit_code == 2 and "no Croupier topics under prefix 'typo.'" in r.stderr
     assert "start the services on it first" in r.stderr and opened == []
+
+
+def test_the_curator_commands_on_the_command_line(memory_floor):
+    def run(*args: str):  # type: ignore[no-untyped-def]
+        return croupier(*args, "--table", "T1")
+
+    assert run("open", "--actor", "d-1", "--profile", "punto_banco_curator").exit_code == 0
+    assert run("seat", "--actor", "d-1", "--seat", "1", "--player", "p-1").exit_code == 0
+    assert run("seat", "--actor", "d-1", "--seat", "2", "--player", "p-2").exit_code == 0
+    r = run("offer-shoe", "--actor", "d-1", "--seat", "1", "--player", "p-1")
+    assert (r.exit_code, r.stdout) == (0, "accepted offer_shoe at T1: shoe_offered\n")
+    r = run("pass-shoe", "--actor", "fm-1", "--ordered-by", "floorman")
+    assert (r.exit_code, r.stdout) == (0, "accepted pass_shoe at T1: shoe_passed\n")
+    r = run("keep-shoe", "--curator", "p-2", "--round", "R0")
+    assert r.exit_code == 2 and "error: rejected out_of_turn" in r.stderr
+    r = run("pass-shoe", "--actor", "fm-1", "--ordered-by", "pit")
+    assert r.exit_code == 2 and "ordered_by: Input should be" in r.stderr
