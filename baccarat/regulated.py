@@ -80,6 +80,9 @@ def check_regulated_terms(t: TableConfig) -> None:
         return
     if not t.regulated:
         return
+    if t.variant is Variant.CHEMIN_DE_FER:
+        _check_chemin(t)
+        return
     if not _same(t.pay.player, EVEN_MONEY):
         raise IllegalTableConfig(f"the Player's Hand pays 1 to 1 (13:69F-3.3(a)), got {t.pay.player}")
     if t.commission_scope is not CommissionScope.BANKER_ONLY:
@@ -99,6 +102,25 @@ def check_regulated_terms(t: TableConfig) -> None:
     if not t.tie_pushes_main_bets:
         raise IllegalTableConfig("a tie voids Banker and Player wagers (13:69F-3.2(a)1.iii, 2.iii): "
                                  "tie_pushes_main_bets must be true")
+
+
+def _check_chemin(t: TableConfig) -> None:
+    """A regulated chemin de fer table: wagers against the Banker are paid even money by the bank, a tie
+    returns them, and a tie for the highest wager goes to the seat nearest the Banker counter-clockwise
+    (13:69F-4.8(c)3 [V]). The house's commission on the bank's winnings is more than 0 and below 100 %
+    (its rate is a configuration, default 5 %: 13:69F-4 commission text not retrieved)."""
+    from baccarat.chemin import TieBreak
+
+    if not _same(t.pay.player, EVEN_MONEY):
+        raise IllegalTableConfig(f"a wager against the Banker is paid even money by the bank, got {t.pay.player}")
+    if not t.tie_pushes_main_bets:
+        raise IllegalTableConfig("a tie returns the wagers against the Banker: tie_pushes_main_bets must be true")
+    if t.chemin.tie_break is not TieBreak.NEAREST_COUNTER_CLOCKWISE:
+        raise IllegalTableConfig("13:69F-4.8(c): equally high wagers give control to the seat nearest the Banker "
+                                 "moving counterclockwise; another tie break is for an unregulated table only")
+    if not (0 < t.commission_rate < 1):
+        raise IllegalTableConfig(f"the house's commission on the bank's winnings must be in (0, 1), "
+                                 f"got {t.commission_rate}")
 
 
 __all__ = ["EVEN_MONEY", "FIVE_PERCENT", "TIE_ODDS", "check_regulated_terms"]

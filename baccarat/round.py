@@ -282,25 +282,42 @@ def _outcome(deal: Deal) -> Outcome:
     )
 
 
-def resolve_recorded(cards: Sequence[Card], ruleset: Ruleset, misdealt: int | None = None
+def resolve_recorded(cards: Sequence[Card], ruleset: Ruleset, misdealt: int | None = None, *,
+                     player_option: bool | None = None, banker_option: bool | None = None,
                      ) -> tuple[Outcome, tuple[Card, ...]]:
     """Re-deal a recorded round: like :func:`resolve`, except that card number ``misdealt`` (1-based) was put
     on the Player's Hand when Table 1 allowed no third card, and is handled by 13:69F-3.12(a): it becomes the
     Banker's third card, or is discarded (also when the rules had already ended the round). Returns the
     outcome and the cards beyond what the rules took.
 
+    ``player_option``/``banker_option``: the recorded chemin de fer option decisions (draw True, stand False).
+
     Raises :class:`InsufficientCards` when the cards run out, :class:`IllegalDecision` when ``misdealt`` is
-    not a card the rules could have taken as an unauthorised Player third card.
+    not a card the rules could have taken as an unauthorised Player third card, or an option cell is reached
+    without its decision.
     """
     deal = start(ruleset)
     rest: list[Card] = []
+
+    def decided(d: Deal) -> Deal:
+        step = next_step(d)
+        while isinstance(step, NeedDecision):
+            choice = player_option if step.hand is Hand.PLAYER else banker_option
+            if choice is None:
+                raise IllegalDecision(f"{step.hand.value} option at row {step.row} was not decided")
+            d = decide(d, step.hand, choice)
+            step = next_step(d)
+        return d
+
     for i, card in enumerate(cards, 1):
+        deal = decided(deal)
         if i == misdealt:
             deal, _ = misdeal_player_third(deal, card)
         elif isinstance(next_step(deal), Outcome):
             rest.append(card)
         else:
             deal = add_card(deal, card)
+    deal = decided(deal)
     out = next_step(deal)
     if not isinstance(out, Outcome):
         raise InsufficientCards(f"the round needs more than the {len(cards)} card(s) recorded")

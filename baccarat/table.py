@@ -10,7 +10,10 @@ Validated when built (:class:`IllegalTableConfig` names the rule broken):
 * the terms the regulations fix cannot be configured otherwise on a regulated table (Player and Banker 1 to 1,
   the Banker less a commission, the Tie at least 8 to 1 and a tie pushing main bets; casino night's 5 % on all
   winning bets after each round and its 8 to 1 tie): :mod:`baccarat.regulated`;
-* chemin de fer wagers are between participants (13:69F-4.7, not retrieved): see :mod:`baccarat.chemin`.
+* chemin de fer wagers are between participants, against the bank a participant holds (13:69F-4.7, not
+  retrieved): ``player`` (a wager against the Banker) and ``banco`` (the whole bank); the house takes a
+  commission on the bank's winnings (``commission_rate``, default 5 %); what the text read does not give is
+  :class:`baccarat.chemin.ChemRules`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from enum import Enum
 from fractions import Fraction
 from typing import Callable, Mapping
 
-from baccarat.drawing import CASINO_NIGHT, CASINO_NIGHT_LITERAL, PUNTO_BANCO, Ruleset, Variant
+from baccarat.chemin import ChemRules
+from baccarat.drawing import CASINO_NIGHT, CASINO_NIGHT_LITERAL, CHEMIN_DE_FER, PUNTO_BANCO, Ruleset, Variant
 from baccarat.errors import IllegalTableConfig, InvalidAmount, WagerNotOffered
 from baccarat.money import CommissionMode, Odds, Rounding, require_cents
 from baccarat.regulated import check_regulated_terms
@@ -68,6 +72,8 @@ DEFAULT_MAIN_LIMITS = Limits(2_500, 1_000_000)  # $25 – $10,000
 DEFAULT_SIDE_LIMITS = Limits(500, 50_000)  # $5 – $500
 
 PUNTO_BANCO_WAGERS = frozenset({Wager.BANKER, Wager.PLAYER, Wager.TIE})
+#: chemin de fer: a wager against the Banker (on the Player's Hand) and banco (the whole bank)
+CHEMIN_WAGERS = frozenset({Wager.PLAYER, Wager.BANCO})
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +105,8 @@ class TableConfig:
     max_players: int = 14
     limits: Mapping[Wager, Limits] = field(default_factory=dict)
     curator: bool = False
+    #: chemin de fer only: its named practices (option defaults and time, seat order, bank size and passing)
+    chemin: ChemRules = field(default_factory=ChemRules)
 
     def __post_init__(self) -> None:
         if isinstance(self.wagers, (set, frozenset, list, tuple)):
@@ -109,10 +117,12 @@ class TableConfig:
         if not w:
             raise IllegalTableConfig("a table must offer at least one wager")
         if self.variant is Variant.CHEMIN_DE_FER:
-            raise IllegalTableConfig(
-                "chemin de fer wagers are between participants (13:69F-4.7, not retrieved); "
-                "use baccarat.chemin for its rules"
-            )
+            if not w <= CHEMIN_WAGERS or Wager.PLAYER not in w:
+                raise IllegalTableConfig(
+                    "chemin de fer wagers are against the Banker: player (required) and banco; got "
+                    + ", ".join(sorted(x.value for x in w)))
+            if self.no_vig:
+                raise IllegalTableConfig("chemin de fer has no no-vigorish variation")
         if self.shoe.decks < 6 and (self.regulated or self.variant is Variant.CASINO_NIGHT):
             raise IllegalTableConfig(
                 f"{self.shoe.decks} decks: a regulated table needs at least 6 (13:69F-3.1(a), 13:47-20.20(b)2)"
@@ -166,6 +176,8 @@ class TableConfig:
         if self.variant is Variant.CASINO_NIGHT:
             lit = self.casino_night_banker_rule is CasinoNightBankerRule.LITERAL
             return CASINO_NIGHT_LITERAL if lit else CASINO_NIGHT
+        if self.variant is Variant.CHEMIN_DE_FER:
+            return CHEMIN_DE_FER
         return PUNTO_BANCO
 
     def require_offered(self, wager: Wager) -> None:
@@ -177,13 +189,13 @@ class TableConfig:
     def limits_for(self, wager: Wager) -> Limits:
         """Table min/max for an offered ``wager`` (raises :class:`WagerNotOffered`)."""
         self.require_offered(wager)
-        default = DEFAULT_MAIN_LIMITS if wager in MAIN_WAGERS else DEFAULT_SIDE_LIMITS
+        default = DEFAULT_MAIN_LIMITS if wager in MAIN_WAGERS | {Wager.BANCO} else DEFAULT_SIDE_LIMITS
         return self.limits.get(wager, default)
 
     def commission_rate_for(self, wager: Wager) -> Fraction:
         """Commission on ``wager``'s winnings: Banker only on a standard table, none on a no-vig table,
         every winning bet under :attr:`CommissionScope.ALL_WINNERS`."""
-        if self.no_vig:
+        if self.no_vig or self.variant is Variant.CHEMIN_DE_FER:  # chemin: on the bank's winnings instead
             return Fraction(0)
         if self.commission_scope is CommissionScope.ALL_WINNERS or wager is Wager.BANKER:
             return self.commission_rate
@@ -238,8 +250,15 @@ def casino_night(*, literal_banker_rule: bool = False, **kw: object) -> TableCon
     )
 
 
-#: the named table profiles a console opens a table from (name -> the table's configuration); chemin de fer
-#: joins when a service can run it
+def chemin_de_fer(**kw: object) -> TableConfig:
+    """A chemin de fer table (13:69F-4): wagers against the bank (``player``, ``banco``), the house's 5 %
+    commission on the bank's winnings deducted when the round is settled, and the :class:`ChemRules`
+    defaults (``chemin=`` to change them)."""
+    kw.setdefault("wagers", CHEMIN_WAGERS)
+    return TableConfig(variant=Variant.CHEMIN_DE_FER, **kw)  # type: ignore[arg-type]
+
+
+#: the named table profiles a console opens a table from (name -> the table's configuration)
 TABLE_PROFILES: dict[str, Callable[[], TableConfig]] = {
     "punto_banco": punto_banco_full,
     "punto_banco_basic": punto_banco,
@@ -248,6 +267,7 @@ TABLE_PROFILES: dict[str, Callable[[], TableConfig]] = {
     "casino_night": casino_night,
     "casino_night_literal": lambda: casino_night(literal_banker_rule=True),
     "punto_banco_curator": lambda: punto_banco_full(curator=True),
+    "chemin_de_fer": chemin_de_fer,
 }
 
 
@@ -256,7 +276,8 @@ def profile(name: str) -> TableConfig:
     wager compatible with commission), ``punto_banco_basic`` (Banker/Player/Tie), ``no_vig_dragon_7``
     (3.2(a)6), ``no_vig_dragon_7_panda_8``, ``casino_night`` (13:47-20.20 with Table 2 as the banker rule) and
     ``casino_night_literal`` (the banker rule as (f) literally reads), ``punto_banco_curator`` (``punto_banco``
-    dealt from a shoe a participant holds and passes, 13:69F-3.6(b), 3.11). Raises :class:`IllegalTableConfig`
+    dealt from a shoe a participant holds and passes, 13:69F-3.6(b), 3.11) and ``chemin_de_fer`` (13:69F-4).
+    Raises :class:`IllegalTableConfig`
     naming the known profiles for any other name."""
     try:
         return TABLE_PROFILES[name]()
@@ -278,6 +299,8 @@ __all__ = [
     "unregulated",
     "no_vig_dragon",
     "casino_night",
+    "chemin_de_fer",
+    "CHEMIN_WAGERS",
     "WagerNotOffered",
     "InvalidAmount",
 ]

@@ -34,6 +34,9 @@ class Wager(Enum):
     BONUS_BANKER = "bonus_banker"
     DRAGON_7 = "dragon_7"  # 3.2(a)6.ii
     PANDA_8 = "panda_8"  # extension, outside 3.2
+    #: chemin de fer: a wager of the whole bank by one participant, the wager of 13:69F-4.8(c) that makes the
+    #: Dominant Player (read as 4.7(b)-(c)); it is settled like a wager against the Banker on the Player's Hand
+    BANCO = "banco"
 
     @classmethod
     def parse(cls, name: str) -> "Wager":
@@ -153,6 +156,8 @@ class PayTable:
         if wager in BONUS_WAGERS:
             assert category is not None
             return self.bonus[category]
+        if wager is Wager.BANCO:  # chemin de fer: the bank pays a winning banco as it pays the Player's Hand
+            return self.player
         return getattr(self, wager.value)
 
 
@@ -206,6 +211,8 @@ def outcome_category(wager: Wager, outcome: Outcome, *, no_vig: bool, tie_pushes
     configurable for casino night, 13:47-20.20 is silent).
     """
     w = outcome.winner
+    if wager is Wager.BANCO:  # chemin de fer: against the Banker, on the Player's Hand
+        wager = Wager.PLAYER
     if wager in MAIN_WAGERS:
         side = Winner.BANKER if wager is Wager.BANKER else Winner.PLAYER
         if w is Winner.TIE:

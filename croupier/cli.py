@@ -9,6 +9,7 @@ cannot be reached, services that do not answer) or a dirty audit.
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 import os
 import sys
 from pathlib import Path
@@ -20,11 +21,11 @@ from rich.console import Console
 from rich.table import Table
 
 from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_cards
-from baccarat.errors import BaccaratError, IllegalTableConfig, InvalidAmount, InvalidComposition
+from baccarat.errors import BaccaratError, IllegalDecision, IllegalTableConfig, InvalidAmount, InvalidComposition
 from baccarat.expectation import wager_expectations
 from baccarat.odds import Composition, exact_counts
 from baccarat.round import resolve as resolve_round
-from baccarat.table import TableConfig, casino_night, no_vig_dragon, punto_banco_full
+from baccarat.table import TableConfig, casino_night, chemin_de_fer, no_vig_dragon, punto_banco_full
 from baccarat.wagers import PANDA_AND_DRAGON, Wager, settle
 from croupier.group import CroupierGroup, is_closed_pipe
 
@@ -112,7 +113,10 @@ def _reference_tables(variant: str) -> list[TableConfig]:
         return [casino_night()]
     if variant == "casino_night_literal":
         return [casino_night(literal_banker_rule=True)]
-    raise IllegalTableConfig(f"unknown variant {variant!r}: punto_banco, casino_night or casino_night_literal")
+    if variant == "chemin_de_fer":
+        return [chemin_de_fer()]
+    raise IllegalTableConfig(f"unknown variant {variant!r}: punto_banco, casino_night, casino_night_literal or "
+                             "chemin_de_fer")
 
 
 @app.command()
@@ -123,17 +127,32 @@ def odds(
     composition: Annotated[
         Optional[str], typer.Option(help="Ten counts of cards left by value 0..9 (0 = tens and faces).")
     ] = None,
-    variant: Annotated[str, typer.Option(help="punto_banco, casino_night or casino_night_literal.")] = "punto_banco",
+    variant: Annotated[str, typer.Option(
+        help="punto_banco, casino_night, casino_night_literal or chemin_de_fer.")] = "punto_banco",
+    option: Annotated[Optional[list[str]], typer.Option(
+        help="chemin_de_fer: the decision policy, CELL=draw|stand for player_5, banker_3_9, banker_4_1, "
+             "banker_5_4 (unnamed cells: the punto banco cell). Repeatable.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Exact counts of every outcome of the next round, and each wager's probability and expected value.
 
     Counts are ordered 6-card sequences out of Permut(N, 6), the published tables' convention: a full 8-deck shoe gives
-    Banker 2,292,252,566,437,888, Player 2,230,518,282,592,256, Tie 475,627,426,473,216.
+    Banker 2,292,252,566,437,888, Player 2,230,518,282,592,256, Tie 475,627,426,473,216. Chemin de fer: under the
+    stated decision policy (``--option``), with the bank's expected result per unit wagered against it.
     """
     comp = _composition(decks, seen, composition)
     tables = _reference_tables(variant)
-    counts = exact_counts(comp, tables[0].ruleset)
+    policy = None
+    if variant == "chemin_de_fer":
+        from baccarat.chemin import DecisionPolicy
+
+        policy = DecisionPolicy.parse(option or [])
+        ruleset = policy.ruleset()
+    elif option:
+        raise IllegalDecision("--option is for --variant chemin_de_fer (the other games have no option cells)")
+    else:
+        ruleset = tables[0].ruleset
+    counts = exact_counts(comp, ruleset)
     wagers: dict[str, dict[str, float]] = {}
     for table in tables:
         for w, e in wager_expectations(counts, table).items():
@@ -141,9 +160,19 @@ def odds(
             if key in wagers:
                 continue
             wagers[key] = {"probability": float(e.p_win), "void": float(e.p_void), "ev": float(e.ev)}
+    extra: dict[str, object] = {}
+    if policy is not None:
+        from baccarat.chemin import OptionCell, bank_expectation
+
+        ev = bank_expectation(counts.banker, counts.player, counts.total, tables[0].commission_rate)
+        wagers["bank"] = {"probability": float(Fraction(counts.banker, counts.total)),
+                          "void": float(Fraction(counts.tie, counts.total)), "ev": float(ev)}
+        extra["policy"] = {c.value: ("draw" if policy.draw(c) else "stand") for c in OptionCell}
     if as_json:
-        _json({"cards": comp.total, "total": counts.total, "counts": counts.to_dict(), "wagers": wagers})
+        _json({"cards": comp.total, "total": counts.total, "counts": counts.to_dict(), "wagers": wagers, **extra})
         return
+    if "policy" in extra:
+        out.print("Decision policy: " + ", ".join(f"{k}={v}" for k, v in extra["policy"].items()))  # type: ignore[attr-defined]
     c = counts.to_dict()
     out.print(f"Shoe: {comp.total} cards {tuple(comp.counts)}; {counts.total:,} ordered 6-card sequences")
     t = Table("outcome", "count", "probability", title="Next round", title_justify="left")
@@ -171,10 +200,12 @@ def _parse_bet(text: str) -> tuple[Wager, int]:
 
 
 def _table_for(variant: str, wagers: set[Wager]) -> TableConfig:
+    if variant == "chemin_de_fer":
+        return chemin_de_fer()
     if variant in ("casino_night", "casino_night_literal"):
         return casino_night(literal_banker_rule=variant == "casino_night_literal")
     if variant != "punto_banco":
-        raise IllegalTableConfig(f"unknown variant {variant!r}: punto_banco or casino_night")
+        raise IllegalTableConfig(f"unknown variant {variant!r}: punto_banco, casino_night or chemin_de_fer")
     if wagers & PANDA_AND_DRAGON:
         return TableConfig(
             wagers=frozenset(wagers | {Wager.BANKER, Wager.PLAYER, Wager.TIE}),
@@ -188,19 +219,44 @@ def _table_for(variant: str, wagers: set[Wager]) -> TableConfig:
 @clean_errors
 def resolve(
     cards: Annotated[str, typer.Argument(help="The shoe order, first card first: A,T,5,K,...")],
-    variant: Annotated[str, typer.Option(help="punto_banco, casino_night or casino_night_literal.")] = "punto_banco",
+    variant: Annotated[str, typer.Option(
+        help="punto_banco, casino_night, casino_night_literal or chemin_de_fer.")] = "punto_banco",
     bet: Annotated[Optional[list[str]], typer.Option(help="WAGER=CENTS, repeatable (e.g. banker=2500).")] = None,
+    option: Annotated[Optional[list[str]], typer.Option(
+        help="chemin_de_fer: player=draw|stand or banker=draw|stand (the controller's decision at that hand's "
+             "option), or CELL=draw|stand (player_5, banker_3_9, banker_4_1, banker_5_4: the default policy "
+             "for a cell nobody decides). Repeatable.")] = None,
+    bank: Annotated[Optional[int], typer.Option(
+        help="chemin_de_fer: the bank in cents (default: the bets' total).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Deal one round from CARDS by the variant's drawing rules and settle any bets on it.
 
     A dragon 7 or panda 8 bet puts the round on a no-vigorish table (13:69F-3.2(a)6); otherwise a standard
-    table with 5 % commission deducted at payout.
+    table with 5 % commission deducted at payout. Chemin de fer (13:69F-4): the option cells are decided by
+    ``--option``; bets (``player``, ``banco``) are against the bank, which pays them and pays the house 5 % of
+    what it wins.
     """
     bets = [_parse_bet(b) for b in bet or []]
     table = _table_for(variant, {w for w, _ in bets})
-    outcome, unused = resolve_round(parse_cards(cards), table.ruleset)
+    chem: dict[str, object] = {}
+    if variant == "chemin_de_fer":
+        outcome, unused, taken = _chemin_round(cards, option or [])
+        chem["options"] = [{"cell": d.cell.value, "hand": d.cell.hand.value, "draw": d.draw, "by": d.by}
+                           for d in taken]
+    elif option:
+        raise IllegalDecision("--option is for --variant chemin_de_fer (the other games have no option cells)")
+    else:
+        outcome, unused = resolve_round(parse_cards(cards), table.ruleset)
     settlements = [settle(w, c, outcome, table) for w, c in bets]
+    if variant == "chemin_de_fer" and bets:
+        from baccarat.chemin import settle_bank
+
+        total = sum(c for _, c in bets)
+        b = settle_bank(total if bank is None else bank, total, outcome.winner, table.commission_rate,
+                        table.rounding)
+        chem["bank"] = {"bank": b.bank_cents, "wagers": b.wagers_cents, "won": b.won_cents,
+                        "commission": b.commission_cents, "bank_after": b.bank_after_cents}
     result = {
         "variant": variant,
         "player": {"cards": [str(c) for c in outcome.player], "points": outcome.player_points,
@@ -219,6 +275,7 @@ def resolve(
              "commission_accrued": s.commission_accrued, "odds": str(s.odds) if s.odds else None}
             for s in settlements
         ],
+        **chem,
     }
     if as_json:
         _json(result)
@@ -233,6 +290,8 @@ def resolve(
               + (f"; {', '.join(flags)}" if flags else ""))
     for line in result["draws"]:
         out.print(f"  {line}", markup=False)
+    for d in chem.get("options", []):  # type: ignore[union-attr]
+        out.print(f"  option {d['cell']}: {'draw' if d['draw'] else 'stand'} ({d['by']})", markup=False)
     out.print(f"Unused: {' '.join(result['unused']) or '-'}")
     if settlements:
         t = Table("wager", "stake", "result", "why", "payout", "commission")
@@ -240,6 +299,28 @@ def resolve(
             t.add_row(s.wager.value, str(s.stake), s.result.value, s.category, str(s.payout),
                       f"{s.commission}{' (accrued)' if s.commission_accrued else ''}")
         out.print(t)
+    if "bank" in chem:
+        bk = chem["bank"]
+        out.print(f"Bank: {bk['bank']} against {bk['wagers']}: won {bk['won']}, house commission "  # type: ignore[index]
+                  f"{bk['commission']}, bank after {bk['bank_after']}")  # type: ignore[index]
+
+
+def _chemin_round(cards: str, options: list[str]):  # type: ignore[no-untyped-def]
+    """A chemin de fer round from ``cards`` with the ``--option`` items (hand decisions and cell defaults)."""
+    from baccarat.cards import Hand
+    from baccarat.chemin import DecisionPolicy, resolve_chemin
+
+    decisions: dict[Hand, bool] = {}
+    cells: list[str] = []
+    for item in options:
+        name, _, how = item.partition("=")
+        if name.strip().lower() in ("player", "banker"):
+            if how.strip().lower() not in ("draw", "stand"):
+                raise IllegalDecision(f"--option {item}: say draw or stand")
+            decisions[Hand(name.strip().lower())] = how.strip().lower() == "draw"
+        else:
+            cells.append(item)
+    return resolve_chemin(parse_cards(cards), decisions, DecisionPolicy.parse(cells))
 
 
 @app.command()

@@ -115,3 +115,34 @@ def test_api_without_credentials_does_not_start(args, monkeypatch):
         monkeypatch.delenv(k)
     r = run(*args)
     assert r.exit_code != 0 and "no credential configured" in r.output
+
+
+def test_resolve_chemin_de_fer_with_given_decisions():
+    stand = json.loads(run("resolve", "3,2,2,K,9,5", "--variant", "chemin_de_fer", "--option", "player=stand",
+                           "--bet", "player=2500", "--bank", "5000", "--json").stdout)
+    assert (stand["player"]["points"], stand["banker"]["points"], stand["winner"]) == (5, 1, "player")
+    assert stand["options"] == [{"cell": "player_5", "hand": "player", "draw": False, "by": "participant"}]
+    assert stand["bank"] == {"bank": 5000, "wagers": 2500, "won": -2500, "commission": 0, "bank_after": 2500}
+    assert [(b["result"], b["payout"]) for b in stand["bets"]] == [("win", 5000)]
+    draw = json.loads(run("resolve", "3,2,2,K,9,5", "--variant", "chemin_de_fer", "--option", "player=draw",
+                          "--bet", "player=2500", "--bank", "5000", "--json").stdout)
+    assert (draw["player"]["cards"], draw["banker"]["cards"], draw["winner"]) == (["3", "2", "9"], ["2", "K", "5"],
+                                                                                 "banker")
+    assert draw["bank"] == {"bank": 5000, "wagers": 2500, "won": 2500, "commission": 125, "bank_after": 7375}
+    # nobody decides the Banker's 5 giving 4: the cell's default policy, here stated
+    d = json.loads(run("resolve", "K,2,4,3,4,5", "--variant", "chemin_de_fer", "--option", "banker_5_4=stand",
+                       "--json").stdout)
+    assert d["options"] == [{"cell": "banker_5_4", "hand": "banker", "draw": False, "by": "default"}]
+    r = run("resolve", "3,2,2,K,9,5", "--variant", "chemin_de_fer", "--option", "player=sit")
+    assert r.exit_code == 2 and "say draw or stand" in r.output
+    r = run("resolve", "3,2,2,K,9,5", "--option", "player=draw")
+    assert r.exit_code == 2 and "--option is for --variant chemin_de_fer" in r.output
+
+
+def test_odds_chemin_de_fer_under_a_stated_policy():
+    d = json.loads(run("odds", "--variant", "chemin_de_fer", "--json").stdout)
+    assert (d["counts"]["banker"], d["counts"]["player"]) == (2_292_252_566_437_888, 2_230_518_282_592_256)
+    assert d["policy"] == {"player_5": "draw", "banker_3_9": "draw", "banker_4_1": "stand", "banker_5_4": "draw"}
+    s = json.loads(run("odds", "--variant", "chemin_de_fer", "--option", "player_5=stand", "--json").stdout)
+    assert s["policy"]["player_5"] == "stand" and s["counts"]["player"] != d["counts"]["player"]
+    assert set(s["wagers"]) == {"player", "banco", "bank"}
