@@ -81,10 +81,15 @@ class OpenTable(Command, frozen=True, tag="open_table"):
 
 
 class OpenRound(Command, frozen=True, tag="open_round"):
-    """Open a round of play on the table's current shoe; betting opens with it."""
+    """Open a round of play on the table's current shoe; betting opens with it. Chemin de fer: the
+    participant who holds the bank (``banker_seat``, ``banker_player_id``) and its size ``bank_cents``,
+    within the table's bank limits; the other games leave them at 0 and ``""``."""
 
     round_id: Id
     shoe_id: Id
+    banker_seat: int = 0
+    banker_player_id: OptPlayerId = ""
+    bank_cents: int = 0
 
 
 class VoidRound(Command, frozen=True, tag="void_round"):
@@ -116,6 +121,28 @@ class PassShoe(Command, frozen=True, tag="pass_shoe"):
 
     round_id: OptId = ""
     ordered_by: Code = ""
+
+
+class ExpireOption(Command, frozen=True, tag="expire_option"):
+    """The table's clock (the dealer console, on ``dealing.commands``): the chemin de fer option pending on
+    ``hand`` (``player`` | ``banker``) of ``round_id`` was not decided in time; the table's configured
+    default decides it. Refused ``option_not_expired`` before the offer's deadline by the log's time."""
+
+    round_id: Id
+    hand: Code
+
+
+# ---- dealing.options (DecideOption: the participants' terminals) -----------------------------------
+class DecideOption(Command, frozen=True, tag="decide_option"):
+    """A chemin de fer option decision (draw or stand) on ``hand`` of ``round_id`` by the participant who
+    controls that hand (13:69F-4.8(b)-(c)): the Banker for the Banker's Hand, the Dominant Player for the
+    Player's Hand; ``seat``/``player_id`` must be that participant, and the terminal's actor too."""
+
+    round_id: Id
+    hand: Code
+    draw: bool
+    seat: int
+    player_id: PlayerId
 
 
 # ---- wagering.bets (PlaceBet, WithdrawBet: bettors) and wagering.commands (the console) ------------------
@@ -170,8 +197,9 @@ class CollectCommission(Command, frozen=True, tag="collect_commission"):
 AnyCommand = Union[
     LoadShoe, DrawCard, ReadCard, CloseShoe, OpenTable, OpenRound, VoidRound, PlaceBet, WithdrawBet,
     CloseBetting, CollectCommission, ReadBurn, SeatPlayer, LeaveSeat, OfferShoe, KeepShoe, PassShoe,
+    ExpireOption, DecideOption,
 ]
 ShoeCommand = Union[LoadShoe, DrawCard, ReadCard, CloseShoe, ReadBurn]
-DealingCommand = Union[OpenTable, OpenRound, VoidRound, OfferShoe, KeepShoe, PassShoe]
+DealingCommand = Union[OpenTable, OpenRound, VoidRound, OfferShoe, KeepShoe, PassShoe, ExpireOption, DecideOption]
 WageringCommand = Union[PlaceBet, WithdrawBet, CloseBetting, SeatPlayer, LeaveSeat]
 SettlementCommand = Union[CollectCommission]

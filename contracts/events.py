@@ -36,7 +36,10 @@ class Event(msgspec.Struct, frozen=True, tag_field="type"):
 
 class CommandRejected(Event, frozen=True, tag="command_rejected"):
     """A command refused by a service. ``reason`` is a stable code (``unknown_table``, ``shoe_complete``,
-    ``invalid_config`` …); ``detail`` says what exactly was wrong; ``command`` is the command's tag."""
+    ``invalid_config`` …; chemin de fer options: ``not_controller``, ``actor_mismatch``, ``no_option_pending``,
+    ``option_out_of_turn``, ``option_not_expired``, ``unknown_hand``; its rounds: ``no_banker``,
+    ``bank_out_of_limits``, ``bank_must_pass``, ``not_chemin_de_fer``); ``detail`` says what exactly was
+    wrong; ``command`` is the command's tag."""
 
     command_id: EvId
     command: EvCode
@@ -145,11 +148,60 @@ class TableOpened(Event, frozen=True, tag="table_opened"):
 
 
 class RoundOpened(Event, frozen=True, tag="round_opened"):
-    """A round opened on ``shoe_id``; ``number`` counts rounds of the shoe from 1."""
+    """A round opened on ``shoe_id``; ``number`` counts rounds of the shoe from 1. Chemin de fer: the Banker
+    (``banker_seat``, ``banker_player_id``) and the bank in cents; 0 and ``""`` at the other games."""
 
     round_id: EvId
     shoe_id: EvId
     number: int
+    banker_seat: int = 0
+    banker_player_id: EvId = ""
+    bank_cents: int = 0
+
+
+class DominantPlayerChosen(Event, frozen=True, tag="dominant_player_chosen"):
+    """Chemin de fer, at "No more bets": the participant who controls the Player's Hand (13:69F-4.8(c)).
+    ``rule``: ``banco`` (a banco wager, 4.8(c) first sentence), ``highest_wager``, or the tie break of equally
+    high wagers (``nearest_counter_clockwise`` 4.8(c), ``first_wager`` on an unregulated table);
+    ``wager_cents``: the participant's wagers against the Banker in the round."""
+
+    round_id: EvId
+    seat: int
+    player_id: EvId
+    wager_cents: int
+    rule: EvCode
+
+
+class OptionOffered(Event, frozen=True, tag="option_offered"):
+    """Chemin de fer: the round reached an option cell (``cell``: ``player_5``, ``banker_3_9``,
+    ``banker_4_1``, ``banker_5_4``; ``row``/``column`` as in ``CardDealt``) of ``hand``; its controller
+    (``seat``, ``player_id``: 13:69F-4.8(b)-(c)) decides by ``DecideOption``; from the deadline, this event's
+    ``occurred_at`` (the log's time of the card that made it due) plus ``option_seconds`` (the table's), an
+    ``ExpireOption`` applies ``default_draw``."""
+
+    round_id: EvId
+    hand: EvCode
+    cell: EvCode
+    row: int
+    column: EvCode
+    seat: int
+    player_id: EvId
+    option_seconds: int
+    default_draw: bool
+
+
+class OptionDecided(Event, frozen=True, tag="option_decided"):
+    """Chemin de fer: the option of ``hand`` decided, ``draw`` (True) or stand; ``by``: ``participant``
+    (the controller's ``DecideOption``) or ``default`` (the table's configured default, on ``ExpireOption``);
+    ``seat``/``player_id``: the controller."""
+
+    round_id: EvId
+    hand: EvCode
+    cell: EvCode
+    draw: bool
+    by: EvCode
+    seat: int
+    player_id: EvId
 
 
 class CardDealt(Event, frozen=True, tag="card_dealt"):
@@ -306,7 +358,8 @@ class BetRejected(Event, frozen=True, tag="bet_rejected"):
     base bet a bonus bet on the seat needs), ``stake_not_multiple_of_unit``, ``too_many_bets``,
     ``unknown_player`` (not registered at the seat: ``SeatPlayer``), ``actor_mismatch`` (a terminal betting
     for a player other than the one it names as its actor), ``not_your_bet`` (a withdrawal of another
-    player's bet)."""
+    player's bet); chemin de fer: ``no_bank``, ``banker_cannot_wager``, ``bank_cannot_cover`` (the wagers
+    against the bank would exceed it), ``banco_needs_whole_bank``, ``banco_called``."""
 
     round_id: EvId
     command_id: EvId
@@ -389,9 +442,28 @@ class CommissionCollected(Event, frozen=True, tag="commission_collected"):
     amount_cents: int
 
 
+class BankSettled(Event, frozen=True, tag="bank_settled"):
+    """Chemin de fer: the bank's side of a settled round (cents). ``won_cents``: the wagers against the bank
+    it took less what it paid (negative when the Banker's Hand lost); ``commission_cents``: the house's
+    commission on a positive ``won_cents`` (rate and rounding of the table), accrued to the Banker's
+    commission box when ``commission_accrued`` (a ``CommissionAccrued`` follows), else deducted now;
+    ``bank_after_cents`` = bank + won − commission. The bettors' side is their ``BetSettled``."""
+
+    round_id: EvId
+    seat: int
+    player_id: EvId
+    bank_cents: int
+    wagers_cents: int
+    won_cents: int
+    commission_cents: int
+    commission_accrued: bool
+    bank_after_cents: int
+
+
 class RoundSettled(Event, frozen=True, tag="round_settled"):
     """Every bet of the round is settled. Totals in cents; ``table_result`` = stakes − payouts +
-    commission accrued (the house's result for the round)."""
+    commission accrued (the house's result for the round). Chemin de fer: the bets are against the bank, so
+    the house's result is the commission on the bank's winnings (``BankSettled``), ``commission`` included."""
 
     round_id: EvId
     bets: int
@@ -489,6 +561,7 @@ AnyEvent = Union[
     ShoeLoaded, ShoeCut, ShoeBurned, CardDrawn, CardReadRefused, ShoeClosed, ShoeOrderSealed, ShoeOrderEncrypted,
     TableOpened, RoundOpened, CardDealt, PointsAnnounced, Irregularity, RoundResolved, RoundVoided, ShoeFinished,
     ShoeOffered, ShoeKept, ShoePassed,
+    DominantPlayerChosen, OptionOffered, OptionDecided, BankSettled,
     BettingOpened, BetPlaced, BetRejected, BetWithdrawn, BettingClosed, PlayerSeated, PlayerLeft,
     BetSettled, CommissionAccrued, CommissionCollected, RoundSettled,
     OddsUpdated, LedgerPosted, AdvantageBetFlagged,

@@ -36,10 +36,30 @@ class ShoeSpec(msgspec.Struct, frozen=True):
 
 
 LimitMap = Annotated[dict[Code, LimitSpec], msgspec.Meta(max_length=MAX_TABLE_ENTRIES)]
+SeatList = Annotated[list[int], msgspec.Meta(max_length=MAX_TABLE_ENTRIES)]
+
+
+class ChemSpec(msgspec.Struct, frozen=True):
+    """Chemin de fer's named practices (13:69F-4 text not retrieved; :class:`baccarat.chemin.ChemRules`).
+    ``option_draws``: the option cells (``player_5``, ``banker_3_9``, ``banker_4_1``, ``banker_5_4``) that
+    draw when their controller does not decide within ``option_seconds``, the others stand;
+    ``seats_counter_clockwise``: the seats in counter-clockwise order (empty: 1..max players);
+    ``tie_break``: ``nearest_counter_clockwise`` (13:69F-4.8(c)) | ``first_wager`` (unregulated only);
+    ``bank_min_cents``/``bank_max_cents``: the bank a participant may put up; ``bank_passes_on_loss``: the
+    Banker gives up the bank when the Banker's Hand loses."""
+
+    option_draws: CodeList = msgspec.field(default_factory=lambda: ["banker_3_9", "banker_5_4", "player_5"])
+    option_seconds: int = 30
+    seats_counter_clockwise: SeatList = msgspec.field(default_factory=list)
+    tie_break: Code = "nearest_counter_clockwise"
+    bank_min_cents: int = 10_000
+    bank_max_cents: int = 10_000_000
+    bank_passes_on_loss: bool = True
 
 
 class TableSpec(msgspec.Struct, frozen=True):
-    """A table's game. ``variant``: ``punto_banco`` | ``casino_night``; ``wagers``: wager names offered;
+    """A table's game. ``variant``: ``punto_banco`` | ``casino_night`` | ``chemin_de_fer`` (its practices in
+    ``chemin``); ``wagers``: wager names offered;
     ``pay``: wager or bonus class → "X to Y"; ``commission_rate``: [numerator, denominator] of the amount
     won; ``commission_mode``: ``deduct_at_payout`` | ``accrue``; ``commission_scope``: ``banker_only`` |
     ``all_winners``; ``rounding``: ``house`` | ``patron`` | ``half_even`` to ``rounding_unit_cents``;
@@ -69,3 +89,4 @@ class TableSpec(msgspec.Struct, frozen=True):
     limits: LimitMap = msgspec.field(default_factory=dict)
     irregularity_handling: Code = "void_round"
     curator: bool = False
+    chemin: ChemSpec = msgspec.field(default_factory=ChemSpec)

@@ -23,6 +23,9 @@ SHOE_EVENTS: Final = "shoe.events"
 SHOE_VAULT: Final = "shoe.vault"
 DEALING_COMMANDS: Final = "dealing.commands"
 DEALING_EVENTS: Final = "dealing.events"
+#: the participants' chemin de fer option decisions (``DecideOption``), from betting terminals under the
+#: ``bettor`` principal (one kind of writer per topic: the console's ``dealing.commands`` is not theirs)
+DEALING_OPTIONS: Final = "dealing.options"
 WAGERING_COMMANDS: Final = "wagering.commands"
 #: the bettors' commands (``PlaceBet``, ``WithdrawBet``), from betting terminals under the ``bettor`` principal
 WAGERING_BETS: Final = "wagering.bets"
@@ -59,7 +62,8 @@ COMMAND_ROUTES: Final = (
     CommandTopic(SHOE_COMMANDS, "console", ("load_shoe", "read_card", "read_burn", "close_shoe")),
     CommandTopic(SHOE_DRAWS, "dealing", ("draw_card",), attributed=False),
     CommandTopic(DEALING_COMMANDS, "console", ("open_table", "open_round", "void_round", "offer_shoe", "keep_shoe",
-                                              "pass_shoe")),
+                                              "pass_shoe", "expire_option")),
+    CommandTopic(DEALING_OPTIONS, "bettor", ("decide_option",)),
     CommandTopic(WAGERING_COMMANDS, "console", ("close_betting", "seat_player", "leave_seat")),
     CommandTopic(WAGERING_BETS, "bettor", ("place_bet", "withdraw_bet")),
     CommandTopic(SETTLEMENT_COMMANDS, "console", ("collect_commission",)),

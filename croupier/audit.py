@@ -11,6 +11,10 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   recorded hands, point counts, winner, naturals, cards required, dragon 7 / panda 8; each ``CardDealt``
   carries the card drawn for it and names the same rule and table cell; ``PointsAnnounced`` gives the
   two-card point counts;
+* chemin de fer (:mod:`croupier.audit_chemin`): each round is re-dealt with its recorded option decisions; the
+  Dominant Player is the one 13:69F-4.8(c) gives from the closed book, each option was offered to and decided
+  by its controller (4.8(b)-(c)) or by the table's default from its deadline, and the bank's settlement is
+  the rules core's (``dominant_player_mismatch``, ``option_mismatch``, ``bank_mismatch``);
 * the order of play (13:69F-3.2(d), 3.7(b)), by the log's times (each event's ``occurred_at`` is the broker's
   append time of the command record that caused it): no card of a round left the shoe before its
   ``BettingClosed`` ("No more bets") unless dealing recorded it as an ``Irregularity`` that keeps it out of
@@ -69,7 +73,7 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``, ``cause_missing``,
 ``curator_on_dealer_table``, ``curator_offer_while_held``, ``curator_mismatch``, ``curator_not_passed``,
 ``curator_kept_on_banker_loss``, ``curator_pass_unfounded``, ``curator_out_of_turn``,
-``curator_decision_missing``.
+``curator_decision_missing``, ``dominant_player_mismatch``, ``option_mismatch``, ``bank_mismatch``.
 """
 
 from __future__ import annotations
@@ -99,6 +103,7 @@ from contracts.events import (
     CommandRejected,
     CommissionAccrued,
     CommissionCollected,
+    BankSettled,
     PointsAnnounced,
     RoundOpened,
     RoundResolved,
@@ -114,6 +119,7 @@ from contracts.events import (
     TableOpened,
 )
 from contracts.vault import VaultKeys
+from croupier import audit_chemin
 from croupier.provenance import CommandRecord, ProvenanceReport, check_provenance
 from croupier.vaultcheck import VaultReport, check_vault
 from services.runtime.translate import shoe_rules, table_config
@@ -403,6 +409,8 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     config: TableConfig | None = None
     round_config: dict[str, TableConfig] = {}
     round_shoe: dict[str, str] = {}
+    round_opened: dict[str, RoundOpened] = {}
+    chem_ev: dict[str, list[Envelope]] = defaultdict(list)  # chemin de fer: a round's cards and options
     opened_order: list[str] = []
     dealt: dict[str, list[CardDealt]] = defaultdict(list)
     announced: dict[str, list[PointsAnnounced]] = defaultdict(list)
@@ -422,9 +430,13 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             if config is not None:
                 round_config[p.round_id] = config
             round_shoe[p.round_id] = p.shoe_id
+            round_opened[p.round_id] = p
             opened_order.append(p.round_id)
         elif isinstance(p, CardDealt):
             dealt[p.round_id].append(p)
+            chem_ev[p.round_id].append(e)
+        elif isinstance(p, audit_chemin.CHEM_EVENTS):
+            chem_ev[p.round_id].append(e)
         elif isinstance(p, PointsAnnounced):
             announced[p.round_id].append(p)
         elif isinstance(p, RoundResolved):
@@ -461,9 +473,11 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         draws = [d for d in draws if d.card_number not in skipped.get(rid, ())]
         numbers = [d.card_number for d in draws]
         mis = misdealt.get(rid)
+        options = audit_chemin.decisions(chem_ev.get(rid, []))
         try:
             cards = [parse_card(d.card) for d in draws]
-            o, rest = R.resolve_recorded(cards, cfg.ruleset, numbers.index(mis) + 1 if mis in numbers else None)
+            o, rest = R.resolve_recorded(cards, cfg.ruleset, numbers.index(mis) + 1 if mis in numbers else None,
+                                         player_option=options.get("player"), banker_option=options.get("banker"))
         except (BaccaratError, ValueError) as ex:  # too few cards drawn for the round, or not cards
             flag("round_underivable", rid, str(ex))
             continue
@@ -552,7 +566,15 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
                          f"bet {b.bet_id} placed at {placed_at[b.bet_id].isoformat()} is in the book of round "
                          f"{p.round_id}, closed at {e.occurred_at.isoformat()} (13:69F-3.2(d))")
 
+    # ---- chemin de fer: the Dominant Player and the options (13:69F-4.8(b)-(c)) --------------------------
+    for rid, cfg in round_config.items():
+        if cfg.variant.value == "chemin_de_fer" and in_scope(rid) and (rid in resolved or rid in voided):
+            bk = books.get(rid)
+            audit_chemin.check_round(cfg, rid, round_opened.get(rid), bk.bets if bk else None, chem_ev.get(rid, []),
+                                     rid in voided, flag)
+
     # ---- settlements -----------------------------------------------------------------------------------
+    bank_settled: dict[str, list[BankSettled]] = defaultdict(list)
     settled: dict[str, list[BetSettled]] = defaultdict(list)
     summaries: dict[str, list[RoundSettled]] = defaultdict(list)
     accrued_events: dict[str, list[CommissionAccrued]] = defaultdict(list)
@@ -566,6 +588,8 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         elif isinstance(p, RoundSettled):
             summaries[p.round_id].append(p)
             settled_rounds.add(p.round_id)
+        elif isinstance(p, BankSettled):
+            bank_settled[p.round_id].append(p)
         elif isinstance(p, CommissionAccrued):
             accrued_events[p.round_id].append(p)
             box = (p.seat, p.player_id)
@@ -636,13 +660,23 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             if s.commission_accrued:
                 total_accrued += s.commission
                 accrued_by_seat[(s.seat, s.player_id)] += s.commission
+        house_result = total_stake - total_payout + total_accrued
+        cfg_r = round_config.get(rid)
+        if cfg_r is not None and cfg_r.variant.value == "chemin_de_fer":  # the bets are the bank's money
+            opened_r = round_opened.get(rid)
+            bank_commission, bank_accrued = audit_chemin.check_bank(
+                cfg_r, rid, opened_r, book.bets, None if rid in voided else outcomes.get(rid),
+                bank_settled.get(rid, []), flag)
+            total_commission += bank_commission
+            house_result = total_accrued + bank_commission
+            if bank_accrued and opened_r is not None:
+                accrued_by_seat[(opened_r.banker_seat, opened_r.banker_player_id)] += bank_accrued
         sums = summaries.get(rid, [])
         if len(sums) != 1:
             flag("round_settled_count", rid, f"{len(sums)} RoundSettled events")
         else:
             got_t = (sums[0].bets, sums[0].stakes, sums[0].payouts, sums[0].commission, sums[0].table_result)
-            want_t = (len(book.bets), total_stake, total_payout, total_commission,
-                      total_stake - total_payout + total_accrued)
+            want_t = (len(book.bets), total_stake, total_payout, total_commission, house_result)
             if got_t != want_t:
                 flag("round_totals", rid, f"recorded bets/stakes/payouts/commission/result {got_t}, "
                                           f"the bets add up to {want_t}")

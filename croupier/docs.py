@@ -68,6 +68,10 @@ EVENT_TOPICS: dict[type, tuple[str, ...]] = {
     E.ShoeOffered: (T.DEALING_EVENTS,),
     E.ShoeKept: (T.DEALING_EVENTS,),
     E.ShoePassed: (T.DEALING_EVENTS,),
+    E.DominantPlayerChosen: (T.DEALING_EVENTS,),
+    E.OptionOffered: (T.DEALING_EVENTS,),
+    E.OptionDecided: (T.DEALING_EVENTS,),
+    E.BankSettled: (T.SETTLEMENT_EVENTS,),
     E.BettingOpened: (T.WAGERING_EVENTS,),
     E.BetPlaced: (T.WAGERING_EVENTS,),
     E.BetRejected: (T.WAGERING_EVENTS,),
@@ -98,7 +102,10 @@ TOPIC_SUMMARY: dict[str, str] = {
                    "(the reveal).",
     T.SHOE_VAULT: ("The shoe service's sealed card orders (AES-256-GCM, contracts/vault.py), read only by the "
                    "shoe service to rebuild and by an auditor holding the vault key."),
-    T.DEALING_COMMANDS: "Commands for the dealing service: open a table, open or void a round.",
+    T.DEALING_COMMANDS: "Commands for the dealing service: open a table, open or void a round, expire a chemin de "
+                        "fer option (the table's clock).",
+    T.DEALING_OPTIONS: "The participants' chemin de fer option decisions (draw or stand), from their betting "
+                       "terminals.",
     T.DEALING_EVENTS: "The table's configuration and each round of play: cards dealt with the rule that "
                       "required them, points, the result.",
     T.WAGERING_COMMANDS: "The dealer console's commands for the wagering service: \"No more bets\", seat a "

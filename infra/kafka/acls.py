@@ -73,7 +73,8 @@ def _written_by(kind: str) -> tuple[str, ...]:
 GRANTS: tuple[Grant, ...] = (
     _service("shoe", (T.SHOE_EVENTS, T.SHOE_VAULT), (T.SHOE_COMMANDS, T.SHOE_DRAWS),
              note="the only principal that can read or write shoe.vault and shoe.snapshots (the live shoe, sealed)"),
-    _service("dealing", (T.DEALING_EVENTS,), (T.DEALING_COMMANDS, T.SHOE_EVENTS, T.WAGERING_EVENTS),
+    _service("dealing", (T.DEALING_EVENTS,), (T.DEALING_COMMANDS, T.DEALING_OPTIONS, T.SHOE_EVENTS,
+                                              T.WAGERING_EVENTS),
              sends=_written_by("dealing"), note="the only writer of shoe.draws (its DrawCard commands)"),
     _service("wagering", (T.WAGERING_EVENTS,), (T.WAGERING_COMMANDS, T.WAGERING_BETS, T.DEALING_EVENTS)),
     _service("settlement", (T.SETTLEMENT_EVENTS,), (T.SETTLEMENT_COMMANDS, T.DEALING_EVENTS, T.WAGERING_EVENTS)),
@@ -84,7 +85,8 @@ GRANTS: tuple[Grant, ...] = (
                + ", ".join(_written_by("console"))),
     Grant("bettor", "role", read=(T.DEALING_EVENTS, T.WAGERING_EVENTS), write=_written_by("bettor"), groups=True,
           note="betting terminals: the one writer of " + ", ".join(_written_by("bettor"))
-               + " (PlaceBet, WithdrawBet); sees rounds open and its bets taken"),
+               + " (PlaceBet, WithdrawBet; DecideOption, a chemin de fer participant's option); sees rounds open, "
+               "its bets taken and the options offered"),
     Grant("pit", "role", read=(*EVENTS, *T.PROJECTION_TOPICS), groups=True, note="watches play and ledgers"),
     Grant("surveillance", "role", read=(*EVENTS, *T.COMMAND_TOPICS, *T.PROJECTION_TOPICS, *T.DLQ_TOPICS),
           groups=True, note="the investigator: every record except the vault"),

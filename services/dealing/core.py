@@ -21,6 +21,13 @@ Flow of a round: ``OpenRound`` → ``RoundOpened`` (the wagering service opens b
 arrives → ``DrawCard`` commands go to the shoe (cards 1–4 at once, then one at a time as Tables 1 and 2
 require) → each ``CardDrawn`` becomes a ``CardDealt`` → ``RoundResolved``. The drawing rules are the
 rules core's (:mod:`baccarat.round`); nothing about the game is decided here.
+
+Chemin de fer (13:69F-4, :mod:`services.dealing.chemin`): ``OpenRound`` names the Banker and the bank; at "No
+more bets" the Dominant Player is chosen from the book (``DominantPlayerChosen``, 4.8(c)); an option cell
+is offered to its controller (``OptionOffered``: the Banker for the Banker's Hand, 4.8(b); the Dominant Player
+for the Player's Hand, 4.8(c)) and decided by that participant's ``DecideOption`` (on ``dealing.options``)
+or, from the offer's deadline, by the table's default on the console clock's ``ExpireOption``
+(``OptionDecided``); the round is then dealt on.
 """
 
 from __future__ import annotations
@@ -35,14 +42,18 @@ from baccarat.errors import BaccaratError
 from baccarat.shoe import EndOfShoePolicy, refusal
 from baccarat.table import TableConfig
 from contracts import topics as T
-from contracts.commands import DrawCard, KeepShoe, OfferShoe, OpenRound, OpenTable, PassShoe, VoidRound
+from contracts.commands import (DecideOption, DrawCard, ExpireOption, KeepShoe, OfferShoe, OpenRound, OpenTable,
+                                PassShoe, VoidRound)
 from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
 from contracts.events import (
     BettingClosed,
     CardDealt,
     CardDrawn,
     CommandRejected,
+    DominantPlayerChosen,
     Irregularity,
+    OptionDecided,
+    OptionOffered,
     PlayerLeft,
     PlayerSeated,
     PointsAnnounced,
@@ -63,6 +74,7 @@ from services.configs import config_of, is_test_table
 from services.history import History
 from services.runtime.core import Emit, Send, command
 from services.runtime.translate import shoe_rules, table_config
+from services.dealing import chemin as CH
 
 INITIAL_CARDS = 4
 #: Irregularity kind of a Player third card the rules did not allow (13:69F-3.12(a))
@@ -124,6 +136,9 @@ class RoundState:
     skipped: frozenset[int] = frozenset()
     announced: bool = False
     failed: str = ""
+    #: chemin de fer (:mod:`services.dealing.chemin`): the Banker, the closed book, the Dominant Player, the
+    #: option offered and not yet decided
+    chem: CH.ChemRound | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +169,8 @@ class DealingState:
     curator_due: str = ""
     #: the latest round resolved here: (round id, winner)
     last_resolved: tuple[str, str] = ("", "")
+    #: chemin de fer: the last resolved round's Banker (seat, player id) and whether the Banker's Hand lost
+    last_bank: tuple[int, str, bool] | None = None
 
     @property
     def config(self) -> TableConfig | None:
@@ -221,7 +238,7 @@ class DealingCore:
     state_type = DealingState
     own_stream = T.DEALING_EVENTS
     private_streams: tuple[str, ...] = ()
-    command_streams = (T.DEALING_COMMANDS,)
+    command_streams = (T.DEALING_COMMANDS, T.DEALING_OPTIONS)
     input_streams = (T.SHOE_EVENTS, T.WAGERING_EVENTS)
 
     def __init__(self, test_tables: tuple[str, ...] = ()):
@@ -251,7 +268,8 @@ class DealingCore:
         if isinstance(e, RoundOpened):
             config = state.config
             assert config is not None
-            rs = RoundState(e.round_id, e.shoe_id, e.number, R.start(config.ruleset))
+            rs = RoundState(e.round_id, e.shoe_id, e.number, R.start(config.ruleset),
+                            chem=CH.opened(e) if config.variant.value == "chemin_de_fer" else None)
             return replace(state, round=rs, round_numbers=state.round_numbers.put(e.round_id, e.number),
                            shoe_rounds=state.shoe_rounds.put(e.shoe_id, e.number))
         rs = state.round
@@ -271,9 +289,16 @@ class DealingCore:
                 deal = replace(deal, discarded=deal.discarded + (parse_card(e.card),))
                 dealt = e.card_number
             return replace(state, round=replace(rs, deal=deal, dealt=dealt))
+        if isinstance(e, (DominantPlayerChosen, OptionOffered, OptionDecided)) and rs is not None \
+                and rs.chem is not None and rs.round_id == e.round_id:
+            chem, deal = CH.evolve(rs.chem, rs.deal, e, env.occurred_at)
+            return replace(state, round=replace(rs, chem=chem, deal=deal))
         if isinstance(e, PointsAnnounced) and rs is not None:
             return replace(state, round=replace(rs, announced=True))
         if isinstance(e, RoundResolved) and rs is not None:
+            if rs.chem is not None:
+                lost = e.winner == "player"
+                state = replace(state, last_bank=(rs.chem.banker_seat, rs.chem.banker_player_id, lost))
             due = e.round_id if state.curator is not None and not C.must_pass(e.winner) else ""
             return replace(state, round=replace(rs, status="resolved"), curator_due=due,
                            last_resolved=(e.round_id, e.winner))
@@ -324,7 +349,8 @@ class DealingCore:
         if isinstance(e, BettingClosed):
             rs = state.round
             if rs is not None and rs.round_id == e.round_id and rs.closed_by is None:
-                return replace(state, round=replace(rs, closed_by=(env.event_id, env.occurred_at)))
+                chem = replace(rs.chem, book=tuple(e.bets)) if rs.chem is not None else None
+                return replace(state, round=replace(rs, closed_by=(env.event_id, env.occurred_at), chem=chem))
         return state
 
     def sent(self, state: DealingState, send: Send) -> DealingState:
@@ -372,13 +398,19 @@ class DealingCore:
             return [Emit(RoundVoided(round_id=rs.round_id, reason=f"shoe refused a card: {rs.failed}"),
                          round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=cause,
                          occurred_at=rs.closed_by[1])]
+        if rs.chem is not None and rs.chem.dominant is None:  # chemin de fer: 4.8(c) before the first card
+            return CH.choose_dominant(state.config, rs.round_id, rs.shoe_id, rs.chem, rs.closed_by)
         step = R.next_step(rs.deal)
         nxt = _next_number(rs)
         if isinstance(step, R.Outcome):
             return self._resolved(state, rs, step)
-        if isinstance(step, R.NeedDecision):  # chemin de fer is refused at OpenTable; defensive only
-            return [Emit(RoundVoided(round_id=rs.round_id, reason="option decision not supported"),
-                         round_id=rs.round_id, causation_id=rs.closed_by[0], occurred_at=rs.closed_by[1])]
+        if isinstance(step, R.NeedDecision):
+            if rs.chem is None or state.config is None:  # an option cell on a table without options: defensive
+                return [Emit(RoundVoided(round_id=rs.round_id, reason="option decision not supported"),
+                             round_id=rs.round_id, causation_id=rs.closed_by[0], occurred_at=rs.closed_by[1])]
+            last_card = rs.received[rs.dealt] if rs.dealt else None
+            cause, at = (last_card.event_id, last_card.at) if last_card else rs.closed_by
+            return CH.offer(state.config, rs.round_id, rs.shoe_id, rs.chem, step, cause, at)
         if nxt in rs.received:
             d = rs.received[nxt]
             reason = step.reason
@@ -517,14 +549,25 @@ class DealingCore:
             if why is not None:
                 return _reject(cmd, why, f"{sh.cards_left} cards left; cutting card out in round "
                                          f"{sh.cutting_card_round}")
+            refused = CH.check_open_round(state.config, c, state.last_bank)
+            if refused is not None:
+                return _reject(cmd, *refused)
             kept: list[Emit | Send] = []
             if state.curator_due and state.curator is not None:  # no decision came: the curator kept the shoe
                 seat, pid = state.curator
                 kept.append(Emit(ShoeKept(round_id=state.curator_due, seat=seat, player_id=pid,
                                           reason="next_round_opened"), round_id=state.curator_due))
             return [*kept, Emit(RoundOpened(round_id=c.round_id, shoe_id=c.shoe_id,
-                                            number=state.rounds_started(sh.shoe_id) + 1),
+                                            number=state.rounds_started(sh.shoe_id) + 1, banker_seat=c.banker_seat,
+                                            banker_player_id=c.banker_player_id, bank_cents=c.bank_cents),
                                 round_id=c.round_id, shoe_id=c.shoe_id)]
+        if isinstance(c, (DecideOption, ExpireOption)):
+            if rs is None or rs.round_id != c.round_id or rs.chem is None:
+                return _reject(cmd, "no_such_round", f"round {c.round_id} is not this table's chemin de fer round")
+            refused, events = CH.decide_option(state.config, rs.chem, cmd)
+            if refused is not None:
+                return _reject(cmd, *refused)
+            return [Emit(ev, round_id=rs.round_id, shoe_id=rs.shoe_id) for ev in events]
         if isinstance(c, VoidRound):
             if rs is None or rs.round_id != c.round_id or not in_progress:
                 return _reject(cmd, "no_such_round", f"round {c.round_id} is not in progress")

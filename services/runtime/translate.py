@@ -10,6 +10,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from baccarat.cards import Card, parse_card
+from baccarat.chemin import ChemRules, DecisionPolicy, OptionCell, TieBreak
 from baccarat.drawing import Variant
 from baccarat.errors import BaccaratError
 from baccarat.money import CommissionMode, Odds, Rounding, RoundingPolicy
@@ -18,7 +19,7 @@ from baccarat.shoe import BurnRule, EndOfShoePolicy, ShoeRules
 from baccarat.table import CasinoNightBankerRule, CommissionScope, Limits, TableConfig
 from baccarat.wagers import BONUS_STANDARD, PayTable, Wager
 from contracts.events import RoundResolved
-from contracts.tables import LimitSpec, ShoeSpec, TableSpec
+from contracts.tables import ChemSpec, LimitSpec, ShoeSpec, TableSpec
 
 
 def _enum(kind: type, value: str, what: str):  # type: ignore[no-untyped-def]
@@ -37,6 +38,32 @@ def shoe_rules(spec: ShoeSpec) -> ShoeRules:
         burn=_enum(BurnRule, spec.burn, "burn"),
         end_of_shoe=_enum(EndOfShoePolicy, spec.end_of_shoe, "end_of_shoe"),
         min_cut_depth=spec.min_cut_depth,
+    )
+
+
+def chem_rules(spec: ChemSpec) -> ChemRules:
+    """The rules core's :class:`ChemRules` for a wire :class:`ChemSpec` (raises BaccaratError)."""
+    return ChemRules(
+        option_defaults=DecisionPolicy(frozenset(_enum(OptionCell, c, "option_draws") for c in spec.option_draws)),
+        option_seconds=spec.option_seconds,
+        seats_counter_clockwise=tuple(spec.seats_counter_clockwise),
+        tie_break=_enum(TieBreak, spec.tie_break, "tie_break"),
+        bank_min_cents=spec.bank_min_cents,
+        bank_max_cents=spec.bank_max_cents,
+        bank_passes_on_loss=spec.bank_passes_on_loss,
+    )
+
+
+def chem_spec(rules: ChemRules) -> ChemSpec:
+    """The wire form of a :class:`ChemRules` (inverse of :func:`chem_rules`)."""
+    return ChemSpec(
+        option_draws=sorted(c.value for c in rules.option_defaults.draws),
+        option_seconds=rules.option_seconds,
+        seats_counter_clockwise=list(rules.seats_counter_clockwise),
+        tie_break=rules.tie_break.value,
+        bank_min_cents=rules.bank_min_cents,
+        bank_max_cents=rules.bank_max_cents,
+        bank_passes_on_loss=rules.bank_passes_on_loss,
     )
 
 
@@ -76,6 +103,7 @@ def table_config(spec: TableSpec) -> TableConfig:
         max_players=spec.max_players,
         limits={Wager.parse(w): Limits(v.min_cents, v.max_cents) for w, v in spec.limits.items()},
         curator=spec.curator,
+        chemin=chem_rules(spec.chemin),
     )
 
 
@@ -105,6 +133,7 @@ def table_spec(config: TableConfig) -> TableSpec:
         max_players=config.max_players,
         limits={w.value: LimitSpec(v.min_cents, v.max_cents) for w, v in config.limits.items()},
         curator=config.curator,
+        chemin=chem_spec(config.chemin),
     )
 
 

@@ -8,7 +8,11 @@ per seat and player that owes commission, then ``RoundSettled`` (totals), all in
 the seat: a second player at the seat never pays the first one's.
 
 The money is the rules core's (:func:`baccarat.wagers.settle`); a round's configuration is the one in force
-when the round opened. Settling is state-driven and checked against this service's own events, so a round
+when the round opened. Chemin de fer: the wagers are against the bank a participant holds (``RoundOpened``),
+so after the bets a ``BankSettled`` gives the bank's side (:func:`baccarat.chemin.settle_bank`: the house's
+commission on the bank's winnings, deducted or accrued to the Banker's commission box as the table's
+``commission_mode`` says), and ``RoundSettled.table_result`` is that commission: money moves between the
+participants, the house keeps its commission, to the cent. Settling is state-driven and checked against this service's own events, so a round
 is settled exactly once however often its inputs are delivered or replayed.
 """
 
@@ -17,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from baccarat.chemin import settle_bank
+from baccarat.money import CommissionMode
 from baccarat.table import TableConfig
 from baccarat.wagers import Wager, settle
 from contracts import topics as T
@@ -24,6 +30,7 @@ from contracts.commands import CollectCommission
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
     BetLine,
+    BankSettled,
     BetSettled,
     BettingClosed,
     CommandRejected,
@@ -50,6 +57,8 @@ class Pending:
     book: tuple[BetLine, ...] | None = None
     result: tuple[RoundResolved, str, datetime] | None = None
     voided: tuple[RoundVoided, str, datetime] | None = None
+    #: chemin de fer: the Banker's (seat, player id) and the bank in cents
+    bank: tuple[int, str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +128,8 @@ class SettlementCore:
             config_of(e.config)  # validated (and cached) as it arrives
             return replace(state, spec=e.config)
         if isinstance(e, RoundOpened):
-            return self._update(state, e.round_id, spec=state.spec)
+            bank = (e.banker_seat, e.banker_player_id, e.bank_cents) if e.banker_player_id else None
+            return self._update(state, e.round_id, spec=state.spec, bank=bank)
         if isinstance(e, BettingClosed):
             return self._update(state, e.round_id, book=tuple(e.bets))
         if isinstance(e, RoundResolved):
@@ -165,6 +175,22 @@ class SettlementCore:
             payouts += ev.payout
             commission += ev.commission
             out.append(Emit(ev, round_id=round_id, causation_id=cause, occurred_at=at))
+        house = 0
+        if o is not None and config is not None and config.variant.value == "chemin_de_fer" and p.bank is not None:
+            seat, banker, bank = p.bank
+            wagered = sum(b.amount_cents for b in p.book)
+            r = settle_bank(bank, wagered, o.winner, config.commission_rate, config.rounding)
+            acc = r.commission_cents > 0 and config.commission_mode is CommissionMode.ACCRUE
+            out.append(Emit(BankSettled(round_id=round_id, seat=seat, player_id=banker, bank_cents=bank,
+                                        wagers_cents=wagered, won_cents=r.won_cents,
+                                        commission_cents=r.commission_cents, commission_accrued=acc,
+                                        bank_after_cents=r.bank_after_cents),
+                            round_id=round_id, causation_id=cause, occurred_at=at))
+            commission += r.commission_cents
+            house = r.commission_cents - (stakes - payouts)  # the bets' money is the bank's, not the house's
+            if acc:
+                accrued[(seat, banker)] = accrued.get((seat, banker), 0) + r.commission_cents
+                house -= r.commission_cents  # counted below with the accrued commission
         owed_extra = 0
         for seat, pid in sorted(accrued):
             amt = accrued[(seat, pid)]
@@ -173,7 +199,7 @@ class SettlementCore:
                                               owed_cents=state.owed.get((seat, pid), 0) + amt, round_id=round_id),
                             round_id=round_id, causation_id=cause, occurred_at=at))
         out.append(Emit(RoundSettled(round_id=round_id, bets=len(p.book), stakes=stakes, payouts=payouts,
-                                     commission=commission, table_result=stakes - payouts + owed_extra),
+                                     commission=commission, table_result=stakes - payouts + owed_extra + house),
                         round_id=round_id, causation_id=cause, occurred_at=at))
         return out
 

@@ -76,6 +76,8 @@ class Book:
     #: bet id -> the log's time of its ``BetPlaced`` (the broker's append time of its ``PlaceBet``), for each
     #: bet of ``bets``: "No more bets" returns those the log holds after the call
     placed_at: dict[str, datetime] = field(default_factory=dict)
+    #: chemin de fer: the Banker's (seat, player id) and the bank in cents, from ``RoundOpened``
+    bank: tuple[int, str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,28 @@ def _over_player_cap(cfg: TableConfig | None, players: set[str], player_id: str)
         return None
     return ("over_max_players", (f"the table accommodates at most {cfg.max_players} players "
                                  f"(13:47-20.20(b)1) and has {len(players)}: {player_id!r} would be one more"))
+
+
+def _against_the_bank(b: Book, c: PlaceBet, wager: Wager) -> tuple[str, str] | None:
+    """Chemin de fer: why a wager against the bank is refused before the deal, or None. ``no_bank`` (the
+    round names no Banker), ``banker_cannot_wager`` (the Banker, or the Banker's seat, against the Banker's
+    Hand), ``banco_called`` (the whole bank is already taken), ``banco_needs_whole_bank`` (a banco is a wager
+    of the whole bank, made before any other), ``bank_cannot_cover`` (the wagers would exceed the bank)."""
+    if b.bank is None:
+        return "no_bank", "this chemin de fer round names no Banker"
+    seat, banker, bank = b.bank
+    if c.player_id == banker or c.seat == seat:
+        return "banker_cannot_wager", "the Banker does not wager against the Banker's Hand (13:69F-4.8(b))"
+    covered = sum(x.amount_cents for x in b.bets.values())
+    if any(x.wager == Wager.BANCO.value for x in b.bets.values()):
+        return "banco_called", "banco was called: the whole bank is taken"
+    if wager is Wager.BANCO and (c.amount_cents != bank or covered):
+        return "banco_needs_whole_bank", (f"banco is a wager of the whole bank of {bank} cents before any other "
+                                          f"wager; {c.amount_cents} offered, {covered} already wagered")
+    if covered + c.amount_cents > bank:
+        return "bank_cannot_cover", (f"the bank of {bank} cents cannot cover {covered + c.amount_cents} cents of "
+                                     f"wagers ({covered} already wagered)")
+    return None
 
 
 def _with_book(state: WageringState, book: Book) -> WageringState:
@@ -173,9 +197,10 @@ class WageringCore:
             if e.round_id in state.closed:  # replayed after our own BettingClosed: nothing left to do
                 return state
             b = state.books.get(e.round_id)
+            bank = (e.banker_seat, e.banker_player_id, e.bank_cents) if e.banker_player_id else None
             if b is None:
-                return _with_book(state, Book(e.round_id, "pending", (env.event_id, env.occurred_at)))
-            return _with_book(state, replace(b, opened_by=(env.event_id, env.occurred_at)))
+                return _with_book(state, Book(e.round_id, "pending", (env.event_id, env.occurred_at), bank=bank))
+            return _with_book(state, replace(b, opened_by=(env.event_id, env.occurred_at), bank=bank))
         if isinstance(e, RoundVoided):
             b = state.books.get(e.round_id)
             if b is not None:
@@ -356,6 +381,14 @@ class WageringCore:
         if c.amount_cents % unit:
             return no("stake_not_multiple_of_unit", f"{c.amount_cents} cents is not a multiple of the table's "
                                                     f"rounding unit of {unit} cents")
+        if cfg.variant.value == "chemin_de_fer":
+            refused = _against_the_bank(b, c, wager)
+            if refused is not None:
+                return no(*refused)
+            if wager is Wager.BANCO:  # the whole bank: the bank's limits, not the table's wager limits
+                return [Emit(BetPlaced(round_id=c.round_id, bet_id=cmd.command_id, seat=c.seat,
+                                       player_id=c.player_id, wager=wager.value, amount_cents=c.amount_cents),
+                             round_id=c.round_id)]
         lim = cfg.limits_for(wager)
         if c.amount_cents < lim.min_cents:
             return no("under_table_min", f"{c.amount_cents} cents is under the {wager.value} minimum {lim.min_cents}")

@@ -40,7 +40,9 @@ from contracts.commands import (
     CloseShoe,
     CollectCommission,
     Command,
+    DecideOption,
     DrawCard,
+    ExpireOption,
     LoadShoe,
     OpenRound,
     OpenTable,
@@ -66,6 +68,7 @@ from contracts.envelope import (
 from contracts.events import (
     AdvantageBetFlagged,
     AnyEvent,
+    BankSettled,
     BetLine,
     BetPlaced,
     BetRejected,
@@ -81,11 +84,14 @@ from contracts.events import (
     CommandRejected,
     CommissionAccrued,
     CommissionCollected,
+    DominantPlayerChosen,
     Event,
     Irregularity,
     LedgerLine,
     LedgerPosted,
     OddsUpdated,
+    OptionDecided,
+    OptionOffered,
     PointsAnnounced,
     RoundOpened,
     RoundResolved,
@@ -106,7 +112,7 @@ from contracts.events import (
 )
 from contracts.schema import DOCUMENTS, SCHEMA_DIR, differences, generate
 from contracts.schema import main as schema_main
-from contracts.tables import LimitSpec, ShoeSpec, TableSpec
+from contracts.tables import ChemSpec, LimitSpec, ShoeSpec, TableSpec
 
 EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]
 COMMAND_TYPES: tuple[type[Command], ...] = AnyCommand.__args__  # type: ignore[attr-defined]
@@ -219,9 +225,20 @@ shoe_specs = realistic(
     end_of_shoe=st.sampled_from(["one_more_round", "finish_round"]),
     min_cut_depth=st.integers(0, 26),
 )
+option_cells = st.sampled_from(["player_5", "banker_3_9", "banker_4_1", "banker_5_4"])
+chem_specs = realistic(
+    ChemSpec,
+    option_draws=st.lists(option_cells, max_size=4, unique=True),
+    option_seconds=st.integers(1, 120),
+    seats_counter_clockwise=st.one_of(st.just([]), st.permutations(list(range(1, 15)))),
+    tie_break=st.sampled_from(["nearest_counter_clockwise", "first_wager"]),
+    bank_min_cents=st.integers(100, 100_000),
+    bank_max_cents=st.integers(100_000, 10**8),
+    bank_passes_on_loss=st.booleans(),
+)
 table_specs = realistic(
     TableSpec,
-    variant=st.sampled_from(["punto_banco", "casino_night"]),
+    variant=st.sampled_from(["punto_banco", "casino_night", "chemin_de_fer"]),
     shoe=shoe_specs,
     regulated=st.booleans(),
     wagers=st.lists(wagers, min_size=1, max_size=6, unique=True),
@@ -242,6 +259,7 @@ table_specs = realistic(
         wagers, st.builds(LimitSpec, min_cents=st.integers(100, 10_000), max_cents=st.integers(10_000, 10**7)),
         max_size=4,
     ),
+    chemin=chem_specs,
 )
 bet_lines = realistic(BetLine, bet_id=bet_ids, seat=seats, player_id=player_ids, wager=wagers, amount_cents=cents)
 event_ids = st.uuids().map(str)
@@ -360,7 +378,17 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
                                   nonce=st.binary(min_size=12, max_size=12).map(bytes.hex),
                                   ciphertext=st.binary(min_size=17, max_size=2_600)),
     TableOpened: realistic(TableOpened, config=table_specs),
-    RoundOpened: realistic(RoundOpened, round_id=round_ids, shoe_id=shoe_ids, number=st.integers(1, 90)),
+    RoundOpened: realistic(RoundOpened, round_id=round_ids, shoe_id=shoe_ids, number=st.integers(1, 90),
+                           banker_seat=st.integers(0, 14), banker_player_id=st.one_of(st.just(""), player_ids),
+                           bank_cents=st.one_of(st.just(0), cents)),
+    DominantPlayerChosen: realistic(DominantPlayerChosen, round_id=round_ids, seat=seats, player_id=player_ids,
+                                    wager_cents=cents, rule=st.sampled_from(
+                                        ["banco", "highest_wager", "nearest_counter_clockwise", "first_wager"])),
+    OptionOffered: realistic(OptionOffered, round_id=round_ids, hand=hands, cell=option_cells, row=st.integers(3, 5),
+                             column=st.sampled_from(["", "1", "4", "9"]), seat=seats, player_id=player_ids,
+                             option_seconds=st.integers(1, 120), default_draw=st.booleans()),
+    OptionDecided: realistic(OptionDecided, round_id=round_ids, hand=hands, cell=option_cells, draw=st.booleans(),
+                             by=st.sampled_from(["participant", "default"]), seat=seats, player_id=player_ids),
     CardDealt: realistic(CardDealt, round_id=round_ids, card=cards, hand=hands, position=st.integers(1, 3),
                          rule=st.sampled_from(["initial", "table_1", "table_2"]),
                          source=st.sampled_from(["13:69F-3.7", "N.J.A.C. 13:69F-3.9(b) Table 1",
@@ -407,6 +435,9 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
     CommissionAccrued: realistic(CommissionAccrued, seat=seats, player_id=player_ids, amount_cents=cents,
                                  owed_cents=cents, round_id=st.one_of(st.just(""), round_ids)),
     CommissionCollected: realistic(CommissionCollected, seat=seats, player_id=player_ids, amount_cents=cents),
+    BankSettled: realistic(BankSettled, round_id=round_ids, seat=seats, player_id=player_ids, bank_cents=cents,
+                           wagers_cents=cents, won_cents=signed_cents, commission_cents=cents,
+                           commission_accrued=st.booleans(), bank_after_cents=cents),
     RoundSettled: realistic(RoundSettled, round_id=round_ids, bets=st.integers(0, 40), stakes=cents, payouts=cents,
                             commission=cents, table_result=signed_cents),
     OddsUpdated: odds_updates(),
@@ -420,7 +451,11 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
     ReadBurn: realistic(ReadBurn, shoe_id=shoe_ids, exposed=cards, burned=st.lists(cards, max_size=10)),
     CloseShoe: realistic(CloseShoe, shoe_id=shoe_ids, reason=st.sampled_from(["end_of_shoe", "irregularity"])),
     OpenTable: realistic(OpenTable, config=table_specs),
-    OpenRound: realistic(OpenRound, round_id=round_ids, shoe_id=shoe_ids),
+    OpenRound: realistic(OpenRound, round_id=round_ids, shoe_id=shoe_ids, banker_seat=st.integers(0, 14),
+                         banker_player_id=st.one_of(st.just(""), player_ids), bank_cents=st.one_of(st.just(0), cents)),
+    ExpireOption: realistic(ExpireOption, round_id=round_ids, hand=hands),
+    DecideOption: realistic(DecideOption, round_id=round_ids, hand=hands, draw=st.booleans(), seat=seats,
+                            player_id=player_ids),
     VoidRound: realistic(VoidRound, round_id=round_ids, reason=details),
     OfferShoe: realistic(OfferShoe, seat=seats, player_id=player_ids),
     KeepShoe: realistic(KeepShoe, round_id=round_ids),
@@ -627,8 +662,8 @@ def test_struct_is_frozen_and_tolerates_unknown_fields(tp: type) -> None:
 
 def test_every_reachable_struct_is_covered() -> None:
     nested = ALL_STRUCTS - set(EVENT_TYPES) - set(COMMAND_TYPES)
-    assert nested == {Envelope, CommandEnvelope, DeadLetter, TableSpec, ShoeSpec, LimitSpec, BetLine, WagerOdds,
-                      LedgerLine}, (
+    assert nested == {Envelope, CommandEnvelope, DeadLetter, TableSpec, ShoeSpec, LimitSpec, ChemSpec, BetLine,
+                      WagerOdds, LedgerLine}, (
         "a new nested Struct: check it is frozen, give it defaults for new fields, regenerate the schemas"
     )
 

@@ -73,7 +73,7 @@ def test_the_vault_is_the_shoe_services_alone():
 def test_every_command_topic_has_exactly_one_writer():
     assert {c: _writers(c) for c in T.COMMAND_TOPICS} == {
         T.SHOE_COMMANDS: {"console"}, T.SHOE_DRAWS: {"dealing"}, T.DEALING_COMMANDS: {"console"},
-        T.WAGERING_COMMANDS: {"console"}, T.WAGERING_BETS: {"bettor"}, T.SETTLEMENT_COMMANDS: {"console"}}
+        T.DEALING_OPTIONS: {"bettor"}, T.WAGERING_COMMANDS: {"console"}, T.WAGERING_BETS: {"bettor"}, T.SETTLEMENT_COMMANDS: {"console"}}
     assert {r.name: r.writer for r in T.COMMAND_ROUTES} == {c: next(iter(w)) for c, w in
                                                            ((c, _writers(c)) for c in T.COMMAND_TOPICS)}
 

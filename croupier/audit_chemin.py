@@ -1,0 +1,144 @@
+"""The audit's chemin de fer checks (N.J.A.C. 13:69F-4.8): re-derive who controlled each hand and each option.
+
+Called by :func:`croupier.audit.audit` for every round of a chemin de fer table. Pure, like the audit. Checks:
+
+* the round opened with a Banker and a bank within the table's limits (``bank_mismatch``);
+* ``DominantPlayerChosen`` is the Dominant Player 4.8(c) gives from the closed book under the table's seat
+  order and tie break, exactly once before the first card (``dominant_player_mismatch``), or the round was
+  voided because nobody wagered against the bank;
+* every ``OptionOffered`` names an option cell the round reached and its controller (4.8(b): the Banker; 4.8(c):
+  the Dominant Player), its deadline the log's time of the card before it plus ``option_seconds``, and the
+  table's default for that cell; every ``OptionDecided`` follows its offer, names the same controller, and a
+  ``default`` one is the configured default at or after the deadline by the log's time (``option_mismatch``);
+* the bank's settlement (``BankSettled``) is :func:`baccarat.chemin.settle_bank` of the bank, the closed book's
+  wagers and the result under the table's rate and rounding (``bank_mismatch``).
+
+The decisions themselves feed the audit's re-deal of the round (:func:`decisions`), so the recorded hands must
+follow from the cards drawn and the decisions recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+
+from baccarat.chemin import ChemWager, OptionCell, dominant_player, settle_bank
+from baccarat.errors import BaccaratError
+from baccarat.round import Outcome
+from baccarat.table import TableConfig
+from baccarat.wagers import Wager
+from contracts.envelope import Envelope
+from contracts.events import (
+    BankSettled,
+    BetLine,
+    CardDealt,
+    DominantPlayerChosen,
+    OptionDecided,
+    OptionOffered,
+    RoundOpened,
+)
+
+Flag = Callable[[str, str, str], None]
+#: the dealing events of a round this module reads
+CHEM_EVENTS = (DominantPlayerChosen, OptionOffered, OptionDecided)
+
+
+def decisions(envs: Sequence[Envelope]) -> dict[str, bool]:
+    """The recorded option decisions of one round's events: hand (``player`` | ``banker``) -> draw."""
+    return {e.payload.hand: e.payload.draw for e in envs if isinstance(e.payload, OptionDecided)}
+
+
+def check_round(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Sequence[BetLine] | None,
+                envs: Sequence[Envelope], voided: bool, flag: Flag) -> None:
+    """Check one chemin de fer round's participants and options (see the module docstring). ``envs``: the
+    round's dealing events in log order (its ``CardDealt`` and the :data:`CHEM_EVENTS`)."""
+    rules = cfg.chemin
+    if opened is None or not opened.banker_player_id:
+        flag("bank_mismatch", rid, "a chemin de fer round opened without a Banker")
+        return
+    if not rules.bank_min_cents <= opened.bank_cents <= rules.bank_max_cents:
+        flag("bank_mismatch", rid, f"bank of {opened.bank_cents} cents outside the table's "
+                                   f"{rules.bank_min_cents}..{rules.bank_max_cents}")
+    chosen = [e for e in envs if isinstance(e.payload, DominantPlayerChosen)]
+    against = [b for b in book or () if b.wager in (Wager.PLAYER.value, Wager.BANCO.value)]
+    dealt = [e for e in envs if isinstance(e.payload, CardDealt)]
+    dominant: tuple[int, str] | None = None
+    if book is not None and against:
+        wagers = [ChemWager(b.seat, b.amount_cents, banco=b.wager == Wager.BANCO.value) for b in against]
+        try:
+            seat = dominant_player(wagers, opened.banker_seat, rules.seat_order(cfg.max_players), rules.tie_break)
+        except BaccaratError as ex:
+            flag("dominant_player_mismatch", rid, f"the book gives no Dominant Player: {ex}")
+            return
+        got = [(c.payload.seat, c.payload.player_id) for c in chosen]
+        if len(chosen) != 1 or got[0][0] != seat or got[0][1] not in {b.player_id for b in against if b.seat == seat}:
+            flag("dominant_player_mismatch", rid, f"recorded {got}, 13:69F-4.8(c) gives seat {seat}")
+        elif dealt and dealt[0].seq < chosen[0].seq:
+            flag("dominant_player_mismatch", rid, "the Dominant Player was chosen after the first card")
+        if len(chosen) == 1:
+            dominant = (chosen[0].payload.seat, chosen[0].payload.player_id)
+    elif chosen or (book is not None and not voided):
+        flag("dominant_player_mismatch", rid, "no wager against the Banker, yet the round "
+                                              + ("named a Dominant Player" if chosen else "was not voided"))
+    offer: Envelope | None = None
+    last_card: Envelope | None = None
+    for e in envs:
+        p = e.payload
+        if isinstance(p, CardDealt):
+            last_card = e
+            if offer is not None:
+                flag("option_mismatch", rid, f"card {p.card} dealt while the {offer.payload.cell} option was open")
+        elif isinstance(p, OptionOffered):
+            want_who = (opened.banker_seat, opened.banker_player_id) if p.hand == "banker" else dominant
+            try:
+                default = rules.option_defaults.draw(OptionCell(p.cell))
+            except ValueError:
+                flag("option_mismatch", rid, f"offered {p.cell!r}, not an option cell")
+                continue
+            at_card = last_card is not None and e.occurred_at == last_card.occurred_at
+            if (p.seat, p.player_id) != want_who or p.default_draw != default \
+                    or p.option_seconds != rules.option_seconds or not at_card:
+                flag("option_mismatch", rid, f"offered {p.cell} to {(p.seat, p.player_id)} default {p.default_draw} "
+                                             f"for {p.option_seconds} s at {e.occurred_at.isoformat()}; the rules "
+                                             f"give {want_who}, {default}, {rules.option_seconds} s from the card "
+                                             "that made it due")
+            offer = e
+        elif isinstance(p, OptionDecided):
+            if offer is None or offer.payload.hand != p.hand or offer.payload.cell != p.cell:
+                flag("option_mismatch", rid, f"{p.cell} decided with no such option offered")
+                continue
+            o = offer.payload
+            if (p.seat, p.player_id) != (o.seat, o.player_id):
+                flag("option_mismatch", rid, f"{p.cell} decided for {(p.seat, p.player_id)}, offered to "
+                                             f"{(o.seat, o.player_id)} (13:69F-4.8(b)-(c))")
+            deadline = offer.occurred_at + timedelta(seconds=o.option_seconds)
+            if p.by == "default" and (p.draw != o.default_draw or e.occurred_at < deadline):
+                flag("option_mismatch", rid, f"{p.cell} decided by default ({p.draw}) at {e.occurred_at.isoformat()}; "
+                                             f"the default is {o.default_draw} from {deadline.isoformat()}")
+            elif p.by not in ("default", "participant"):
+                flag("option_mismatch", rid, f"{p.cell} decided by {p.by!r}")
+            offer = None
+
+
+def check_bank(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Sequence[BetLine],
+               outcome: Outcome | None, got: Sequence[BankSettled], flag: Flag) -> tuple[int, int]:
+    """Check the bank's settlement of one chemin de fer round; returns the house's commission on it (cents)
+    and the part accrued to the Banker's box (0 when deducted), for the round's totals."""
+    if outcome is None or opened is None or not opened.banker_player_id:
+        if got:
+            flag("bank_mismatch", rid, "a bank settled for a round without a result or a Banker")
+        return 0, 0
+    wagered = sum(b.amount_cents for b in book)
+    try:
+        want = settle_bank(opened.bank_cents, wagered, outcome.winner, cfg.commission_rate, cfg.rounding)
+    except BaccaratError as ex:
+        flag("bank_mismatch", rid, f"the bank cannot be settled: {ex}")
+        return 0, 0
+    accrued = want.commission_cents > 0 and cfg.commission_mode.value == "accrue"
+    w = (opened.banker_seat, opened.banker_player_id, want.bank_cents, want.wagers_cents, want.won_cents,
+         want.commission_cents, accrued, want.bank_after_cents)
+    g = [(b.seat, b.player_id, b.bank_cents, b.wagers_cents, b.won_cents, b.commission_cents, b.commission_accrued,
+          b.bank_after_cents) for b in got]
+    if g != [w]:
+        flag("bank_mismatch", rid, f"recorded {g}, the rules give {[w]}")
+    return want.commission_cents, want.commission_cents if accrued else 0

@@ -1,0 +1,197 @@
+"""Chemin de fer in the dealing service (N.J.A.C. 13:69F-4.8): the Banker, the Dominant Player, the options.
+
+Pure helpers of :class:`services.dealing.core.DealingCore` for a chemin de fer table (its own module, to keep
+the punto banco decider as it was):
+
+* :func:`check_open_round`: ``OpenRound`` names the participant who holds the bank and its size, within the
+  table's bank limits (:class:`baccarat.chemin.ChemRules`, [U]); a Banker whose Banker's Hand lost the last
+  round must pass the bank when the table says so (``bank_must_pass``);
+* :func:`choose_dominant`: at "No more bets", the Dominant Player of 4.8(c) from the closed book
+  (:func:`baccarat.chemin.dominant_player`: a banco, else the highest wager against the Banker, ties broken
+  as configured), or the round is voided when nobody wagered against the bank;
+* :func:`offer`: an option cell reached is offered to its controller (4.8(b): the Banker for the Banker's
+  Hand; 4.8(c): the Dominant Player for the Player's Hand) with a deadline of the log's time of the card that
+  made it due plus ``option_seconds``;
+* :func:`decide_option`: ``DecideOption`` from the controller only (``not_controller``, ``actor_mismatch``),
+  for the option pending (``no_option_pending``, ``option_out_of_turn``, ``unknown_hand``); ``ExpireOption``
+  from the table's clock applies the configured default from the deadline on (``option_not_expired``).
+
+Time enters only as the log's times of the events and commands (the brokers' append times), so a replay
+decides the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from baccarat import round as R
+from baccarat.cards import Hand
+from baccarat.chemin import ChemWager, controller, dominant_player, option_cell
+from baccarat.errors import BaccaratError
+from baccarat.table import TableConfig
+from baccarat.wagers import Wager
+from contracts.commands import DecideOption, ExpireOption, OpenRound
+from contracts.envelope import CommandEnvelope
+from contracts.events import BetLine, DominantPlayerChosen, Event, OptionDecided, OptionOffered, RoundOpened, RoundVoided
+from services.runtime.core import Emit, Send
+
+#: the reason a chemin de fer round is voided when nobody wagered against the bank (no Dominant Player)
+NO_WAGER = "no_wager_against_the_bank"
+
+
+@dataclass(frozen=True, slots=True)
+class ChemRound:
+    """A chemin de fer round's participants: the Banker and the bank (cents, from ``RoundOpened``), the
+    closed book (``BettingClosed``), the Dominant Player (seat, player id) once chosen, and the option on
+    offer (``OptionOffered``) until it is decided."""
+
+    banker_seat: int
+    banker_player_id: str
+    bank_cents: int
+    book: tuple[BetLine, ...] | None = None
+    dominant: tuple[int, str] | None = None
+    offered: OptionOffered | None = None
+    #: the log's time of ``offered``: its deadline is this plus ``offered.option_seconds``
+    offered_at: datetime | None = None
+
+    @property
+    def deadline(self) -> datetime | None:
+        """When the option on offer may be decided by the table's default (None: nothing on offer)."""
+        if self.offered is None or self.offered_at is None:
+            return None
+        return self.offered_at + timedelta(seconds=self.offered.option_seconds)
+
+
+def opened(e: RoundOpened) -> ChemRound:
+    """The chemin de fer part of a round from its ``RoundOpened``."""
+    return ChemRound(e.banker_seat, e.banker_player_id, e.bank_cents)
+
+
+def evolve(chem: ChemRound, deal: R.Deal, e: Event, at: datetime) -> tuple[ChemRound, R.Deal]:
+    """Fold one of dealing's chemin de fer events (logged at ``at``) into the round (no validation)."""
+    if isinstance(e, DominantPlayerChosen):
+        return replace(chem, dominant=(e.seat, e.player_id)), deal
+    if isinstance(e, OptionOffered):
+        return replace(chem, offered=e, offered_at=at), deal
+    if isinstance(e, OptionDecided):
+        return replace(chem, offered=None, offered_at=None), R.decide(deal, Hand(e.hand), e.draw)
+    return chem, deal
+
+
+def check_open_round(config: TableConfig | None, c: OpenRound, last_bank: tuple[int, str, bool] | None
+                     ) -> tuple[str, str] | None:
+    """Why ``OpenRound`` is refused (reason code, detail), or None. Chemin de fer: ``no_banker`` (no
+    participant named for the bank), ``invalid_seat``, ``bank_out_of_limits`` (outside the table's bank
+    minimum and maximum, or not whole rounding units), ``bank_must_pass`` (the Banker's Hand lost the last
+    round under ``bank_passes_on_loss``). Other games: ``not_chemin_de_fer`` when a bank is named."""
+    if config is None:
+        return None
+    if config.variant.value != "chemin_de_fer":
+        if c.banker_seat or c.banker_player_id or c.bank_cents:
+            return "not_chemin_de_fer", "only a chemin de fer round has a participant's bank"
+        return None
+    rules = config.chemin
+    if not c.banker_player_id or not c.banker_seat:
+        return "no_banker", "a chemin de fer round needs the participant holding the bank (13:69F-4.8(b))"
+    if c.banker_seat not in rules.seat_order(config.max_players):
+        return "invalid_seat", f"seat {c.banker_seat} is not at this table"
+    if not rules.bank_min_cents <= c.bank_cents <= rules.bank_max_cents \
+            or c.bank_cents % config.rounding.unit_cents:
+        return "bank_out_of_limits", (f"a bank of {c.bank_cents} cents: the table takes {rules.bank_min_cents} to "
+                                      f"{rules.bank_max_cents} in units of {config.rounding.unit_cents}")
+    if last_bank is not None and rules.bank_passes_on_loss and last_bank[2] and last_bank[1] == c.banker_player_id:
+        return "bank_must_pass", (f"the Banker's Hand of {c.banker_player_id!r} lost the last round: the bank "
+                                  "passes (bank_passes_on_loss)")
+    return None
+
+
+def choose_dominant(config: TableConfig | None, round_id: str, shoe_id: str, chem: ChemRound,
+                    closed_by: tuple[str, datetime]) -> list[Emit | Send]:
+    """At "No more bets": ``DominantPlayerChosen`` by 13:69F-4.8(c) from the closed book, or ``RoundVoided``
+    (:data:`NO_WAGER`) when no wager was made against the Banker."""
+    cause, at = closed_by
+    bets = [b for b in chem.book or () if b.wager in (Wager.PLAYER.value, Wager.BANCO.value)]
+    if not bets or config is None:
+        return [Emit(RoundVoided(round_id=round_id, reason=NO_WAGER), round_id=round_id, shoe_id=shoe_id,
+                     causation_id=cause, occurred_at=at)]
+    rules = config.chemin
+    order = rules.seat_order(config.max_players)
+    wagers = [ChemWager(b.seat, b.amount_cents, banco=b.wager == Wager.BANCO.value) for b in bets]
+    try:
+        seat = dominant_player(wagers, chem.banker_seat, order, rules.tie_break)
+    except BaccaratError as ex:  # a seat outside the configured order; the wagering service refuses such bets
+        return [Emit(RoundVoided(round_id=round_id, reason=f"no Dominant Player: {ex}"), round_id=round_id,
+                     shoe_id=shoe_id, causation_id=cause, occurred_at=at)]
+    mine = [b for b in bets if b.seat == seat]
+    total = sum(b.amount_cents for b in mine)
+    if any(w.banco for w in wagers):
+        rule = "banco"
+    elif sum(1 for s in {b.seat for b in bets} if sum(x.amount_cents for x in bets if x.seat == s) == total) > 1:
+        rule = rules.tie_break.value
+    else:
+        rule = "highest_wager"
+    # the participant at the seat: the one whose wager there is largest (then first made)
+    player = max(mine, key=lambda b: (b.amount_cents, -mine.index(b))).player_id
+    return [Emit(DominantPlayerChosen(round_id=round_id, seat=seat, player_id=player, wager_cents=total,
+                                      rule=rule),
+                 round_id=round_id, shoe_id=shoe_id, causation_id=cause, occurred_at=at)]
+
+
+def offer(config: TableConfig, round_id: str, shoe_id: str, chem: ChemRound, step: R.NeedDecision,
+          cause: str, at: datetime) -> list[Emit | Send]:
+    """``OptionOffered`` for the option cell ``step`` to its controller (13:69F-4.8(b)-(c)), once; nothing
+    while it waits for the decision."""
+    if chem.offered is not None:
+        return []
+    assert chem.dominant is not None
+    cell = option_cell(step.hand, step.row, step.column if step.hand is Hand.BANKER else "")
+    if step.hand is Hand.BANKER:
+        seat, player = chem.banker_seat, chem.banker_player_id
+    else:
+        seat, player = chem.dominant
+    assert controller(step.hand, chem.banker_seat, chem.dominant[0]) == seat
+    ev = OptionOffered(round_id=round_id, hand=step.hand.value, cell=cell.value, row=step.row,
+                       column=step.column, seat=seat, player_id=player, option_seconds=config.chemin.option_seconds,
+                       default_draw=config.chemin.option_defaults.draw(cell))
+    return [Emit(ev, round_id=round_id, shoe_id=shoe_id, causation_id=cause, occurred_at=at)]
+
+
+def decide_option(config: TableConfig | None, chem: ChemRound, cmd: CommandEnvelope
+                  ) -> tuple[tuple[str, str] | None, list[Event]]:
+    """``DecideOption`` or ``ExpireOption`` against the option on offer: ``(refusal, [])`` or
+    ``(None, [OptionDecided])``. ``cmd.issued_at`` is the command's log time."""
+    c = cmd.payload
+    assert isinstance(c, (DecideOption, ExpireOption))
+    if c.hand not in (Hand.PLAYER.value, Hand.BANKER.value):
+        return ("unknown_hand", f"hand {c.hand!r} is not player or banker"), []
+    o = chem.offered
+    if o is None:
+        return ("no_option_pending", f"no option is pending: the round is not at an option cell of the "
+                                     f"{c.hand.capitalize()}'s Hand"), []
+    if o.hand != c.hand:
+        return ("option_out_of_turn", f"the option pending is the {o.hand.capitalize()}'s Hand's ({o.cell}), "
+                                      f"not the {c.hand.capitalize()}'s"), []
+    if isinstance(c, ExpireOption):
+        deadline = chem.deadline
+        assert deadline is not None
+        if cmd.issued_at < deadline:
+            return ("option_not_expired", f"the {o.cell} option may be decided until {deadline.isoformat()}; "
+                                          f"it is {cmd.issued_at.isoformat()}"), []
+        return None, [OptionDecided(round_id=o.round_id, hand=o.hand, cell=o.cell, draw=o.default_draw,
+                                    by="default", seat=o.seat, player_id=o.player_id)]
+    if (c.seat, c.player_id) != (o.seat, o.player_id):
+        who = "the Banker" if o.hand == Hand.BANKER.value else "the Dominant Player"
+        rule = "13:69F-4.8(b)" if o.hand == Hand.BANKER.value else "13:69F-4.8(c)"
+        return ("not_controller", f"{c.player_id!r} at seat {c.seat} does not control the "
+                                  f"{o.hand.capitalize()}'s Hand: {who}, {o.player_id!r} at seat {o.seat}, "
+                                  f"decides ({rule})"), []
+    if cmd.actor != c.player_id:
+        return ("actor_mismatch", f"a decision for {c.player_id!r} sent by {cmd.actor or 'an unnamed actor'!r}: "
+                                  "a terminal decides only for the player it names as its actor"), []
+    return None, [OptionDecided(round_id=o.round_id, hand=o.hand, cell=o.cell, draw=c.draw, by="participant",
+                                seat=o.seat, player_id=o.player_id)]
+
+
+__all__ = ["ChemRound", "NO_WAGER", "check_open_round", "choose_dominant", "decide_option", "evolve", "offer",
+           "opened"]

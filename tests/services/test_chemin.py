@@ -1,0 +1,394 @@
+"""Chemin de fer as a service-run game (issue 12), on the in-memory bus with a physical shoe whose cards are
+read: the Banker named at ``OpenRound``, the Dominant Player chosen at "No more bets" (13:69F-4.8(c)), each
+option cell offered to its controller (4.8(b)-(c)) and decided by that participant, or by the table's default
+on the clock's ``ExpireOption``; wagers against the bank refused when the bank cannot cover them; the bank's
+settlement with the house's commission; the audit re-derives every round; a rebuild equals the live state.
+
+Deals (P1 B1 P2 B2, then third cards) reaching each option cell (see tests/unit/test_chemin.py):
+player_5 ``3 2 2 K`` (+``9`` +``5``); banker_3_9 ``K 2 2 A`` (+``9``); banker_4_1 ``K 2 3 2`` (+``A``);
+banker_5_4 ``K 2 4 3`` (+``4``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from baccarat.chemin import ChemRules, TieBreak
+from baccarat.money import CommissionMode
+from baccarat.table import chemin_de_fer
+from contracts import topics as T
+from contracts.commands import (
+    CloseBetting,
+    DecideOption,
+    ExpireOption,
+    LoadShoe,
+    OpenRound,
+    OpenTable,
+    PlaceBet,
+    ReadCard,
+    SeatPlayer,
+)
+from contracts.events import (
+    BankSettled,
+    BetRejected,
+    BetSettled,
+    CardDealt,
+    CommandRejected,
+    CommissionAccrued,
+    DominantPlayerChosen,
+    OptionDecided,
+    OptionOffered,
+    RoundResolved,
+    RoundSettled,
+    RoundVoided,
+)
+from croupier.audit import audit
+from services.runtime.core import command
+from services.runtime.translate import table_spec
+from tests.services.helpers import events, floor_bus, payloads
+
+START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+#: (seat, player): the Banker holds seat 1
+PLAYERS = ((1, "banker"), (2, "ann"), (3, "ben"), (5, "cat"), (7, "dan"))
+
+DEALS = {
+    "player_5": ("3s", "2s", "2h", "Ks", "9s", "5s"),
+    "banker_3_9": ("Kh", "2d", "2c", "Ad", "9d", "5d"),
+    "banker_4_1": ("Kc", "2c", "3c", "2h", "Ac", "5c"),
+    "banker_5_4": ("Kd", "2h", "4d", "3d", "4h", "5h"),
+}
+
+
+class Table:
+    """A chemin de fer table with a physical shoe on the in-memory bus; command n is logged n seconds after
+    START unless ``at`` says otherwise."""
+
+    def __init__(self, config=None):  # type: ignore[no-untyped-def]
+        self.bus, self.hosts = floor_bus()
+        # CH1 is a test table (an unregulated training table may open there: CROUPIER_TEST_TABLES)
+        self.hosts["dealing"].core.test_tables = ("CH*",)
+        self.n = 0
+        self.rounds = 0
+        self.send(T.DEALING_COMMANDS, OpenTable(config=table_spec(config or chemin_de_fer())))
+        self.send(T.SHOE_COMMANDS, LoadShoe(shoe_id="PS", physical=True))
+
+    def send(self, topic, payload, cid=None, actor=None, at=None):  # type: ignore[no-untyped-def]
+        self.n += 1
+        cid = cid or f"c{self.n}"
+        when = at or START + timedelta(seconds=self.n)
+        self.bus.send(topic, command("CH1", cid, when, payload, actor=actor))
+        return cid
+
+    async def open(self, banker=(1, "banker"), bank=100_000, rid=None) -> str:  # type: ignore[no-untyped-def]
+        await self.bus.pump()
+        if not self.rounds:
+            for seat, player in PLAYERS:
+                self.send(T.WAGERING_COMMANDS, SeatPlayer(seat=seat, player_id=player))
+        self.rounds += 1
+        rid = rid or f"R{self.rounds}"
+        self.send(T.DEALING_COMMANDS, OpenRound(round_id=rid, shoe_id="PS", banker_seat=banker[0],
+                                                banker_player_id=banker[1], bank_cents=bank))
+        await self.bus.pump()
+        return rid
+
+    def bet(self, rid, seat, player, cents, wager="player", cid=None):  # type: ignore[no-untyped-def]
+        return self.send(T.WAGERING_BETS, PlaceBet(round_id=rid, seat=seat, player_id=player, wager=wager,
+                                                        amount_cents=cents), cid, actor=player)
+
+    async def close(self, rid) -> None:  # type: ignore[no-untyped-def]
+        self.send(T.WAGERING_COMMANDS, CloseBetting(round_id=rid))
+        await self.bus.pump()
+
+    async def read(self, rid, cards, first=1) -> None:  # type: ignore[no-untyped-def]
+        for i, card in enumerate(cards, first):
+            self.send(T.SHOE_COMMANDS, ReadCard(shoe_id="PS", round_id=rid, card_number=i, card=card))
+        await self.bus.pump()
+
+    async def decide(self, rid, hand, draw, seat, player, actor=None, cid=None):  # type: ignore[no-untyped-def]
+        cid = self.send(T.DEALING_OPTIONS, DecideOption(round_id=rid, hand=hand, draw=draw, seat=seat,
+                                                        player_id=player), cid, actor=actor or player)
+        await self.bus.pump()
+        return cid
+
+    async def expire(self, rid, hand, at=None, cid=None):  # type: ignore[no-untyped-def]
+        cid = self.send(T.DEALING_COMMANDS, ExpireOption(round_id=rid, hand=hand), cid, actor="dealer", at=at)
+        await self.bus.pump()
+        return cid
+
+    def of(self, stream, kind):  # type: ignore[no-untyped-def]
+        return payloads(self.bus, stream, kind)
+
+    def rejected(self):  # type: ignore[no-untyped-def]
+        return [(r.command_id, r.reason) for r in self.of(T.DEALING_EVENTS, CommandRejected)]
+
+    def clean(self) -> None:
+        rep = audit(events(self.bus))
+        assert rep.clean, [str(d) for d in rep.discrepancies]
+        return rep
+
+
+async def _to_option(cell: str, t: Table | None = None):  # type: ignore[no-untyped-def]
+    """A round at ``cell``'s option: ann (seat 2) $300 and ben (seat 3) $500 against a $1,000 bank: ben is the
+    Dominant Player (the highest wager, 4.8(c))."""
+    t = t or Table()
+    rid = await t.open()
+    t.bet(rid, 2, "ann", 30_000)
+    t.bet(rid, 3, "ben", 50_000)
+    await t.bus.pump()
+    await t.close(rid)
+    await t.read(rid, DEALS[cell][:4] if cell == "player_5" else DEALS[cell][:5])
+    return t, rid
+
+
+CONTROLLER = {"player": (3, "ben"), "banker": (1, "banker")}
+
+
+@pytest.mark.parametrize("cell", list(DEALS))
+@pytest.mark.parametrize("draw", [True, False])
+async def test_each_option_cell_decided_both_ways_by_its_controller(cell, draw):
+    t, rid = await _to_option(cell)
+    (dp,) = t.of(T.DEALING_EVENTS, DominantPlayerChosen)
+    assert (dp.seat, dp.player_id, dp.wager_cents, dp.rule) == (3, "ben", 50_000, "highest_wager")
+    (offer,) = t.of(T.DEALING_EVENTS, OptionOffered)
+    hand = "player" if cell == "player_5" else "banker"
+    seat, player = CONTROLLER[hand]
+    assert (offer.cell, offer.hand, offer.seat, offer.player_id) == (cell, hand, seat, player)
+    assert t.of(T.DEALING_EVENTS, RoundResolved) == []  # the round waits for the decision
+    await t.decide(rid, hand, draw, seat, player)
+    (dec,) = t.of(T.DEALING_EVENTS, OptionDecided)
+    assert (dec.cell, dec.draw, dec.by, dec.player_id) == (cell, draw, "participant", player)
+    rest = DEALS[cell][4:] if cell == "player_5" else DEALS[cell][5:]
+    await t.read(rid, rest, first=5 if cell == "player_5" else 6)
+    (res,) = t.of(T.DEALING_EVENTS, RoundResolved)
+    hand_cards = res.player_cards if hand == "player" else res.banker_cards
+    assert len(hand_cards) == (3 if draw else 2)
+    if cell == "player_5":  # stand: 5 v the Banker's 2+K+9 = 1; draw the 9: 4 v 2+K+5 = 7
+        assert (res.player_points, res.banker_points, res.winner) == ((4, 7, "banker") if draw else (5, 1, "player"))
+    if cell == "banker_3_9":  # the Player's K 2 9 = 1; the Banker's 2 A (+5 when drawing) = 3 or 8
+        assert (res.player_points, res.banker_points) == ((1, 8) if draw else (1, 3))
+    t.clean()
+
+
+async def test_the_money_of_a_round_is_conserved_between_participants_and_house():
+    # banker_3_9 drawing: the Banker's 8 beats the Player's 1; ann $300 and ben $500 lose to a $1,000 bank
+    t, rid = await _to_option("banker_3_9")
+    await t.decide(rid, "banker", True, 1, "banker")
+    await t.read(rid, ["5d"], first=6)
+    bets = t.of(T.SETTLEMENT_EVENTS, BetSettled)
+    assert sorted((b.player_id, b.result, b.payout) for b in bets) == [("ann", "lose", 0), ("ben", "lose", 0)]
+    (bank,) = t.of(T.SETTLEMENT_EVENTS, BankSettled)
+    assert (bank.player_id, bank.bank_cents, bank.wagers_cents, bank.won_cents, bank.commission_cents,
+            bank.commission_accrued, bank.bank_after_cents) == ("banker", 100_000, 80_000, 80_000, 4_000, False,
+                                                               176_000)
+    (rs,) = t.of(T.SETTLEMENT_EVENTS, RoundSettled)
+    assert (rs.stakes, rs.payouts, rs.commission, rs.table_result) == (80_000, 0, 4_000, 4_000)
+    bettors = sum(b.payout - b.stake for b in bets)
+    assert bettors + (bank.won_cents - bank.commission_cents) + rs.table_result == 0
+    t.clean()
+
+
+async def test_the_bank_loses_and_pays_every_wager_no_commission():
+    t, rid = await _to_option("player_5")
+    await t.decide(rid, "player", False, 3, "ben")  # stand on 5: the Banker's 2 draws the 9 -> 1
+    await t.read(rid, ["9s"], first=5)
+    bets = t.of(T.SETTLEMENT_EVENTS, BetSettled)
+    assert sorted((b.player_id, b.result, b.payout) for b in bets) == [("ann", "win", 60_000), ("ben", "win", 100_000)]
+    (bank,) = t.of(T.SETTLEMENT_EVENTS, BankSettled)
+    assert (bank.won_cents, bank.commission_cents, bank.bank_after_cents) == (-80_000, 0, 20_000)
+    (rs,) = t.of(T.SETTLEMENT_EVENTS, RoundSettled)
+    assert rs.table_result == 0
+    assert sum(b.payout - b.stake for b in bets) + bank.won_cents == 0
+    t.clean()
+    # the Banker's Hand lost: the bank passes (bank_passes_on_loss); the same Banker is refused
+    await t.bus.pump()
+    t.send(T.DEALING_COMMANDS, OpenRound(round_id="R2", shoe_id="PS", banker_seat=1, banker_player_id="banker",
+                                         bank_cents=20_000), "same-banker")
+    await t.bus.pump()
+    assert ("same-banker", "bank_must_pass") in t.rejected()
+    rid2 = await t.open(banker=(2, "ann"), bank=50_000)
+    assert rid2 == "R2" and ("c" + str(t.n), "bank_must_pass") not in t.rejected()
+
+
+async def test_commission_accrued_to_the_bankers_box_with_its_rounding():
+    t = Table(chemin_de_fer(commission_mode=CommissionMode.ACCRUE))
+    rid = await t.open(bank=100_000)
+    t.bet(rid, 2, "ann", 33_325)  # 5 % of 33,325 = 1,666.25: the house's rounding takes 1,667
+    await t.bus.pump()
+    await t.close(rid)
+    await t.read(rid, ("Kh", "2d", "2c", "Ad", "9d"))
+    await t.decide(rid, "banker", True, 1, "banker")
+    await t.read(rid, ["5d"], first=6)
+    (bank,) = t.of(T.SETTLEMENT_EVENTS, BankSettled)
+    assert (bank.won_cents, bank.commission_cents, bank.commission_accrued) == (33_325, 1_667, True)
+    (acc,) = t.of(T.SETTLEMENT_EVENTS, CommissionAccrued)
+    assert (acc.seat, acc.player_id, acc.amount_cents, acc.owed_cents) == (1, "banker", 1_667, 1_667)
+    (rs,) = t.of(T.SETTLEMENT_EVENTS, RoundSettled)
+    assert rs.table_result == 1_667
+    t.clean()
+
+
+async def test_a_decision_from_anyone_but_the_controller_is_refused():
+    t, rid = await _to_option("player_5")
+    await t.decide(rid, "player", True, 2, "ann", cid="not-dominant")  # ann wagered less than ben
+    await t.decide(rid, "player", True, 1, "banker", cid="banker-on-player")  # the Banker decides only his hand
+    await t.decide(rid, "player", True, 3, "ben", actor="ann", cid="forged")  # ann's terminal names ben
+    await t.decide(rid, "banker", True, 1, "banker", cid="out-of-turn")  # the Player's option is pending
+    await t.decide(rid, "dealer", True, 1, "banker", cid="no-hand")
+    assert t.rejected() == [("not-dominant", "not_controller"), ("banker-on-player", "not_controller"),
+                            ("forged", "actor_mismatch"), ("out-of-turn", "option_out_of_turn"),
+                            ("no-hand", "unknown_hand")]
+    assert t.of(T.DEALING_EVENTS, OptionDecided) == []
+    await t.decide(rid, "player", False, 3, "ben")
+    await t.decide(rid, "player", True, 3, "ben", cid="twice")  # decided already: no option now
+    await t.read(rid, ["9s"], first=5)
+    await t.decide(rid, "banker", True, 1, "banker", cid="after")  # the round is over
+    assert t.rejected()[-2:] == [("twice", "no_option_pending"), ("after", "no_option_pending")]
+    (res,) = t.of(T.DEALING_EVENTS, RoundResolved)
+    assert res.winner == "player"
+    t.clean()
+
+
+async def test_no_option_exists_refused():
+    t = Table()
+    rid = await t.open()
+    t.bet(rid, 2, "ann", 10_000)
+    await t.bus.pump()
+    await t.decide(rid, "player", True, 2, "ann", cid="betting")  # no card yet
+    await t.close(rid)
+    await t.read(rid, ("4s", "Ks", "3s", "6s"))  # Player 7 v Banker 6: both stand, no option
+    await t.decide(rid, "player", True, 2, "ann", cid="no-cell")
+    await t.expire(rid, "banker", cid="no-cell-clock")
+    assert t.rejected() == [("betting", "no_option_pending"), ("no-cell", "no_option_pending"),
+                            ("no-cell-clock", "no_option_pending")]
+    assert [r.winner for r in t.of(T.DEALING_EVENTS, RoundResolved)] == ["player"]
+    t.clean()
+
+
+async def test_the_configured_default_decides_when_the_controller_does_not_in_time():
+    rules = ChemRules(option_seconds=20)
+    t = Table(chemin_de_fer(chemin=rules))
+    t, rid = await _to_option("banker_5_4", t)
+    (offer_env,) = [e for e in events(t.bus, T.DEALING_EVENTS) if isinstance(e.payload, OptionOffered)]
+    offer = offer_env.payload
+    card5 = [e for e in events(t.bus, T.DEALING_EVENTS) if isinstance(e.payload, CardDealt)][-1]
+    assert offer_env.occurred_at == card5.occurred_at and offer.option_seconds == 20
+    deadline = card5.occurred_at + timedelta(seconds=20)
+    assert offer.default_draw is True  # banker 5 giving 4 draws (the punto banco cell)
+    await t.expire(rid, "banker", at=deadline - timedelta(milliseconds=1), cid="early")
+    assert t.rejected() == [("early", "option_not_expired")]
+    await t.expire(rid, "banker", at=deadline, cid="late")
+    (dec,) = t.of(T.DEALING_EVENTS, OptionDecided)
+    assert (dec.cell, dec.draw, dec.by, dec.player_id) == ("banker_5_4", True, "default", "banker")
+    await t.decide(rid, "banker", False, 1, "banker", cid="too-late")
+    assert t.rejected()[-1] == ("too-late", "no_option_pending")
+    await t.read(rid, ["5h"], first=6)
+    (res,) = t.of(T.DEALING_EVENTS, RoundResolved)
+    assert res.banker_cards == ["2h", "3d", "5h"]
+    t.clean()
+    # a table whose default stands
+    t = Table(chemin_de_fer(chemin=ChemRules(option_defaults=ChemRules().option_defaults.__class__(frozenset()))))
+    t, rid = await _to_option("banker_5_4", t)
+    (offer_env,) = [e for e in events(t.bus, T.DEALING_EVENTS) if isinstance(e.payload, OptionOffered)]
+    await t.expire(rid, "banker", at=offer_env.occurred_at + timedelta(seconds=30))
+    (dec,) = t.of(T.DEALING_EVENTS, OptionDecided)
+    assert (dec.draw, dec.by) == (False, "default")
+    (res,) = t.of(T.DEALING_EVENTS, RoundResolved)
+    assert res.banker_cards == ["2h", "3d"]
+    t.clean()
+
+
+async def test_dominant_player_per_4_8_c_with_ties_broken_as_configured():
+    async def chosen(config, wagers, banker=(1, "banker")):  # type: ignore[no-untyped-def]
+        t = Table(config)
+        rid = await t.open(banker=banker)
+        for seat, player, cents, wager in wagers:
+            t.bet(rid, seat, player, cents, wager)
+        await t.bus.pump()
+        await t.close(rid)
+        (dp,) = t.of(T.DEALING_EVENTS, DominantPlayerChosen)
+        return dp.seat, dp.player_id, dp.rule
+
+    tie = [(7, "dan", 20_000, "player"), (2, "ann", 20_000, "player"), (3, "ben", 5_000, "player")]
+    # equally high: the nearest seat counter-clockwise from the Banker at seat 1 is 2
+    assert await chosen(chemin_de_fer(), tie) == (2, "ann", "nearest_counter_clockwise")
+    # seats numbered the other way round the table: from seat 1 counter-clockwise comes 7 before 2
+    ccw = ChemRules(seats_counter_clockwise=(1, 7, 6, 5, 4, 3, 2))
+    assert await chosen(chemin_de_fer(chemin=ccw), tie) == (7, "dan", "nearest_counter_clockwise")
+    # a training table's house rule: the first wager made
+    first = chemin_de_fer(regulated=False, chemin=ChemRules(tie_break=TieBreak.FIRST_WAGER))
+    assert await chosen(first, tie) == (7, "dan", "first_wager")
+    # the highest wager against the Banker
+    assert await chosen(chemin_de_fer(), [(2, "ann", 20_000, "player"), (5, "cat", 30_000, "player")]) == \
+        (5, "cat", "highest_wager")
+    # banco (the whole bank) takes control
+    assert await chosen(chemin_de_fer(), [(5, "cat", 100_000, "banco")]) == (5, "cat", "banco")
+
+
+async def test_wagers_the_bank_cannot_cover_are_refused_before_the_deal():
+    t = Table()
+    rid = await t.open(bank=50_000)
+    t.bet(rid, 2, "ann", 30_000, cid="ok")
+    t.bet(rid, 3, "ben", 25_000, cid="over")  # 55,000 against 50,000
+    t.bet(rid, 1, "banker", 5_000, cid="self")
+    t.bet(rid, 5, "cat", 50_000, wager="banco", cid="banco-late")  # another wager is already made
+    t.bet(rid, 3, "ben", 20_000, cid="fits")
+    await t.bus.pump()
+    rej = [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)]
+    assert rej == [("over", "bank_cannot_cover"), ("self", "banker_cannot_wager"),
+                   ("banco-late", "banco_needs_whole_bank")]
+    t2 = Table()
+    r2 = await t2.open(bank=50_000)
+    t2.bet(r2, 5, "cat", 40_000, wager="banco", cid="short")
+    t2.bet(r2, 5, "cat", 50_000, wager="banco", cid="banco")
+    t2.bet(r2, 2, "ann", 2_500, cid="after-banco")
+    await t2.bus.pump()
+    rej = [(r.command_id, r.reason) for r in t2.of(T.WAGERING_EVENTS, BetRejected)]
+    assert rej == [("short", "banco_needs_whole_bank"), ("after-banco", "banco_called")]
+    # the bank itself within the table's limits, and a Banker named
+    t3 = Table()
+    await t3.bus.pump()
+    t3.send(T.DEALING_COMMANDS, OpenRound(round_id="X", shoe_id="PS", banker_seat=1, banker_player_id="banker",
+                                          bank_cents=5_000), "small")
+    t3.send(T.DEALING_COMMANDS, OpenRound(round_id="Y", shoe_id="PS"), "nobody")
+    await t3.bus.pump()
+    assert t3.rejected() == [("small", "bank_out_of_limits"), ("nobody", "no_banker")]
+
+
+async def test_nobody_against_the_bank_voids_the_round():
+    t = Table()
+    rid = await t.open()
+    await t.close(rid)
+    assert [v.reason for v in t.of(T.DEALING_EVENTS, RoundVoided)] == ["no_wager_against_the_bank"]
+    t.clean()
+
+
+async def test_replay_equals_live():
+    t, rid = await _to_option("player_5")
+    await t.decide(rid, "player", True, 3, "ben")
+    await t.read(rid, ["9s", "5s"], first=5)
+    r2 = await t.open(banker=(1, "banker"), bank=100_000)  # the Banker won: keeps the bank
+    t.bet(r2, 5, "cat", 100_000, wager="banco")
+    await t.bus.pump()
+    await t.close(r2)
+    await t.read(r2, DEALS["banker_4_1"][:5])
+    (offer,) = [e for e in events(t.bus, T.DEALING_EVENTS) if isinstance(e.payload, OptionOffered)
+                and e.payload.round_id == r2]
+    await t.expire(r2, "banker", at=offer.occurred_at + timedelta(seconds=31))
+    await t.read(r2, ["5c"], first=6)
+    rep = t.clean()
+    assert rep.rounds_checked == 2
+    logged = {topic: len(recs) for topic, recs in t.bus.topics.items()}
+    for name, host in t.hosts.items():
+        live = host.runner.tables["CH1"].state
+        await t.bus.rebuild(host)
+        await t.bus.pump()
+        rebuilt = host.runner.tables["CH1"].state
+        if name == "dealing":  # DrawCard commands sent are not history (see test_bounded_state)
+            live = replace(live, round=replace(live.round, requested=0))
+            rebuilt = replace(rebuilt, round=replace(rebuilt.round, requested=0))
+        assert rebuilt == live, name
+    # the rebuilt services publish nothing new: no decision is taken twice
+    assert {topic: len(recs) for topic, recs in t.bus.topics.items()} == logged
