@@ -66,21 +66,28 @@ class Table:
     """A chemin de fer table with a physical shoe on the in-memory bus; command n is logged n seconds after
     START unless ``at`` says otherwise."""
 
-    def __init__(self, config=None):  # type: ignore[no-untyped-def]
+    def __init__(self, config=None, shoe=None):  # type: ignore[no-untyped-def]
         self.bus, self.hosts = floor_bus()
         # CH1 is a test table (an unregulated training table may open there: CROUPIER_TEST_TABLES)
         self.hosts["dealing"].core.test_tables = ("CH*",)
         self.n = 0
         self.rounds = 0
         self.send(T.DEALING_COMMANDS, OpenTable(config=table_spec(config or chemin_de_fer())))
-        self.send(T.SHOE_COMMANDS, LoadShoe(shoe_id="PS", physical=True))
+        # a physical shoe PS whose cards are read, or a shoe the shoe service shuffles (seeded entropy)
+        self.send(T.SHOE_COMMANDS, shoe or LoadShoe(shoe_id="PS", physical=True))
 
     def send(self, topic, payload, cid=None, actor=None, at=None):  # type: ignore[no-untyped-def]
         self.n += 1
         cid = cid or f"c{self.n}"
         when = at or START + timedelta(seconds=self.n)
+        self.now = max(getattr(self, "now", START), when)
         self.bus.send(topic, command("CH1", cid, when, payload, actor=actor))
         return cid
+
+    def tick(self) -> datetime:
+        """A log time one second after every command so far (the table's clock only moves forward)."""
+        self.now = max(self.now, START + timedelta(seconds=self.n)) + timedelta(seconds=1)
+        return self.now
 
     async def open(self, banker=(1, "banker"), bank=100_000, rid=None) -> str:  # type: ignore[no-untyped-def]
         await self.bus.pump()
@@ -392,3 +399,126 @@ async def test_replay_equals_live():
         assert rebuilt == live, name
     # the rebuilt services publish nothing new: no decision is taken twice
     assert {topic: len(recs) for topic, recs in t.bus.topics.items()} == logged
+
+
+async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_replays():
+    """A CSPRNG shoe dealt to the end: the bank passes counter-clockwise when the Banker's Hand loses, every
+    option is decided by its controller or, at random, left to the clock's default; money is conserved to the
+    cent between the participants and the house, the audit re-derives every round, a rebuild equals live."""
+    import random
+
+    from contracts.events import ShoeFinished
+
+    rng = random.Random(12)
+    rules = ChemRules()
+    t = Table(shoe=LoadShoe(shoe_id="S1"))
+    await t.bus.pump()
+    for seat, player in PLAYERS:
+        t.send(T.WAGERING_COMMANDS, SeatPlayer(seat=seat, player_id=player))
+    seats = dict(PLAYERS)
+    banker = (1, "banker")
+    n = 0
+    while not t.of(T.DEALING_EVENTS, ShoeFinished) and n < 120:
+        n += 1
+        rid = f"S1-{n}"
+        bank = rng.choice([50_000, 100_000, 250_000])
+        t.send(T.DEALING_COMMANDS, OpenRound(round_id=rid, shoe_id="S1", banker_seat=banker[0],
+                                             banker_player_id=banker[1], bank_cents=bank), at=t.tick())
+        await t.bus.pump()
+        others = [(s, p) for s, p in PLAYERS if s != banker[0]]
+        if rng.random() < 0.15:
+            s, p = rng.choice(others)
+            t.bet(rid, s, p, bank, wager="banco")
+        else:
+            left = bank
+            for s, p in rng.sample(others, rng.randint(1, len(others))):
+                cents = min(left, rng.choice([2_500, 5_000, 10_000, 20_000]))
+                if cents >= 2_500:
+                    t.bet(rid, s, p, cents)
+                    left -= cents
+        await t.bus.pump()
+        t.send(T.WAGERING_COMMANDS, CloseBetting(round_id=rid), at=t.tick())
+        await t.bus.pump()
+        for _ in range(3):  # at most two options a round
+            offers = [e for e in events(t.bus, T.DEALING_EVENTS)
+                      if isinstance(e.payload, (OptionOffered, OptionDecided)) and e.payload.round_id == rid]
+            if not offers or not isinstance(offers[-1].payload, OptionOffered):
+                break
+            o = offers[-1]
+            if rng.random() < 0.3:  # nobody decides: the table's clock applies the default
+                await t.expire(rid, o.payload.hand, at=max(t.tick(), o.occurred_at + timedelta(seconds=30)))
+            else:
+                await t.decide(rid, o.payload.hand, rng.random() < 0.5, o.payload.seat, o.payload.player_id)
+        res = [r for r in t.of(T.DEALING_EVENTS, RoundResolved) if r.round_id == rid]
+        if res and res[0].winner == "player" and rules.bank_passes_on_loss:  # the bank passes
+            nxt = rules.next_banker_seat(banker[0], 14, seats)
+            banker = (nxt, seats[nxt])
+    assert t.of(T.DEALING_EVENTS, ShoeFinished), "the shoe was dealt to its end"
+    resolved = t.of(T.DEALING_EVENTS, RoundResolved)
+    decided = t.of(T.DEALING_EVENTS, OptionDecided)
+    assert len(resolved) >= 60 and {d.by for d in decided} == {"participant", "default"}
+    assert {(d.cell, d.draw) for d in decided} >= {("player_5", True), ("player_5", False)}
+    rep = t.clean()
+    assert rep.rounds_checked == len(resolved)
+    assert not [r for r in t.rejected() if r[1] not in ("option_not_expired",)]
+    # money: what the participants against the bank won, the Banker's net and the house's commission sum to 0
+    bets = t.of(T.SETTLEMENT_EVENTS, BetSettled)
+    banks = t.of(T.SETTLEMENT_EVENTS, BankSettled)
+    rounds = t.of(T.SETTLEMENT_EVENTS, RoundSettled)
+    assert len(banks) == len(resolved) and len(rounds) == len(resolved) + len(t.of(T.DEALING_EVENTS, RoundVoided))
+    by_round = {r.round_id: r for r in rounds}
+    for b in banks:
+        mine = [x for x in bets if x.round_id == b.round_id]
+        assert sum(x.payout - x.stake for x in mine) + (b.won_cents - b.commission_cents) \
+            + by_round[b.round_id].table_result == 0
+        assert by_round[b.round_id].table_result == b.commission_cents == (
+            -(-b.won_cents // 20) if b.won_cents > 0 else 0)  # 5 %, rounded up to the cent (house rounding)
+    assert sum(b.commission_cents for b in banks) > 0
+    logged = {topic: len(recs) for topic, recs in t.bus.topics.items()}
+    for name, host in t.hosts.items():
+        live = host.runner.tables["CH1"].state
+        await t.bus.rebuild(host)
+        await t.bus.pump()
+        rebuilt = host.runner.tables["CH1"].state
+        if name == "dealing":  # as test_bounded_state: DrawCards sent and ShoeFinished folded before the shoe
+            live = replace(live, round=replace(live.round, requested=0))
+            rebuilt = replace(rebuilt, round=replace(rebuilt.round, requested=0),
+                              shoe=replace(rebuilt.shoe, finished=live.shoe.finished))
+        assert rebuilt == live, name
+    assert {topic: len(recs) for topic, recs in t.bus.topics.items()} == logged
+
+
+async def test_the_audit_flags_a_chemin_de_fer_round_that_the_rules_contradict():
+    import msgspec
+
+    t, rid = await _to_option("player_5")
+    await t.expire(rid, "player", at=t.now + timedelta(seconds=40))  # the default: draw
+    await t.read(rid, ["9s", "5s"], first=5)
+    log = events(t.bus)
+    assert audit(log).clean
+
+    def tampered(kind, **changes):  # type: ignore[no-untyped-def]
+        out = []
+        for e in log:
+            if isinstance(e.payload, kind):
+                env_changes = changes.pop("_env", {})
+                e = msgspec.structs.replace(e, payload=msgspec.structs.replace(e.payload, **changes), **env_changes)
+            out.append(e)
+        return sorted({d.kind for d in audit(out).discrepancies})
+
+    # the decision recorded for someone who does not control the Player's Hand
+    assert tampered(OptionDecided, seat=2, player_id="ann") == ["option_mismatch"]
+    # the default applied before the deadline
+    offer_at = next(e.occurred_at for e in log if isinstance(e.payload, OptionOffered))
+    assert tampered(OptionDecided, _env={"occurred_at": offer_at + timedelta(seconds=29)}) == ["option_mismatch"]
+    # a decision the table's default does not give: the re-dealt round differs from the recorded one
+    assert "outcome_mismatch" in tampered(OptionDecided, draw=False)
+    # the offer made to the wrong participant, or with another default
+    assert tampered(OptionOffered, seat=2, player_id="ann") == ["option_mismatch"]
+    assert tampered(OptionOffered, default_draw=False) == ["option_mismatch"]
+    # the Dominant Player is not the highest wager against the Banker (ben, $500 to ann's $300)
+    # (and the option, offered to ben, was then not offered to the recorded Dominant Player)
+    assert tampered(DominantPlayerChosen, seat=2, player_id="ann") == ["dominant_player_mismatch", "option_mismatch"]
+    # the bank's settlement: a commission the rules do not give
+    assert tampered(BankSettled, commission_cents=3_999) == ["bank_mismatch"]
+    assert tampered(RoundSettled, table_result=0) == ["round_totals"]

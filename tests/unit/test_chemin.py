@@ -212,3 +212,31 @@ def test_bank_settlement_conserves_money_to_the_cent():
             bettors = sum(settle(w, s, o, table).payout - s for w, s in stakes)
             bank = settle_bank(50_000, 10_025, o.winner, table.commission_rate, table.rounding)
             assert bettors + (bank.won_cents - bank.commission_cents) + bank.commission_cents == 0
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    stakes=st.lists(st.integers(1, 50_000), min_size=1, max_size=8),
+    spare=st.integers(0, 100_000),
+    winner=st.sampled_from(list(Winner)),
+    rate=st.sampled_from([Fraction(1, 20), Fraction(1, 40), Fraction(3, 100)]),
+    policy=st.sampled_from(list(RoundingPolicy)),
+    unit=st.sampled_from([1, 5, 25]),
+)
+def test_money_is_conserved_between_participants_bank_and_house(stakes, spare, winner, rate, policy, unit):
+    rounding = Rounding(policy, unit)
+    bank = sum(stakes) + spare
+    b = settle_bank(bank, sum(stakes), winner, rate, rounding)
+    from baccarat.round import Outcome
+    o = Outcome((), (), 0, 0, winner, False, False, 4, False, False, ())
+    table = chemin_de_fer(regulated=False, commission_rate=rate)
+    bettors = sum(settle(Wager.PLAYER, s, o, table).payout - s for s in stakes)
+    assert bettors + (b.won_cents - b.commission_cents) + b.commission_cents == 0
+    assert b.bank_after_cents == bank + b.won_cents - b.commission_cents >= 0
+    assert 0 <= b.commission_cents <= max(b.won_cents, 0)
+    if b.won_cents > 0:  # within one rounding unit of the exact rate, on the unit grid
+        assert abs(b.commission_cents - b.won_cents * rate) < unit and b.commission_cents % unit == 0 \
+            or b.commission_cents == b.won_cents
