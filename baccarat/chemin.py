@@ -24,18 +24,19 @@ chemin de fer tableau into a fixed one (:meth:`DecisionPolicy.ruleset`) for the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from baccarat.cards import Card
 
-from baccarat.cards import Hand
-from baccarat.drawing import CHEMIN_DE_FER, Action, Ruleset, STOOD
-from baccarat.errors import BaccaratError, IllegalDecision, IllegalTableConfig
 from fractions import Fraction
 
+from baccarat.cards import Hand
+from baccarat.drawing import CHEMIN_DE_FER, STOOD, Action, Ruleset
+from baccarat.errors import BaccaratError, IllegalDecision, IllegalTableConfig
 from baccarat.money import Rounding, require_cents
 from baccarat.round import INITIAL_DEAL_ORDER, Winner
 
@@ -188,7 +189,7 @@ class DecisionPolicy:
         object.__setattr__(self, "draws", frozenset(OptionCell(c) for c in self.draws))
 
     @classmethod
-    def parse(cls, items: Iterable[str]) -> "DecisionPolicy":
+    def parse(cls, items: Iterable[str]) -> DecisionPolicy:
         """From ``CELL=draw|stand`` texts (e.g. ``player_5=stand``), the unnamed cells at their
         :data:`DEFAULT_OPTION_DRAWS` decision; raises :class:`IllegalDecision` naming a bad item."""
         draws = set(DEFAULT_OPTION_DRAWS)
@@ -345,7 +346,7 @@ class ChemDecision:
     by: str
 
 
-def resolve_chemin(cards: Iterable["Card"], decisions: dict[Hand, bool] | None = None,
+def resolve_chemin(cards: Iterable[Card], decisions: dict[Hand, bool] | None = None,
                    policy: DecisionPolicy | None = None):  # type: ignore[no-untyped-def]
     """Deal one chemin de fer round from ``cards``: an option cell reached is decided by ``decisions`` (the
     controller's choice for that hand's option) or else by ``policy`` (default: :data:`DEFAULT_OPTION_DRAWS`).

@@ -33,7 +33,15 @@ from baccarat.table import TableConfig
 from baccarat.wagers import Wager
 from contracts.commands import DecideOption, ExpireOption, OpenRound
 from contracts.envelope import CommandEnvelope
-from contracts.events import BetLine, DominantPlayerChosen, Event, OptionDecided, OptionOffered, RoundOpened, RoundVoided
+from contracts.events import (
+    BetLine,
+    DominantPlayerChosen,
+    Event,
+    OptionDecided,
+    OptionOffered,
+    RoundOpened,
+    RoundVoided,
+)
 from services.runtime.core import Emit, Send
 
 #: the reason a chemin de fer round is voided when nobody wagered against the bank (no Dominant Player)
@@ -167,31 +175,39 @@ def decide_option(config: TableConfig | None, chem: ChemRound, cmd: CommandEnvel
         return ("unknown_hand", f"hand {c.hand!r} is not player or banker"), []
     o = chem.offered
     if o is None:
-        return ("no_option_pending", f"no option is pending: the round is not at an option cell of the "
-                                     f"{c.hand.capitalize()}'s Hand"), []
+        return ("no_option_pending", (f"no option is pending: the round is not at an option cell of the "
+                                     f"{c.hand.capitalize()}'s Hand")), []
     if o.hand != c.hand:
-        return ("option_out_of_turn", f"the option pending is the {o.hand.capitalize()}'s Hand's ({o.cell}), "
-                                      f"not the {c.hand.capitalize()}'s"), []
+        return ("option_out_of_turn", (f"the option pending is the {o.hand.capitalize()}'s Hand's ({o.cell}), "
+                                      f"not the {c.hand.capitalize()}'s")), []
     if isinstance(c, ExpireOption):
         deadline = chem.deadline
         assert deadline is not None
         if cmd.issued_at < deadline:
-            return ("option_not_expired", f"the {o.cell} option may be decided until {deadline.isoformat()}; "
-                                          f"it is {cmd.issued_at.isoformat()}"), []
+            return ("option_not_expired", (f"the {o.cell} option may be decided until {deadline.isoformat()}; "
+                                          f"it is {cmd.issued_at.isoformat()}")), []
         return None, [OptionDecided(round_id=o.round_id, hand=o.hand, cell=o.cell, draw=o.default_draw,
                                     by="default", seat=o.seat, player_id=o.player_id)]
     if (c.seat, c.player_id) != (o.seat, o.player_id):
         who = "the Banker" if o.hand == Hand.BANKER.value else "the Dominant Player"
         rule = "13:69F-4.8(b)" if o.hand == Hand.BANKER.value else "13:69F-4.8(c)"
-        return ("not_controller", f"{c.player_id!r} at seat {c.seat} does not control the "
+        return ("not_controller", (f"{c.player_id!r} at seat {c.seat} does not control the "
                                   f"{o.hand.capitalize()}'s Hand: {who}, {o.player_id!r} at seat {o.seat}, "
-                                  f"decides ({rule})"), []
+                                  f"decides ({rule})")), []
     if cmd.actor != c.player_id:
-        return ("actor_mismatch", f"a decision for {c.player_id!r} sent by {cmd.actor or 'an unnamed actor'!r}: "
-                                  "a terminal decides only for the player it names as its actor"), []
+        return ("actor_mismatch", (f"a decision for {c.player_id!r} sent by {cmd.actor or 'an unnamed actor'!r}: "
+                                  "a terminal decides only for the player it names as its actor")), []
     return None, [OptionDecided(round_id=o.round_id, hand=o.hand, cell=o.cell, draw=c.draw, by="participant",
                                 seat=o.seat, player_id=o.player_id)]
 
 
-__all__ = ["ChemRound", "NO_WAGER", "check_open_round", "choose_dominant", "decide_option", "evolve", "offer",
-           "opened"]
+__all__ = [
+    "NO_WAGER",
+    "ChemRound",
+    "check_open_round",
+    "choose_dominant",
+    "decide_option",
+    "evolve",
+    "offer",
+    "opened",
+]

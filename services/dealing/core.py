@@ -71,10 +71,10 @@ from contracts.events import (
 )
 from contracts.tables import TableSpec
 from services.configs import config_of, is_test_table
+from services.dealing import chemin as CH
 from services.history import History
 from services.runtime.core import Emit, Send, command
 from services.runtime.translate import shoe_rules, table_config
-from services.dealing import chemin as CH
 
 INITIAL_CARDS = 4
 #: Irregularity kind of a Player third card the rules did not allow (13:69F-3.12(a))
@@ -207,7 +207,7 @@ def _numbers_ahead(rs: RoundState, k: int) -> list[int]:
     return out
 
 
-def _handling(state: "DealingState") -> str:
+def _handling(state: DealingState) -> str:
     """The table's ``irregularity_handling`` (``void_round`` when the spec predates the setting)."""
     return state.spec.irregularity_handling if state.spec is not None else "void_round"
 

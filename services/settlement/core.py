@@ -29,8 +29,8 @@ from contracts import topics as T
 from contracts.commands import CollectCommission
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
-    BetLine,
     BankSettled,
+    BetLine,
     BetSettled,
     BettingClosed,
     CommandRejected,

@@ -12,7 +12,7 @@ banker_5_4 ``K 2 4 3`` (+``4``).
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -50,7 +50,7 @@ from services.runtime.core import command
 from services.runtime.translate import table_spec
 from tests.services.helpers import events, floor_bus, payloads
 
-START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+START = datetime(2026, 1, 1, tzinfo=UTC)
 #: (seat, player): the Banker holds seat 1
 PLAYERS = ((1, "banker"), (2, "ann"), (3, "ben"), (5, "cat"), (7, "dan"))
 

@@ -11,7 +11,16 @@ import random
 from baccarat.chemin import ChemRules
 from baccarat.table import chemin_de_fer
 from contracts import topics as T
-from contracts.commands import CloseBetting, DecideOption, ExpireOption, LoadShoe, OpenRound, OpenTable, PlaceBet, SeatPlayer
+from contracts.commands import (
+    CloseBetting,
+    DecideOption,
+    ExpireOption,
+    LoadShoe,
+    OpenRound,
+    OpenTable,
+    PlaceBet,
+    SeatPlayer,
+)
 from contracts.events import (
     BankSettled,
     BetSettled,
@@ -73,16 +82,16 @@ async def test_chemin_de_fer_rounds_on_kafka_with_options_audit_clean(kafka_boot
             since = io.log.mark(TID)
             await send(T.DEALING_COMMANDS, OpenRound(round_id=rid, shoe_id=f"{TID}-shoe", banker_seat=banks[0][0],
                                                      banker_player_id=banks[0][1], bank_cents=100_000))
-            await wait(lambda e: isinstance(e.payload, BettingOpened) and e.payload.round_id == rid, since)
+            await wait(lambda e, rid=rid: isinstance(e.payload, BettingOpened) and e.payload.round_id == rid, since)
             for (seat, player), cents in zip(banks[1:], (20_000, 30_000)):
                 await send(T.WAGERING_BETS, PlaceBet(round_id=rid, seat=seat, player_id=player, wager="player",
                                                      amount_cents=cents), actor=player)
             await asyncio.sleep(0.3)
             since = io.log.mark(TID)
             await send(T.WAGERING_COMMANDS, CloseBetting(round_id=rid))
-            await wait(lambda e: isinstance(e.payload, BettingClosed) and e.payload.round_id == rid, since)
+            await wait(lambda e, rid=rid: isinstance(e.payload, BettingClosed) and e.payload.round_id == rid, since)
             while True:
-                env = await wait(lambda e: e.payload.__class__ in (OptionOffered, RoundResolved, RoundVoided)
+                env = await wait(lambda e, rid=rid: e.payload.__class__ in (OptionOffered, RoundResolved, RoundVoided)
                                  and getattr(e.payload, "round_id", "") == rid, since)
                 if not isinstance(env.payload, OptionOffered):
                     break
@@ -96,16 +105,17 @@ async def test_chemin_de_fer_rounds_on_kafka_with_options_audit_clean(kafka_boot
                     if not stranger_refused:  # cat wagered nothing: she controls neither hand
                         cid = await send(T.DEALING_OPTIONS, DecideOption(round_id=rid, hand=o.hand, draw=True, seat=4,
                                                                          player_id="cat"), actor="cat")
-                        rej = await wait(lambda e: isinstance(e.payload, CommandRejected)
+                        rej = await wait(lambda e, cid=cid: isinstance(e.payload, CommandRejected)
                                          and e.payload.command_id == cid, since)
                         assert rej.payload.reason == "not_controller"
                         stranger_refused += 1
                     await send(T.DEALING_OPTIONS, DecideOption(round_id=rid, hand=o.hand, draw=rng.random() < 0.5,
                                                                seat=o.seat, player_id=o.player_id), actor=o.player_id)
                     decided += 1
-                await wait(lambda e: isinstance(e.payload, OptionDecided) and e.payload.round_id == rid, since)
-            res = await wait(lambda e: isinstance(e.payload, RoundSettled) and e.payload.round_id == rid, since)
-            won = io.log.find(TID, lambda e: isinstance(e.payload, RoundResolved) and e.payload.round_id == rid)
+                await wait(lambda e, rid=rid: isinstance(e.payload, OptionDecided) and e.payload.round_id == rid, since)
+            res = await wait(lambda e, rid=rid: isinstance(e.payload, RoundSettled) and e.payload.round_id == rid,
+                             since)
+            won = io.log.find(TID, lambda e, rid=rid: isinstance(e.payload, RoundResolved) and e.payload.round_id == rid)
             if won is not None and won.payload.winner == "player":  # the Banker's Hand lost: the bank passes
                 banks = banks[1:] + banks[:1]
             assert res

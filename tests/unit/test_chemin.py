@@ -43,10 +43,10 @@ def test_deal_order_and_control():
 
 
 # ---- the service-run game's rules (issue 12) -------------------------------------------------------------
-from fractions import Fraction  # noqa: E402
+from fractions import Fraction
 
-from baccarat.cards import parse_cards  # noqa: E402
-from baccarat.chemin import (  # noqa: E402
+from baccarat.cards import parse_cards
+from baccarat.chemin import (
     DEFAULT_OPTION_DRAWS,
     ChemRules,
     DecisionPolicy,
@@ -57,13 +57,13 @@ from baccarat.chemin import (  # noqa: E402
     resolve_chemin,
     settle_bank,
 )
-from baccarat.drawing import CHEMIN_DE_FER, PUNTO_BANCO, Action  # noqa: E402
-from baccarat.errors import IllegalTableConfig, InsufficientCards  # noqa: E402
-from baccarat.money import Rounding, RoundingPolicy  # noqa: E402
-from baccarat.odds import Composition, exact_counts  # noqa: E402
-from baccarat.round import Winner, resolve_recorded  # noqa: E402
-from baccarat.table import TableConfig, chemin_de_fer  # noqa: E402
-from baccarat.wagers import Wager, settle  # noqa: E402
+from baccarat.drawing import CHEMIN_DE_FER, PUNTO_BANCO, Action
+from baccarat.errors import IllegalTableConfig, InsufficientCards
+from baccarat.money import Rounding, RoundingPolicy
+from baccarat.odds import Composition, exact_counts
+from baccarat.round import Winner, resolve_recorded
+from baccarat.table import TableConfig, chemin_de_fer
+from baccarat.wagers import Wager, settle
 
 #: one deal per option cell, in deal order P1 B1 P2 B2 then third cards (the cell is reached by these cards)
 CELL_DEALS = {
@@ -77,7 +77,7 @@ CELL_DEALS = {
 def test_each_option_cell_is_decided_both_ways_by_its_controller():
     for cell, cards in CELL_DEALS.items():
         for draw in (True, False):
-            o, rest, taken = resolve_chemin(parse_cards(cards), {cell.hand: draw})
+            o, _, taken = resolve_chemin(parse_cards(cards), {cell.hand: draw})
             assert [(d.cell, d.draw, d.by) for d in taken if d.cell is cell] == [(cell, draw, "participant")]
             hand = o.player if cell.hand.value == "player" else o.banker
             assert len(hand) == (3 if draw else 2), (cell, draw)
@@ -214,7 +214,8 @@ def test_bank_settlement_conserves_money_to_the_cent():
             assert bettors + (bank.won_cents - bank.commission_cents) + bank.commission_cents == 0
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @settings(max_examples=200, deadline=None)
