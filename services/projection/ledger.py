@@ -46,6 +46,11 @@ Entries (``kind``; lines in cents; ``S`` stake, ``G`` = payout + deducted commis
 * ``commission_accrued`` (``CommissionAccrued``; ``BetSettled`` rows with ``commission_accrued`` book no
   commission, the per-seat event does): ``commission_owed -C``, ``commission +C``.
 * ``commission_collected`` (``CommissionCollected``): ``patron -C``, ``commission_owed +C``.
+* ``bank_settled`` (``BankSettled``, chemin de fer, entry 0): the bets were against the bank a participant
+  holds, not the house: ``game -W``, ``patron:{Banker} +W`` with ``W`` the bank's ``won_cents`` (what the
+  round's bets put in ``game``), so the house's game nets 0 on the round; entry 1 (``commission_deducted``),
+  when the house's commission on the bank's winnings is deducted: ``patron:{Banker} -C``, ``commission +C``
+  (accrued: booked from ``CommissionAccrued``). The house's result of the round is its commission.
 
 ``entry_id`` is ``"{source_event_id}/{index}"`` (index: the bet's position in the closed book, or 0/1 for
 a settlement and its deducted commission), so a re-delivered event yields the same ids.
@@ -68,6 +73,7 @@ import msgspec
 
 from contracts.envelope import Envelope
 from contracts.events import (
+    BankSettled,
     BetSettled,
     BettingClosed,
     CommissionAccrued,
@@ -87,6 +93,7 @@ BET_SETTLED = "bet_settled"  # a settlement whose result this version does not k
 COMMISSION_DEDUCTED = "commission_deducted"
 COMMISSION_ACCRUED = "commission_accrued"
 COMMISSION_COLLECTED = "commission_collected"
+BANK_SETTLED = "bank_settled"
 _RESULT_KIND = {"win": BET_WON, "lose": BET_LOST, "void": BET_VOIDED}
 
 
@@ -230,9 +237,29 @@ def commission_entries(env: Envelope, cutoff_hour: int = DEFAULT_CUTOFF_HOUR) ->
                   lines=lines),)
 
 
+def bank_entries(env: Envelope, cutoff_hour: int = DEFAULT_CUTOFF_HOUR) -> tuple[Entry, ...]:
+    """``BankSettled`` (chemin de fer): ``game -W``, ``patron:{Banker} +W`` (entry 0, ``W`` = the bank's
+    ``won_cents``), then, when the commission is deducted, ``patron:{Banker} -C``, ``commission +C``."""
+    e = env.payload
+    assert isinstance(e, BankSettled)
+    t, at = env.table_id, _utc(env.occurred_at)
+    patron, eid, day = patron_account(e.player_id), env.event_id, gaming_day(at, cutoff_hour)
+    base = Entry(entry_id=f"{eid}/0", kind=BANK_SETTLED, table_id=t, shoe_id=env.shoe_id,
+                 round_id=e.round_id or None, seat=e.seat, player_id=e.player_id, bet_id=None, gaming_day=day,
+                 occurred_at=at, source_event_id=eid,
+                 lines=_lines((game_account(t), -e.won_cents), (patron, e.won_cents)))
+    out = [base] if base.lines else []
+    if e.commission_cents and not e.commission_accrued:
+        out.append(msgspec.structs.replace(base, entry_id=f"{eid}/1", kind=COMMISSION_DEDUCTED, lines=(
+            (patron, -e.commission_cents), (commission_account(t), e.commission_cents))))
+    return tuple(out)
+
+
 def book(env: Envelope, cutoff_hour: int = DEFAULT_CUTOFF_HOUR) -> tuple[Entry, ...]:
     """The entries one event books (empty for every event type the ledger does not book)."""
     e = env.payload
+    if isinstance(e, BankSettled):
+        return bank_entries(env, cutoff_hour)
     if isinstance(e, BetSettled):
         return settlement_entries(env, cutoff_hour)
     if isinstance(e, BettingClosed):

@@ -522,3 +522,19 @@ async def test_the_audit_flags_a_chemin_de_fer_round_that_the_rules_contradict()
     # the bank's settlement: a commission the rules do not give
     assert tampered(BankSettled, commission_cents=3_999) == ["bank_mismatch"]
     assert tampered(RoundSettled, table_result=0) == ["round_totals"]
+
+
+async def test_the_cage_ledger_books_the_bank_not_the_house():
+    from services.projection.ledger import Ledger, commission_account, game_account, patron_account
+
+    t, rid = await _to_option("banker_3_9")  # the bank wins ann's $300 and ben's $500, pays 5 %
+    await t.decide(rid, "banker", True, 1, "banker")
+    await t.read(rid, ["5d"], first=6)
+    ledger = Ledger().post_all(events(t.bus))
+    bal = ledger.balances("CH1")
+    assert (bal[patron_account("ann")], bal[patron_account("ben")]) == (-30_000, -50_000)
+    assert bal[patron_account("banker")] == 80_000 - 4_000
+    assert (bal[game_account("CH1")], bal[commission_account("CH1")]) == (0, 4_000)
+    assert sum(bal.values()) == 0
+    (rs,) = t.of(T.SETTLEMENT_EVENTS, RoundSettled)
+    assert ledger.table_result("CH1") == rs.table_result == 4_000
