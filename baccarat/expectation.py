@@ -78,7 +78,7 @@ def _plan(table: TableConfig) -> tuple[_Line, ...]:
             if table.tie_pushes_main_bets:
                 voids.append(lambda c: c.tie)
             lines.append(_line(w, table, wins, voids))
-        elif w in (Wager.PLAYER, Wager.BANCO):  # banco: chemin de fer's whole-bank wager on the Player's Hand
+        elif w in (Wager.PLAYER, Wager.BANCO, Wager.BANCO_SUIVI):  # banco: chemin de fer's whole-bank wager on the Player's Hand
             voids = [lambda c: c.tie] if table.tie_pushes_main_bets else []
             lines.append(_line(w, table, [(lambda c: c.player, _net(table, w, table.pay.player.ratio))], voids))
         elif w is Wager.TIE:

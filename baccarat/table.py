@@ -73,7 +73,7 @@ DEFAULT_SIDE_LIMITS = Limits(500, 50_000)  # $5 – $500
 
 PUNTO_BANCO_WAGERS = frozenset({Wager.BANKER, Wager.PLAYER, Wager.TIE})
 #: chemin de fer: a wager against the Banker (on the Player's Hand) and banco (the whole bank)
-CHEMIN_WAGERS = frozenset({Wager.PLAYER, Wager.BANCO})
+CHEMIN_WAGERS = frozenset({Wager.PLAYER, Wager.BANCO, Wager.BANCO_SUIVI})
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +119,10 @@ class TableConfig:
         if self.variant is Variant.CHEMIN_DE_FER:
             if not w <= CHEMIN_WAGERS or Wager.PLAYER not in w:
                 raise IllegalTableConfig(
-                    "chemin de fer wagers are against the Banker: player (required) and banco; got "
+                    "chemin de fer wagers are against the Banker: player (required), banco and banco_suivi; got "
                     + ", ".join(sorted(x.value for x in w)))
+            if Wager.BANCO_SUIVI in w and Wager.BANCO not in w:
+                raise IllegalTableConfig("banco_suivi follows a banco: offer banco too")
             if self.no_vig:
                 raise IllegalTableConfig("chemin de fer has no no-vigorish variation")
         if self.shoe.decks < 6 and (self.regulated or self.variant is Variant.CASINO_NIGHT):
@@ -189,7 +191,7 @@ class TableConfig:
     def limits_for(self, wager: Wager) -> Limits:
         """Table min/max for an offered ``wager`` (raises :class:`WagerNotOffered`)."""
         self.require_offered(wager)
-        default = DEFAULT_MAIN_LIMITS if wager in MAIN_WAGERS | {Wager.BANCO} else DEFAULT_SIDE_LIMITS
+        default = DEFAULT_MAIN_LIMITS if wager in MAIN_WAGERS | CHEMIN_WAGERS else DEFAULT_SIDE_LIMITS
         return self.limits.get(wager, default)
 
     def commission_rate_for(self, wager: Wager) -> Fraction:

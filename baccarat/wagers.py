@@ -37,6 +37,9 @@ class Wager(Enum):
     #: chemin de fer: a wager of the whole bank by one participant, the wager of 13:69F-4.8(c) that makes the
     #: Dominant Player (read as 4.7(b)-(c)); it is settled like a wager against the Banker on the Player's Hand
     BANCO = "banco"
+    #: chemin de fer: banco again by the participant whose banco lost the last round against the same Banker,
+    #: who has precedence over every other wager (common practice [U]); settled like ``banco``
+    BANCO_SUIVI = "banco_suivi"
 
     @classmethod
     def parse(cls, name: str) -> "Wager":
@@ -52,6 +55,10 @@ BONUS_WAGERS = frozenset({Wager.BONUS_PLAYER, Wager.BONUS_BANKER})
 MAIN_WAGERS = frozenset({Wager.BANKER, Wager.PLAYER})
 PANDA_AND_DRAGON = frozenset({Wager.DRAGON_7, Wager.PANDA_8})
 EXTENSION_WAGERS = frozenset({Wager.PANDA_8})
+#: chemin de fer: the wagers of the whole bank (the "13:69F-7.7(b) or (c)" wagers of 4.8(c), read as 4.7(b)-(c))
+BANCO_WAGERS = frozenset({Wager.BANCO, Wager.BANCO_SUIVI})
+#: chemin de fer: every wager against the Banker (all on the Player's Hand)
+AGAINST_THE_BANK = frozenset({Wager.PLAYER}) | BANCO_WAGERS
 _CARD_COUNT = {Wager.CARDS_4: 4, Wager.CARDS_5: 5, Wager.CARDS_6: 6}
 
 
@@ -156,7 +163,7 @@ class PayTable:
         if wager in BONUS_WAGERS:
             assert category is not None
             return self.bonus[category]
-        if wager is Wager.BANCO:  # chemin de fer: the bank pays a winning banco as it pays the Player's Hand
+        if wager in BANCO_WAGERS:  # chemin de fer: the bank pays a winning banco as it pays the Player's Hand
             return self.player
         return getattr(self, wager.value)
 
@@ -211,7 +218,7 @@ def outcome_category(wager: Wager, outcome: Outcome, *, no_vig: bool, tie_pushes
     configurable for casino night, 13:47-20.20 is silent).
     """
     w = outcome.winner
-    if wager is Wager.BANCO:  # chemin de fer: against the Banker, on the Player's Hand
+    if wager in BANCO_WAGERS:  # chemin de fer: against the Banker, on the Player's Hand
         wager = Wager.PLAYER
     if wager in MAIN_WAGERS:
         side = Winner.BANKER if wager is Wager.BANKER else Winner.PLAYER

@@ -359,7 +359,7 @@ class BetRejected(Event, frozen=True, tag="bet_rejected"):
     ``unknown_player`` (not registered at the seat: ``SeatPlayer``), ``actor_mismatch`` (a terminal betting
     for a player other than the one it names as its actor), ``not_your_bet`` (a withdrawal of another
     player's bet); chemin de fer: ``no_bank``, ``banker_cannot_wager``, ``bank_cannot_cover`` (the wagers
-    against the bank would exceed it), ``banco_needs_whole_bank``, ``banco_called``."""
+    against the bank would exceed it), ``banco_needs_whole_bank``, ``banco_called``, ``no_banco_suivi``."""
 
     round_id: EvId
     command_id: EvId
@@ -375,7 +375,8 @@ class BetWithdrawn(Event, frozen=True, tag="bet_withdrawn"):
     """A bet out of the round's book; its stake is returned. ``reason``: ``""`` the player took it back
     before "No more bets" (``WithdrawBet``); ``betting_closed`` the log holds it after the call (its
     ``PlaceBet`` was appended after the ``CloseBetting``, though read before it), so the call returns it
-    (13:69F-3.2(d))."""
+    (13:69F-3.2(d)); ``banco_suivi`` chemin de fer: the participant whose banco lost the last round called
+    banco suivi, which takes the whole bank and returns every other wager of the round."""
 
     round_id: EvId
     bet_id: EvId

@@ -26,7 +26,7 @@ from baccarat.chemin import ChemWager, OptionCell, dominant_player, settle_bank
 from baccarat.errors import BaccaratError
 from baccarat.round import Outcome
 from baccarat.table import TableConfig
-from baccarat.wagers import Wager
+from baccarat.wagers import AGAINST_THE_BANK, BANCO_WAGERS
 from contracts.envelope import Envelope
 from contracts.events import (
     BankSettled,
@@ -60,11 +60,11 @@ def check_round(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Se
         flag("bank_mismatch", rid, f"bank of {opened.bank_cents} cents outside the table's "
                                    f"{rules.bank_min_cents}..{rules.bank_max_cents}")
     chosen = [e for e in envs if isinstance(e.payload, DominantPlayerChosen)]
-    against = [b for b in book or () if b.wager in (Wager.PLAYER.value, Wager.BANCO.value)]
+    against = [b for b in book or () if b.wager in {w.value for w in AGAINST_THE_BANK}]
     dealt = [e for e in envs if isinstance(e.payload, CardDealt)]
     dominant: tuple[int, str] | None = None
     if book is not None and against:
-        wagers = [ChemWager(b.seat, b.amount_cents, banco=b.wager == Wager.BANCO.value) for b in against]
+        wagers = [ChemWager(b.seat, b.amount_cents, banco=b.wager in {w.value for w in BANCO_WAGERS}) for b in against]
         try:
             seat = dominant_player(wagers, opened.banker_seat, rules.seat_order(cfg.max_players), rules.tie_break)
         except BaccaratError as ex:

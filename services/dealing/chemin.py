@@ -30,7 +30,7 @@ from baccarat.cards import Hand
 from baccarat.chemin import ChemWager, controller, dominant_player, option_cell
 from baccarat.errors import BaccaratError
 from baccarat.table import TableConfig
-from baccarat.wagers import Wager
+from baccarat.wagers import AGAINST_THE_BANK, BANCO_WAGERS
 from contracts.commands import DecideOption, ExpireOption, OpenRound
 from contracts.envelope import CommandEnvelope
 from contracts.events import (
@@ -44,6 +44,8 @@ from contracts.events import (
 )
 from services.runtime.core import Emit, Send
 
+_AGAINST = frozenset(w.value for w in AGAINST_THE_BANK)
+_BANCO = frozenset(w.value for w in BANCO_WAGERS)
 #: the reason a chemin de fer round is voided when nobody wagered against the bank (no Dominant Player)
 NO_WAGER = "no_wager_against_the_bank"
 
@@ -119,13 +121,13 @@ def choose_dominant(config: TableConfig | None, round_id: str, shoe_id: str, che
     """At "No more bets": ``DominantPlayerChosen`` by 13:69F-4.8(c) from the closed book, or ``RoundVoided``
     (:data:`NO_WAGER`) when no wager was made against the Banker."""
     cause, at = closed_by
-    bets = [b for b in chem.book or () if b.wager in (Wager.PLAYER.value, Wager.BANCO.value)]
+    bets = [b for b in chem.book or () if b.wager in _AGAINST]
     if not bets or config is None:
         return [Emit(RoundVoided(round_id=round_id, reason=NO_WAGER), round_id=round_id, shoe_id=shoe_id,
                      causation_id=cause, occurred_at=at)]
     rules = config.chemin
     order = rules.seat_order(config.max_players)
-    wagers = [ChemWager(b.seat, b.amount_cents, banco=b.wager == Wager.BANCO.value) for b in bets]
+    wagers = [ChemWager(b.seat, b.amount_cents, banco=b.wager in _BANCO) for b in bets]
     try:
         seat = dominant_player(wagers, chem.banker_seat, order, rules.tie_break)
     except BaccaratError as ex:  # a seat outside the configured order; the wagering service refuses such bets

@@ -34,7 +34,7 @@ from datetime import datetime
 from baccarat.drawing import Variant
 from baccarat.errors import BaccaratError, InvalidAmount, UnknownWager, WagerNotOffered
 from baccarat.table import TableConfig
-from baccarat.wagers import BONUS_WAGERS, MAIN_WAGERS, Wager
+from baccarat.wagers import BANCO_WAGERS, BONUS_WAGERS, MAIN_WAGERS, Wager
 from contracts import topics as T
 from contracts.bounds import MAX_BETS_PER_ROUND, MAX_SEATED_PLAYERS
 from contracts.commands import CloseBetting, LeaveSeat, PlaceBet, SeatPlayer, WithdrawBet
@@ -52,6 +52,7 @@ from contracts.events import (
     PlayerLeft,
     PlayerSeated,
     RoundOpened,
+    RoundResolved,
     RoundVoided,
     TableOpened,
 )
@@ -78,6 +79,9 @@ class Book:
     placed_at: dict[str, datetime] = field(default_factory=dict)
     #: chemin de fer: the Banker's (seat, player id) and the bank in cents, from ``RoundOpened``
     bank: tuple[int, str, int] | None = None
+    #: chemin de fer: the participant who may call banco suivi in this round (whose banco lost the last round
+    #: against the same Banker)
+    suivi: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +102,9 @@ class WageringState:
     books: dict[str, Book] = field(default_factory=dict)
     closed: History = field(default_factory=History)
     seated: frozenset[tuple[int, str]] = frozenset()
+    #: chemin de fer: the last closed round's banco (round id, Banker's player id, the banco's player id) until
+    #: its result, then the banco suivi right it gives the next round (``""`` round id once resolved)
+    last_banco: tuple[str, str, str] | None = None
 
     @property
     def config(self) -> TableConfig | None:
@@ -123,18 +130,32 @@ def _over_player_cap(cfg: TableConfig | None, players: set[str], player_id: str)
                                  f"(13:47-20.20(b)1) and has {len(players)}: {player_id!r} would be one more"))
 
 
+_BANCO = frozenset(w.value for w in BANCO_WAGERS)
+
+
 def _against_the_bank(b: Book, c: PlaceBet, wager: Wager) -> tuple[str, str] | None:
     """Chemin de fer: why a wager against the bank is refused before the deal, or None. ``no_bank`` (the
     round names no Banker), ``banker_cannot_wager`` (the Banker, or the Banker's seat, against the Banker's
-    Hand), ``banco_called`` (the whole bank is already taken), ``banco_needs_whole_bank`` (a banco is a wager
-    of the whole bank, made before any other), ``bank_cannot_cover`` (the wagers would exceed the bank)."""
+    Hand), ``no_banco_suivi`` (banco suivi by anyone but the participant whose banco lost the last round
+    against this Banker), ``banco_called`` (the whole bank is already taken), ``banco_needs_whole_bank`` (a
+    banco is a wager of the whole bank, made before any other; banco suivi the whole bank, whatever was
+    wagered: it returns the other wagers), ``bank_cannot_cover`` (the wagers would exceed the bank)."""
     if b.bank is None:
         return "no_bank", "this chemin de fer round names no Banker"
     seat, banker, bank = b.bank
     if c.player_id == banker or c.seat == seat:
         return "banker_cannot_wager", "the Banker does not wager against the Banker's Hand (13:69F-4.8(b))"
     covered = sum(x.amount_cents for x in b.bets.values())
-    if any(x.wager == Wager.BANCO.value for x in b.bets.values()):
+    if wager is Wager.BANCO_SUIVI:
+        if c.player_id != b.suivi:
+            return "no_banco_suivi", ("banco suivi is called only by the participant whose banco lost the last "
+                                      "round against this Banker")
+        if any(x.wager == Wager.BANCO_SUIVI.value for x in b.bets.values()):
+            return "banco_called", "banco suivi was called: the whole bank is taken"
+        if c.amount_cents != bank:
+            return "banco_needs_whole_bank", f"banco suivi is a wager of the whole bank of {bank} cents"
+        return None
+    if any(x.wager in _BANCO for x in b.bets.values()):
         return "banco_called", "banco was called: the whole bank is taken"
     if wager is Wager.BANCO and (c.amount_cents != bank or covered):
         return "banco_needs_whole_bank", (f"banco is a wager of the whole bank of {bank} cents before any other "
@@ -184,8 +205,11 @@ class WageringCore:
         if isinstance(e, PlayerLeft):
             return replace(state, seated=state.seated - {(e.seat, e.player_id)})
         if isinstance(e, BettingClosed):  # the book is final: keep only the fact that it closed
+            b = state.books.get(e.round_id)
             books = {k: v for k, v in state.books.items() if k != e.round_id}
-            return replace(state, books=books, closed=state.closed.put(e.round_id))
+            banco = next((x.player_id for x in e.bets if x.wager in _BANCO), None)
+            last = (e.round_id, b.bank[1], banco) if b is not None and b.bank and banco else None
+            return replace(state, books=books, closed=state.closed.put(e.round_id), last_banco=last)
         return state
 
     def absorb(self, state: WageringState, env: Envelope) -> WageringState:
@@ -198,9 +222,19 @@ class WageringCore:
                 return state
             b = state.books.get(e.round_id)
             bank = (e.banker_seat, e.banker_player_id, e.bank_cents) if e.banker_player_id else None
+            last = state.last_banco
+            suivi = last[2] if bank and last and not last[0] and last[1] == bank[1] else ""
             if b is None:
-                return _with_book(state, Book(e.round_id, "pending", (env.event_id, env.occurred_at), bank=bank))
-            return _with_book(state, replace(b, opened_by=(env.event_id, env.occurred_at), bank=bank))
+                b = Book(e.round_id, "pending", (env.event_id, env.occurred_at), bank=bank, suivi=suivi)
+            else:
+                b = replace(b, opened_by=(env.event_id, env.occurred_at), bank=bank, suivi=suivi)
+            return replace(_with_book(state, b), last_banco=None)
+        if isinstance(e, RoundResolved):  # chemin de fer: a banco that lost gives its player banco suivi
+            last = state.last_banco
+            if last is not None and last[0] == e.round_id:
+                keep = e.winner == "banker"
+                return replace(state, last_banco=("", last[1], last[2]) if keep else None)
+            return state
         if isinstance(e, RoundVoided):
             b = state.books.get(e.round_id)
             if b is not None:
@@ -385,10 +419,14 @@ class WageringCore:
             refused = _against_the_bank(b, c, wager)
             if refused is not None:
                 return no(*refused)
-            if wager is Wager.BANCO:  # the whole bank: the bank's limits, not the table's wager limits
-                return [Emit(BetPlaced(round_id=c.round_id, bet_id=cmd.command_id, seat=c.seat,
-                                       player_id=c.player_id, wager=wager.value, amount_cents=c.amount_cents),
-                             round_id=c.round_id)]
+            if wager in BANCO_WAGERS:  # the whole bank: the bank's limits, not the table's wager limits
+                # banco suivi has precedence: every other wager is returned (BetWithdrawn banco_suivi)
+                returned: list[Emit | Send] = [
+                    Emit(BetWithdrawn(round_id=c.round_id, bet_id=x, reason="banco_suivi"), round_id=c.round_id)
+                    for x in (b.bets if wager is Wager.BANCO_SUIVI else ())]
+                return [*returned, Emit(BetPlaced(round_id=c.round_id, bet_id=cmd.command_id, seat=c.seat,
+                                                  player_id=c.player_id, wager=wager.value,
+                                                  amount_cents=c.amount_cents), round_id=c.round_id)]
         lim = cfg.limits_for(wager)
         if c.amount_cents < lim.min_cents:
             return no("under_table_min", f"{c.amount_cents} cents is under the {wager.value} minimum {lim.min_cents}")

@@ -34,6 +34,7 @@ from contracts.commands import (
 from contracts.events import (
     BankSettled,
     BetRejected,
+    BettingClosed,
     BetSettled,
     CardDealt,
     CommandRejected,
@@ -417,6 +418,7 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
         t.send(T.WAGERING_COMMANDS, SeatPlayer(seat=seat, player_id=player))
     seats = dict(PLAYERS)
     banker = (1, "banker")
+    suivi = None  # (Banker, player) whose banco lost the last round
     n = 0
     while not t.of(T.DEALING_EVENTS, ShoeFinished) and n < 120:
         n += 1
@@ -426,7 +428,10 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
                                              banker_player_id=banker[1], bank_cents=bank), at=t.tick())
         await t.bus.pump()
         others = [(s, p) for s, p in PLAYERS if s != banker[0]]
-        if rng.random() < 0.15:
+        if suivi is not None and suivi[0] == banker and rng.random() < 0.7:  # banco suivi, over a wager
+            t.bet(rid, *others[0], 2_500)
+            t.bet(rid, *[x for x in PLAYERS if x[1] == suivi[1]][0], bank, wager="banco_suivi")
+        elif rng.random() < 0.15:
             s, p = rng.choice(others)
             t.bet(rid, s, p, bank, wager="banco")
         else:
@@ -450,6 +455,10 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
             else:
                 await t.decide(rid, o.payload.hand, rng.random() < 0.5, o.payload.seat, o.payload.player_id)
         res = [r for r in t.of(T.DEALING_EVENTS, RoundResolved) if r.round_id == rid]
+        bancos = [e.payload for e in events(t.bus, T.WAGERING_EVENTS) if isinstance(e.payload, BettingClosed)
+                  and e.payload.round_id == rid]
+        banco = [b.player_id for b in bancos[0].bets if b.wager in ("banco", "banco_suivi")] if bancos else []
+        suivi = (banker, banco[0]) if banco and res and res[0].winner == "banker" else None
         if res and res[0].winner == "player" and rules.bank_passes_on_loss:  # the bank passes
             nxt = rules.next_banker_seat(banker[0], 14, seats)
             banker = (nxt, seats[nxt])
@@ -458,6 +467,7 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
     decided = t.of(T.DEALING_EVENTS, OptionDecided)
     assert len(resolved) >= 60 and {d.by for d in decided} == {"participant", "default"}
     assert {(d.cell, d.draw) for d in decided} >= {("player_5", True), ("player_5", False)}
+    assert "banco_suivi" in {b.wager for b in t.of(T.SETTLEMENT_EVENTS, BetSettled)}
     rep = t.clean()
     assert rep.rounds_checked == len(resolved)
     assert not [r for r in t.rejected() if r[1] not in ("option_not_expired",)]
@@ -538,3 +548,42 @@ async def test_the_cage_ledger_books_the_bank_not_the_house():
     assert sum(bal.values()) == 0
     (rs,) = t.of(T.SETTLEMENT_EVENTS, RoundSettled)
     assert ledger.table_result("CH1") == rs.table_result == 4_000
+
+
+async def test_banco_suivi_the_last_bancos_loser_has_precedence():
+    from contracts.events import BetWithdrawn
+
+    t = Table()
+    r1 = await t.open(bank=100_000)
+    t.bet(r1, 5, "cat", 100_000, wager="banco")
+    t.bet(r1, 2, "ann", 10_000, wager="banco_suivi", cid="too-early")  # nobody's banco lost yet
+    await t.bus.pump()
+    await t.close(r1)
+    await t.read(r1, ("2s", "9s", "3s", "Ks"))  # Player 5, Banker 9: the Banker's natural wins cat's banco
+    assert [r.winner for r in t.of(T.DEALING_EVENTS, RoundResolved)] == ["banker"]
+    r2 = await t.open(bank=200_000)  # the Banker won: keeps the bank (now larger)
+    t.bet(r2, 2, "ann", 20_000, cid="ann")
+    t.bet(r2, 7, "dan", 200_000, wager="banco_suivi", cid="dan-suivi")  # dan's banco did not lose
+    t.bet(r2, 5, "cat", 150_000, wager="banco_suivi", cid="short")  # the whole bank or nothing
+    t.bet(r2, 5, "cat", 200_000, wager="banco_suivi", cid="suivi")  # returns ann's wager
+    t.bet(r2, 3, "ben", 5_000, cid="after")
+    await t.bus.pump()
+    rej = [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)]
+    assert rej == [("too-early", "no_banco_suivi"), ("dan-suivi", "no_banco_suivi"),
+                   ("short", "banco_needs_whole_bank"), ("after", "banco_called")]
+    assert [(w.bet_id, w.reason) for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)] == [("ann", "banco_suivi")]
+    await t.close(r2)
+    dp = [d for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen) if d.round_id == r2]
+    assert [(d.seat, d.player_id, d.wager_cents, d.rule) for d in dp] == [(5, "cat", 200_000, "banco")]
+    await t.read(r2, ("5h", "2h", "3h", "Kh"))  # Player 8: cat's banco suivi wins the whole bank
+    (bank,) = [b for b in t.of(T.SETTLEMENT_EVENTS, BankSettled) if b.round_id == r2]
+    assert (bank.won_cents, bank.commission_cents, bank.bank_after_cents) == (-200_000, 0, 0)
+    (s,) = [b for b in t.of(T.SETTLEMENT_EVENTS, BetSettled) if b.round_id == r2]
+    assert (s.player_id, s.wager, s.result, s.payout) == ("cat", "banco_suivi", "win", 400_000)
+    # the bank passes; cat's banco won, so nobody has banco suivi against the next Banker
+    r3 = await t.open(banker=(2, "ann"), bank=100_000)
+    t.bet(r3, 5, "cat", 100_000, wager="banco_suivi", cid="won-last")
+    await t.bus.pump()
+    assert [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)][-1] == ("won-last",
+                                                                                          "no_banco_suivi")
+    t.clean()

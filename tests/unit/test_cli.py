@@ -145,4 +145,4 @@ def test_odds_chemin_de_fer_under_a_stated_policy():
     assert d["policy"] == {"player_5": "draw", "banker_3_9": "draw", "banker_4_1": "stand", "banker_5_4": "draw"}
     s = json.loads(run("odds", "--variant", "chemin_de_fer", "--option", "player_5=stand", "--json").stdout)
     assert s["policy"]["player_5"] == "stand" and s["counts"]["player"] != d["counts"]["player"]
-    assert set(s["wagers"]) == {"player", "banco", "bank"}
+    assert set(s["wagers"]) == {"player", "banco", "banco_suivi", "bank"}

@@ -65,7 +65,7 @@ def test_tie_pays_at_least_8_to_1():
 
 
 def test_chemin_de_fer_is_not_a_house_banked_table():
-    with pytest.raises(IllegalTableConfig, match="against the Banker: player .required. and banco; got banker"):
+    with pytest.raises(IllegalTableConfig, match="against the Banker: player .required., banco and banco_suivi; got banker"):
         TableConfig(variant=Variant.CHEMIN_DE_FER)
 
 
@@ -202,5 +202,5 @@ def test_named_profiles_give_their_games_and_an_unknown_name_is_refused_with_the
     with pytest.raises(IllegalTableConfig, match="unknown table profile 'chemin'.*casino_night_literal"):
         profile("chemin")
     assert profile("punto_banco_curator").curator and not profile("punto_banco").curator
-    assert profile("chemin_de_fer").wagers == frozenset({Wager.PLAYER, Wager.BANCO})
+    assert profile("chemin_de_fer").wagers == frozenset({Wager.PLAYER, Wager.BANCO, Wager.BANCO_SUIVI})
     assert len(TABLE_PROFILES) == 8
