@@ -34,8 +34,8 @@ from contracts.commands import (
 from contracts.events import (
     BankSettled,
     BetRejected,
-    BettingClosed,
     BetSettled,
+    BettingClosed,
     CardDealt,
     CommandRejected,
     CommissionAccrued,
@@ -430,7 +430,7 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
         others = [(s, p) for s, p in PLAYERS if s != banker[0]]
         if suivi is not None and suivi[0] == banker and rng.random() < 0.7:  # banco suivi, over a wager
             t.bet(rid, *others[0], 2_500)
-            t.bet(rid, *[x for x in PLAYERS if x[1] == suivi[1]][0], bank, wager="banco_suivi")
+            t.bet(rid, *next(x for x in PLAYERS if x[1] == suivi[1]), bank, wager="banco_suivi")
         elif rng.random() < 0.15:
             s, p = rng.choice(others)
             t.bet(rid, s, p, bank, wager="banco")
