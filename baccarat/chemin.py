@@ -25,6 +25,7 @@ chemin de fer tableau into a fixed one (:meth:`DecisionPolicy.ruleset`) for the 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+import functools
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -211,20 +212,27 @@ class DecisionPolicy:
         return cell in self.draws
 
     def ruleset(self, base: Ruleset = CHEMIN_DE_FER) -> Ruleset:
-        """``base`` (the chemin de fer tableau) with every option cell decided by this policy."""
-        player = list(base.player)
-        banker = [list(r) for r in base.banker]
-        for cell in OptionCell:
-            act = Action.DRAW if self.draw(cell) else Action.STAND
-            if cell.hand is Hand.PLAYER:
-                player[cell.row] = act
-            else:
-                banker[cell.row][cell.column if cell.column is not None else STOOD] = act
-        name = base.name + "/" + ",".join(f"{c.value}={'draw' if self.draw(c) else 'stand'}" for c in OptionCell)
-        fixed = replace(base, name=name, player=tuple(player), banker=tuple(tuple(r) for r in banker))
-        if fixed.has_options:
-            raise IllegalDecision(f"{base.name} has option cells this policy does not name")
-        return fixed
+        """``base`` (the chemin de fer tableau) with every option cell decided by this policy (the same
+        object for the same policy and base: the odds engine caches its tables by ruleset)."""
+        return _fixed_ruleset(self, base)
+
+
+@functools.lru_cache(maxsize=64)
+def _fixed_ruleset(policy: DecisionPolicy, base: Ruleset) -> Ruleset:
+    """:meth:`DecisionPolicy.ruleset`, built once per (policy, base)."""
+    player = list(base.player)
+    banker = [list(r) for r in base.banker]
+    for cell in OptionCell:
+        act = Action.DRAW if policy.draw(cell) else Action.STAND
+        if cell.hand is Hand.PLAYER:
+            player[cell.row] = act
+        else:
+            banker[cell.row][cell.column if cell.column is not None else STOOD] = act
+    name = base.name + "/" + ",".join(f"{c.value}={'draw' if policy.draw(c) else 'stand'}" for c in OptionCell)
+    fixed = replace(base, name=name, player=tuple(player), banker=tuple(tuple(r) for r in banker))
+    if fixed.has_options:
+        raise IllegalDecision(f"{base.name} has option cells this policy does not name")
+    return fixed
 
 
 # ---- the table's chemin de fer configuration -------------------------------------------------------------

@@ -182,6 +182,15 @@ class TableConfig:
             return CHEMIN_DE_FER
         return PUNTO_BANCO
 
+    @property
+    def odds_ruleset(self) -> Ruleset:
+        """The drawing rules the exact odds engine counts: :attr:`ruleset`, except at chemin de fer, whose
+        option cells are fixed by the table's default decisions (:attr:`ChemRules.option_defaults`): the
+        probabilities of the next round under that stated policy."""
+        if self.variant is Variant.CHEMIN_DE_FER:
+            return self.chemin.option_defaults.ruleset()
+        return self.ruleset
+
     def require_offered(self, wager: Wager) -> None:
         """Raise :class:`WagerNotOffered` unless the table offers ``wager``."""
         if wager not in self.wagers:

@@ -44,7 +44,7 @@ class AdvantagePlayer:
         comp = [n * self.decks - s for n, s in zip(VALUE_COUNTS_PER_DECK, self.seen)]
         if sum(comp) < 6 or min(comp) < 0:
             return None
-        ev = wager_expectations(exact_counts(Composition.of(comp), config.ruleset), config)
+        ev = wager_expectations(exact_counts(Composition.of(comp), config.odds_ruleset), config)
         side = [(e.ev, w) for w, e in ev.items() if w not in MAIN_WAGERS and w is not Wager.TIE and e.ev > 0]
         if not side:
             return None

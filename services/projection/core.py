@@ -211,7 +211,7 @@ class ProjectionState(msgspec.Struct, frozen=True):
 def odds_for(composition: tuple[int, ...], config: TableConfig) -> tuple[OutcomeCounts, list[WagerOdds]] | None:
     """Exact counts and per-wager odds for ``composition`` under ``config`` (None below 6 cards)."""
     try:
-        counts = exact_counts(Composition.of(composition), config.ruleset)
+        counts = exact_counts(Composition.of(composition), config.odds_ruleset)
     except BaccaratError:
         return None
     wagers = []

@@ -587,3 +587,18 @@ async def test_banco_suivi_the_last_bancos_loser_has_precedence():
     assert [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)][-1] == ("won-last",
                                                                                           "no_banco_suivi")
     t.clean()
+
+
+async def test_the_projection_publishes_odds_under_the_tables_default_decisions():
+    from contracts.events import OddsUpdated
+    from services.projection.core import ProjectionCore
+
+    t = Table(shoe=LoadShoe(shoe_id="S1"))
+    t.bus.add(ProjectionCore())
+    await t.bus.pump()
+    odds = payloads(t.bus, T.PROJECTION_ODDS, OddsUpdated)
+    loaded = [o for o in odds if o.trigger == "shoe_loaded" and o.view == "surveillance"]
+    assert loaded, "odds are published for a chemin de fer table"
+    # a full 8-deck shoe under the default policy (the punto banco cells): the published counts
+    assert (loaded[0].counts["banker"], loaded[0].counts["player"]) == (2_292_252_566_437_888, 2_230_518_282_592_256)
+    assert {w.wager for w in loaded[0].wagers} == {"player", "banco", "banco_suivi"}
