@@ -33,6 +33,7 @@ from contracts.commands import (
 )
 from contracts.events import (
     BankSettled,
+    BetPlaced,
     BetRejected,
     BetSettled,
     BettingClosed,
@@ -602,3 +603,26 @@ async def test_the_projection_publishes_odds_under_the_tables_default_decisions(
     # a full 8-deck shoe under the default policy (the punto banco cells): the published counts
     assert (loaded[0].counts["banker"], loaded[0].counts["player"]) == (2_292_252_566_437_888, 2_230_518_282_592_256)
     assert {w.wager for w in loaded[0].wagers} == {"player", "banco", "banco_suivi"}
+
+
+async def test_every_chemin_de_fer_state_round_trips_for_snapshots():
+    from tests.services.test_state_codec import round_trip_every_fold
+
+    t = Table(chemin_de_fer(commission_mode=CommissionMode.ACCRUE))
+    seen = round_trip_every_fold(t.hosts)
+    t, r1 = await _to_option("player_5", t)  # a book, the Dominant Player, an option on offer
+    await t.decide(r1, "player", True, 3, "ben")
+    await t.read(r1, ["9s", "5s"], first=5)  # the Banker wins: commission accrued to the Banker's box
+    r2 = await t.open(bank=100_000)
+    t.bet(r2, 5, "cat", 100_000, wager="banco")
+    await t.bus.pump()
+    await t.close(r2)
+    await t.read(r2, ("2s", "9s", "3s", "Ks"))  # the banco loses: cat may call banco suivi next
+    r3 = await t.open(bank=100_000)
+    t.bet(r3, 2, "ann", 10_000)
+    t.bet(r3, 5, "cat", 100_000, wager="banco_suivi")
+    await t.bus.pump()
+    assert [w.wager for w in t.of(T.WAGERING_EVENTS, BetPlaced)][-1] == "banco_suivi"
+    assert seen["dealing"] > 20 and seen["wagering"] > 20 and seen["settlement"] > 10
+    assert seen["round_being_dealt"] and seen["commission_owed"]
+    t.clean()
