@@ -47,12 +47,14 @@ DEAL_ORDER = INITIAL_DEAL_ORDER
 
 @dataclass(frozen=True, slots=True)
 class ChemWager:
-    """A participant's wager against the Banker: ``seat``, ``amount_cents`` and whether it is a banco-type
-    wager (the "13:69F-7.7(b) or (c)" wager of 4.8(c)1)."""
+    """A participant's wager against the Banker: ``seat``, ``amount_cents``, whether it is a banco-type
+    wager (the "13:69F-7.7(b) or (c)" wager of 4.8(c)1), and ``player_id`` (``""``: the seat's one
+    participant; several participants may wager from one seat, each is a participant of 4.8(c))."""
 
     seat: int
     amount_cents: int
     banco: bool = False
+    player_id: str = ""
 
     def __post_init__(self) -> None:
         require_cents(self.amount_cents, "wager")
@@ -92,13 +94,22 @@ def dominant_player(
     wagers: Sequence[ChemWager], banker_seat: int, seats_counter_clockwise: Sequence[int],
     tie_break: TieBreak = TieBreak.NEAREST_COUNTER_CLOCKWISE,
 ) -> int:
-    """The seat of the Dominant Player, 13:69F-4.8(c)1–3.
+    """The seat of the Dominant Player, 13:69F-4.8(c)1–3 (:func:`dominant_participant` names the player)."""
+    return dominant_participant(wagers, banker_seat, seats_counter_clockwise, tie_break)[0]
+
+
+def dominant_participant(
+    wagers: Sequence[ChemWager], banker_seat: int, seats_counter_clockwise: Sequence[int],
+    tie_break: TieBreak = TieBreak.NEAREST_COUNTER_CLOCKWISE,
+) -> tuple[int, str]:
+    """The Dominant Player, 13:69F-4.8(c)1–3, as ``(seat, player_id)``.
 
     1. a banco-type wager wins control (if several, the one nearest the Banker counter-clockwise);
-    2. otherwise the highest wager against the Banker (a seat's wagers are summed: it is the participant's
-       wager, in cents);
-    3. ties for highest go to the seat nearest the Banker counter-clockwise (``tie_break``
-       :attr:`TieBreak.FIRST_WAGER`: to the seat whose first wager comes first in ``wagers``).
+    2. otherwise the highest wager against the Banker (a participant's wagers, keyed by seat and player, are
+       summed: it is the participant's wager, in cents);
+    3. ties for highest go to the participant nearest the Banker counter-clockwise (``tie_break``
+       :attr:`TieBreak.FIRST_WAGER`: to the participant whose first wager comes first in ``wagers``; two
+       participants of one seat are equally near, and the first wager decides between them).
 
     ``wagers`` in the order they were made. Raises :class:`IllegalDecision` when nobody has wagered,
     :class:`BaccaratError` when the Banker wagers against itself or a seat is unknown.
@@ -108,22 +119,24 @@ def dominant_player(
     if any(w.seat == banker_seat for w in wagers):
         raise BaccaratError("the Banker cannot wager against the Banker's Hand")
 
-    def dist(w: ChemWager) -> int:
-        return counter_clockwise_distance(w.seat, banker_seat, seats_counter_clockwise)
+    def dist(seat: int) -> int:
+        return counter_clockwise_distance(seat, banker_seat, seats_counter_clockwise)
 
     for w in wagers:
-        dist(w)  # every seat must be at the table
+        dist(w.seat)  # every seat must be at the table
     banco = [w for w in wagers if w.banco]
     if banco:
-        return min(banco, key=dist).seat
-    total: dict[int, int] = {}
+        w = min(banco, key=lambda x: dist(x.seat))  # min keeps the first of equals
+        return w.seat, w.player_id
+    total: dict[tuple[int, str], int] = {}
     for w in wagers:  # dicts keep the first wager's order
-        total[w.seat] = total.get(w.seat, 0) + w.amount_cents
+        key = (w.seat, w.player_id)
+        total[key] = total.get(key, 0) + w.amount_cents
     top = max(total.values())
-    tied = [seat for seat, amount in total.items() if amount == top]
+    tied = [who for who, amount in total.items() if amount == top]
     if tie_break is TieBreak.FIRST_WAGER:
         return tied[0]
-    return min(tied, key=lambda seat: counter_clockwise_distance(seat, banker_seat, seats_counter_clockwise))
+    return min(tied, key=lambda who: dist(who[0]))
 
 
 def controller(hand: Hand, banker_seat: int, dominant_seat: int) -> int:

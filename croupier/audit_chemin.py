@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
-from baccarat.chemin import ChemWager, OptionCell, dominant_player, settle_bank
+from baccarat.chemin import ChemWager, OptionCell, dominant_participant, settle_bank
 from baccarat.errors import BaccaratError
 from baccarat.round import Outcome
 from baccarat.table import TableConfig
@@ -64,15 +64,17 @@ def check_round(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Se
     dealt = [e for e in envs if isinstance(e.payload, CardDealt)]
     dominant: tuple[int, str] | None = None
     if book is not None and against:
-        wagers = [ChemWager(b.seat, b.amount_cents, banco=b.wager in {w.value for w in BANCO_WAGERS}) for b in against]
+        wagers = [ChemWager(b.seat, b.amount_cents, banco=b.wager in {w.value for w in BANCO_WAGERS},
+                            player_id=b.player_id) for b in against]
         try:
-            seat = dominant_player(wagers, opened.banker_seat, rules.seat_order(cfg.max_players), rules.tie_break)
+            want = dominant_participant(wagers, opened.banker_seat, rules.seat_order(cfg.max_players),
+                                        rules.tie_break)
         except BaccaratError as ex:
             flag("dominant_player_mismatch", rid, f"the book gives no Dominant Player: {ex}")
             return
         got = [(c.payload.seat, c.payload.player_id) for c in chosen]
-        if len(chosen) != 1 or got[0][0] != seat or got[0][1] not in {b.player_id for b in against if b.seat == seat}:
-            flag("dominant_player_mismatch", rid, f"recorded {got}, 13:69F-4.8(c) gives seat {seat}")
+        if got != [want]:
+            flag("dominant_player_mismatch", rid, f"recorded {got}, 13:69F-4.8(c) gives {want}")
         elif dealt and dealt[0].seq < chosen[0].seq:
             flag("dominant_player_mismatch", rid, "the Dominant Player was chosen after the first card")
         if len(chosen) == 1:

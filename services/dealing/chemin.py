@@ -7,7 +7,7 @@ the punto banco decider as it was):
   table's bank limits (:class:`baccarat.chemin.ChemRules`, [U]); a Banker whose Banker's Hand lost the last
   round must pass the bank when the table says so (``bank_must_pass``);
 * :func:`choose_dominant`: at "No more bets", the Dominant Player of 4.8(c) from the closed book
-  (:func:`baccarat.chemin.dominant_player`: a banco, else the highest wager against the Banker, ties broken
+  (:func:`baccarat.chemin.dominant_participant`: a banco, else the highest wager against the Banker, ties broken
   as configured), or the round is voided when nobody wagered against the bank;
 * :func:`offer`: an option cell reached is offered to its controller (4.8(b): the Banker for the Banker's
   Hand; 4.8(c): the Dominant Player for the Player's Hand) with a deadline of the log's time of the card that
@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 
 from baccarat import round as R
 from baccarat.cards import Hand
-from baccarat.chemin import ChemWager, controller, dominant_player, option_cell
+from baccarat.chemin import ChemWager, controller, dominant_participant, option_cell
 from baccarat.errors import BaccaratError
 from baccarat.table import TableConfig
 from baccarat.wagers import AGAINST_THE_BANK, BANCO_WAGERS
@@ -127,22 +127,22 @@ def choose_dominant(config: TableConfig | None, round_id: str, shoe_id: str, che
                      causation_id=cause, occurred_at=at)]
     rules = config.chemin
     order = rules.seat_order(config.max_players)
-    wagers = [ChemWager(b.seat, b.amount_cents, banco=b.wager in _BANCO) for b in bets]
+    wagers = [ChemWager(b.seat, b.amount_cents, banco=b.wager in _BANCO, player_id=b.player_id) for b in bets]
     try:
-        seat = dominant_player(wagers, chem.banker_seat, order, rules.tie_break)
+        seat, player = dominant_participant(wagers, chem.banker_seat, order, rules.tie_break)
     except BaccaratError as ex:  # a seat outside the configured order; the wagering service refuses such bets
         return [Emit(RoundVoided(round_id=round_id, reason=f"no Dominant Player: {ex}"), round_id=round_id,
                      shoe_id=shoe_id, causation_id=cause, occurred_at=at)]
-    mine = [b for b in bets if b.seat == seat]
-    total = sum(b.amount_cents for b in mine)
+    totals: dict[tuple[int, str], int] = {}
+    for b in bets:
+        totals[(b.seat, b.player_id)] = totals.get((b.seat, b.player_id), 0) + b.amount_cents
+    total = totals[(seat, player)]
     if any(w.banco for w in wagers):
         rule = "banco"
-    elif sum(1 for s in {b.seat for b in bets} if sum(x.amount_cents for x in bets if x.seat == s) == total) > 1:
+    elif sum(1 for v in totals.values() if v == total) > 1:
         rule = rules.tie_break.value
     else:
         rule = "highest_wager"
-    # the participant at the seat: the one whose wager there is largest (then first made)
-    player = max(mine, key=lambda b: (b.amount_cents, -mine.index(b))).player_id
     return [Emit(DominantPlayerChosen(round_id=round_id, seat=seat, player_id=player, wager_cents=total,
                                       rule=rule),
                  round_id=round_id, shoe_id=shoe_id, causation_id=cause, occurred_at=at)]

@@ -243,3 +243,18 @@ def test_money_is_conserved_between_participants_bank_and_house(stakes, spare, w
     if b.won_cents > 0:  # within one rounding unit of the exact rate, on the unit grid
         assert abs(b.commission_cents - b.won_cents * rate) < unit and b.commission_cents % unit == 0 \
             or b.commission_cents == b.won_cents
+
+
+def test_the_dominant_player_is_a_participant_not_a_seat():
+    from baccarat.chemin import dominant_participant
+
+    # two participants at seat 2 (one betting behind) wager 25,000 between them; ben alone at 3 wagers 20,000
+    wagers = [ChemWager(2, 10_000, player_id="ann"), ChemWager(3, 20_000, player_id="ben"),
+              ChemWager(2, 15_000, player_id="abe"), ChemWager(2, 6_000, player_id="ann")]
+    assert dominant_participant(wagers, 1, SEATS) == (3, "ben")
+    # ann's two wagers are summed: 16,000 + 6,000 = 22,000 > 20,000
+    assert dominant_participant(wagers + [ChemWager(2, 6_000, player_id="ann")], 1, SEATS) == (2, "ann")
+    # equally high at one seat: equally near the Banker, the first wager made decides
+    tie = [ChemWager(4, 5_000, player_id="cat"), ChemWager(4, 5_000, player_id="dan")]
+    assert dominant_participant(tie, 1, SEATS) == (4, "cat")
+    assert dominant_player(tie, 1, SEATS) == 4
