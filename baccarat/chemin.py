@@ -24,22 +24,21 @@ chemin de fer tableau into a fixed one (:meth:`DecisionPolicy.ruleset`) for the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from baccarat.cards import Card
-
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from baccarat.cards import Hand
 from baccarat.drawing import CHEMIN_DE_FER, STOOD, Action, Ruleset
 from baccarat.errors import BaccaratError, IllegalDecision, IllegalTableConfig
 from baccarat.money import Rounding, require_cents
 from baccarat.round import INITIAL_DEAL_ORDER, Winner
+
+if TYPE_CHECKING:  # pragma: no cover
+    from baccarat.cards import Card
 
 #: 13:69F-4.8(d): cards 1 and 3 to the Player's Hand (before the Dominant Player), 2 and 4 to the Banker.
 DEAL_ORDER = INITIAL_DEAL_ORDER
