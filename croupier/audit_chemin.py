@@ -20,7 +20,7 @@ follow from the cards drawn and the decisions recorded.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from baccarat.chemin import ChemWager, OptionCell, dominant_participant, settle_bank
 from baccarat.errors import BaccaratError
@@ -59,7 +59,7 @@ def check_round(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Se
     if not rules.bank_min_cents <= opened.bank_cents <= rules.bank_max_cents:
         flag("bank_mismatch", rid, f"bank of {opened.bank_cents} cents outside the table's "
                                    f"{rules.bank_min_cents}..{rules.bank_max_cents}")
-    chosen = [e for e in envs if isinstance(e.payload, DominantPlayerChosen)]
+    chosen = [(e.seq, e.payload) for e in envs if isinstance(e.payload, DominantPlayerChosen)]
     against = [b for b in book or () if b.wager in {w.value for w in AGAINST_THE_BANK}]
     dealt = [e for e in envs if isinstance(e.payload, CardDealt)]
     dominant: tuple[int, str] | None = None
@@ -72,24 +72,24 @@ def check_round(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Se
         except BaccaratError as ex:
             flag("dominant_player_mismatch", rid, f"the book gives no Dominant Player: {ex}")
             return
-        got = [(c.payload.seat, c.payload.player_id) for c in chosen]
+        got = [(c.seat, c.player_id) for _, c in chosen]
         if got != [want]:
             flag("dominant_player_mismatch", rid, f"recorded {got}, 13:69F-4.8(c) gives {want}")
-        elif dealt and dealt[0].seq < chosen[0].seq:
+        elif dealt and dealt[0].seq < chosen[0][0]:
             flag("dominant_player_mismatch", rid, "the Dominant Player was chosen after the first card")
         if len(chosen) == 1:
-            dominant = (chosen[0].payload.seat, chosen[0].payload.player_id)
+            dominant = got[0]
     elif chosen or (book is not None and not voided):
         flag("dominant_player_mismatch", rid, "no wager against the Banker, yet the round "
                                               + ("named a Dominant Player" if chosen else "was not voided"))
-    offer: Envelope | None = None
+    offer: tuple[OptionOffered, datetime] | None = None  # the option open, and when it was offered
     last_card: Envelope | None = None
     for e in envs:
         p = e.payload
         if isinstance(p, CardDealt):
             last_card = e
             if offer is not None:
-                flag("option_mismatch", rid, f"card {p.card} dealt while the {offer.payload.cell} option was open")
+                flag("option_mismatch", rid, f"card {p.card} dealt while the {offer[0].cell} option was open")
         elif isinstance(p, OptionOffered):
             want_who = (opened.banker_seat, opened.banker_player_id) if p.hand == "banker" else dominant
             try:
@@ -104,16 +104,16 @@ def check_round(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Se
                                              f"for {p.option_seconds} s at {e.occurred_at.isoformat()}; the rules "
                                              f"give {want_who}, {default}, {rules.option_seconds} s from the card "
                                              "that made it due")
-            offer = e
+            offer = (p, e.occurred_at)
         elif isinstance(p, OptionDecided):
-            if offer is None or offer.payload.hand != p.hand or offer.payload.cell != p.cell:
+            if offer is None or offer[0].hand != p.hand or offer[0].cell != p.cell:
                 flag("option_mismatch", rid, f"{p.cell} decided with no such option offered")
                 continue
-            o = offer.payload
+            o, offered_at = offer
             if (p.seat, p.player_id) != (o.seat, o.player_id):
                 flag("option_mismatch", rid, f"{p.cell} decided for {(p.seat, p.player_id)}, offered to "
                                              f"{(o.seat, o.player_id)} (13:69F-4.8(b)-(c))")
-            deadline = offer.occurred_at + timedelta(seconds=o.option_seconds)
+            deadline = offered_at + timedelta(seconds=o.option_seconds)
             if p.by == "default" and (p.draw != o.default_draw or e.occurred_at < deadline):
                 flag("option_mismatch", rid, f"{p.cell} decided by default ({p.draw}) at {e.occurred_at.isoformat()}; "
                                              f"the default is {o.default_draw} from {deadline.isoformat()}")
