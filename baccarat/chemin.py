@@ -261,7 +261,9 @@ class ChemRules:
     * ``tie_break``: :class:`TieBreak` (4.8(c)3; another rule only on an unregulated table);
     * ``bank_min_cents`` / ``bank_max_cents``: the size of the bank a participant may put up;
     * ``bank_passes_on_loss``: the bank passes to the next participant counter-clockwise when the Banker's
-      Hand loses (the usual practice; the Banker may also give it up between rounds).
+      Hand loses (the usual practice; the Banker may also give it up between rounds);
+    * ``bank_stays_in_play``: a Banker who keeps the bank puts all of it up again, as the last round left it
+      (its winnings less the house's commission; the usual practice: to take any out is to give up the bank).
 
     Raises :class:`IllegalTableConfig`.
     """
@@ -273,6 +275,7 @@ class ChemRules:
     bank_min_cents: int = 10_000
     bank_max_cents: int = 10_000_000
     bank_passes_on_loss: bool = True
+    bank_stays_in_play: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.option_seconds, bool) or not isinstance(self.option_seconds, int) \

@@ -46,7 +46,8 @@ class ChemSpec(msgspec.Struct, frozen=True):
     ``seats_counter_clockwise``: the seats in counter-clockwise order (empty: 1..max players);
     ``tie_break``: ``nearest_counter_clockwise`` (13:69F-4.8(c)) | ``first_wager`` (unregulated only);
     ``bank_min_cents``/``bank_max_cents``: the bank a participant may put up; ``bank_passes_on_loss``: the
-    Banker gives up the bank when the Banker's Hand loses."""
+    Banker gives up the bank when the Banker's Hand loses; ``bank_stays_in_play``: a Banker who keeps the bank
+    puts all of it up again, as the last round left it."""
 
     option_draws: CodeList = msgspec.field(default_factory=lambda: ["banker_3_9", "banker_5_4", "player_5"])
     option_seconds: int = 30
@@ -55,6 +56,7 @@ class ChemSpec(msgspec.Struct, frozen=True):
     bank_min_cents: int = 10_000
     bank_max_cents: int = 10_000_000
     bank_passes_on_loss: bool = True
+    bank_stays_in_play: bool = True
 
 
 class TableSpec(msgspec.Struct, frozen=True):

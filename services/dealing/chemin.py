@@ -22,12 +22,14 @@ decides the same.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from baccarat import round as R
 from baccarat.cards import Hand
-from baccarat.chemin import ChemWager, controller, dominant_participant, option_cell
+from baccarat.chemin import ChemWager, controller, dominant_participant, option_cell, settle_bank
+from baccarat.round import Winner
 from baccarat.errors import BaccaratError
 from baccarat.table import TableConfig
 from baccarat.wagers import AGAINST_THE_BANK, BANCO_WAGERS
@@ -73,6 +75,36 @@ class ChemRound:
         return self.offered_at + timedelta(seconds=self.offered.option_seconds)
 
 
+@dataclass(frozen=True, slots=True)
+class LastBank:
+    """The last chemin de fer round dealt at the table: its Banker, the bank (cents) and the result
+    (``winner`` ``player`` | ``banker`` | ``tie``, ``""`` voided: the bank unchanged)."""
+
+    round_id: str
+    banker_seat: int
+    banker_player_id: str
+    bank_cents: int
+    winner: str
+
+    def bank_after(self, config: TableConfig, wagered: int | None) -> int | None:
+        """The bank after the round (:func:`baccarat.chemin.settle_bank` under the table's rate and
+        rounding), or None when the round's wagers are not known."""
+        if not self.winner:
+            return self.bank_cents
+        if wagered is None:
+            return None
+        try:
+            return settle_bank(self.bank_cents, wagered, Winner(self.winner), config.commission_rate,
+                               config.rounding).bank_after_cents
+        except BaccaratError:
+            return None
+
+
+def wagered(bets: Iterable[BetLine]) -> int:
+    """Cents wagered against the bank in a closed book."""
+    return sum(b.amount_cents for b in bets if b.wager in _AGAINST)
+
+
 def opened(e: RoundOpened) -> ChemRound:
     """The chemin de fer part of a round from its ``RoundOpened``."""
     return ChemRound(e.banker_seat, e.banker_player_id, e.bank_cents)
@@ -89,12 +121,14 @@ def evolve(chem: ChemRound, deal: R.Deal, e: Event, at: datetime) -> tuple[ChemR
     return chem, deal
 
 
-def check_open_round(config: TableConfig | None, c: OpenRound, last_bank: tuple[int, str, bool] | None
-                     ) -> tuple[str, str] | None:
+def check_open_round(config: TableConfig | None, c: OpenRound, last_bank: LastBank | None,
+                     last_wagers: tuple[str, int] | None = None) -> tuple[str, str] | None:
     """Why ``OpenRound`` is refused (reason code, detail), or None. Chemin de fer: ``no_banker`` (no
     participant named for the bank), ``invalid_seat``, ``bank_out_of_limits`` (outside the table's bank
     minimum and maximum, or not whole rounding units), ``bank_must_pass`` (the Banker's Hand lost the last
-    round under ``bank_passes_on_loss``). Other games: ``not_chemin_de_fer`` when a bank is named."""
+    round under ``bank_passes_on_loss``), ``bank_must_stay_in_play`` (the Banker who keeps the bank puts up
+    all of it, as the last round left it, under ``bank_stays_in_play``). Other games: ``not_chemin_de_fer``
+    when a bank is named."""
     if config is None:
         return None
     if config.variant.value != "chemin_de_fer":
@@ -110,9 +144,17 @@ def check_open_round(config: TableConfig | None, c: OpenRound, last_bank: tuple[
             or c.bank_cents % config.rounding.unit_cents:
         return "bank_out_of_limits", (f"a bank of {c.bank_cents} cents: the table takes {rules.bank_min_cents} to "
                                       f"{rules.bank_max_cents} in units of {config.rounding.unit_cents}")
-    if last_bank is not None and rules.bank_passes_on_loss and last_bank[2] and last_bank[1] == c.banker_player_id:
+    same = last_bank is not None and last_bank.banker_player_id == c.banker_player_id
+    if last_bank is not None and same and rules.bank_passes_on_loss and last_bank.winner == "player":
         return "bank_must_pass", (f"the Banker's Hand of {c.banker_player_id!r} lost the last round: the bank "
                                   "passes (bank_passes_on_loss)")
+    if last_bank is not None and same and rules.bank_stays_in_play:
+        wagers = last_wagers[1] if last_wagers is not None and last_wagers[0] == last_bank.round_id else None
+        after = last_bank.bank_after(config, wagers)
+        if after is not None and c.bank_cents != after and rules.bank_min_cents <= after:
+            return "bank_must_stay_in_play", (f"{c.banker_player_id!r} keeps the bank: all of it, {after} cents "
+                                              f"after the last round, stays in play, not {c.bank_cents} "
+                                              "(bank_stays_in_play)")
     return None
 
 

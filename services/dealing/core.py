@@ -169,8 +169,11 @@ class DealingState:
     curator_due: str = ""
     #: the latest round resolved here: (round id, winner)
     last_resolved: tuple[str, str] = ("", "")
-    #: chemin de fer: the last resolved round's Banker (seat, player id) and whether the Banker's Hand lost
-    last_bank: tuple[int, str, bool] | None = None
+    #: chemin de fer: the last resolved round's Banker and bank (:class:`services.dealing.chemin.LastBank`)
+    last_bank: CH.LastBank | None = None
+    #: chemin de fer: the last closed book's (round id, cents wagered against the bank), from ``BettingClosed``
+    #: (an input: a rebuild folds it after our own events, so it is kept apart from ``last_bank``)
+    last_wagers: tuple[str, int] | None = None
 
     @property
     def config(self) -> TableConfig | None:
@@ -297,8 +300,8 @@ class DealingCore:
             return replace(state, round=replace(rs, announced=True))
         if isinstance(e, RoundResolved) and rs is not None:
             if rs.chem is not None:
-                lost = e.winner == "player"
-                state = replace(state, last_bank=(rs.chem.banker_seat, rs.chem.banker_player_id, lost))
+                state = replace(state, last_bank=CH.LastBank(rs.round_id, rs.chem.banker_seat,
+                                                             rs.chem.banker_player_id, rs.chem.bank_cents, e.winner))
             due = e.round_id if state.curator is not None and not C.must_pass(e.winner) else ""
             return replace(state, round=replace(rs, status="resolved"), curator_due=due,
                            last_resolved=(e.round_id, e.winner))
@@ -309,6 +312,9 @@ class DealingCore:
         if isinstance(e, ShoePassed):
             to = (e.to_seat, e.to_player_id) if e.to_seat else None
             return replace(state, curator=to, curator_due="")
+        if isinstance(e, RoundVoided) and rs is not None and rs.round_id == e.round_id and rs.chem is not None:
+            state = replace(state, last_bank=CH.LastBank(rs.round_id, rs.chem.banker_seat, rs.chem.banker_player_id,
+                                                         rs.chem.bank_cents, ""))
         if isinstance(e, RoundVoided) and rs is not None and rs.round_id == e.round_id:
             return replace(state, round=replace(rs, status="voided"))
         if isinstance(e, ShoeFinished) and state.shoe is not None:
@@ -348,6 +354,9 @@ class DealingCore:
             return replace(state, seated=state.seated - {(e.seat, e.player_id)})
         if isinstance(e, BettingClosed):
             rs = state.round
+            cfg = state.config
+            if cfg is not None and cfg.variant.value == "chemin_de_fer":
+                state = replace(state, last_wagers=(e.round_id, CH.wagered(e.bets)))
             if rs is not None and rs.round_id == e.round_id and rs.closed_by is None:
                 chem = replace(rs.chem, book=tuple(e.bets)) if rs.chem is not None else None
                 return replace(state, round=replace(rs, closed_by=(env.event_id, env.occurred_at), chem=chem))
@@ -549,7 +558,7 @@ class DealingCore:
             if why is not None:
                 return _reject(cmd, why, f"{sh.cards_left} cards left; cutting card out in round "
                                          f"{sh.cutting_card_round}")
-            refused = CH.check_open_round(state.config, c, state.last_bank)
+            refused = CH.check_open_round(state.config, c, state.last_bank, state.last_wagers)
             if refused is not None:
                 return _reject(cmd, *refused)
             kept: list[Emit | Send] = []

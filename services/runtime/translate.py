@@ -51,6 +51,7 @@ def chem_rules(spec: ChemSpec) -> ChemRules:
         bank_min_cents=spec.bank_min_cents,
         bank_max_cents=spec.bank_max_cents,
         bank_passes_on_loss=spec.bank_passes_on_loss,
+        bank_stays_in_play=spec.bank_stays_in_play,
     )
 
 
@@ -64,6 +65,7 @@ def chem_spec(rules: ChemRules) -> ChemSpec:
         bank_min_cents=rules.bank_min_cents,
         bank_max_cents=rules.bank_max_cents,
         bank_passes_on_loss=rules.bank_passes_on_loss,
+        bank_stays_in_play=rules.bank_stays_in_play,
     )
 
 

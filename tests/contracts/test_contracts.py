@@ -235,6 +235,7 @@ chem_specs = realistic(
     bank_min_cents=st.integers(100, 100_000),
     bank_max_cents=st.integers(100_000, 10**8),
     bank_passes_on_loss=st.booleans(),
+    bank_stays_in_play=st.booleans(),
 )
 table_specs = realistic(
     TableSpec,

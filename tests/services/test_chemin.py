@@ -41,6 +41,7 @@ from contracts.events import (
     CommandRejected,
     CommissionAccrued,
     DominantPlayerChosen,
+    RoundOpened,
     OptionDecided,
     OptionOffered,
     RoundResolved,
@@ -91,8 +92,17 @@ class Table:
         self.now = max(self.now, START + timedelta(seconds=self.n)) + timedelta(seconds=1)
         return self.now
 
-    async def open(self, banker=(1, "banker"), bank=100_000, rid=None) -> str:  # type: ignore[no-untyped-def]
+    def bank_after(self, banker: str) -> int | None:
+        """The bank the last round left ``banker`` (None: ``banker`` did not hold the last bank)."""
+        banks = self.of(T.SETTLEMENT_EVENTS, BankSettled)
+        return banks[-1].bank_after_cents if banks and banks[-1].player_id == banker else None
+
+    async def open(self, banker=(1, "banker"), bank=None, rid=None) -> str:  # type: ignore[no-untyped-def]
+        """Open a round; ``bank`` None: what the last round left this Banker (the bank stays in play), else
+        $1,000."""
         await self.bus.pump()
+        if bank is None:
+            bank = self.bank_after(banker[1]) or 100_000
         if not self.rounds:
             for seat, player in PLAYERS:
                 self.send(T.WAGERING_COMMANDS, SeatPlayer(seat=seat, player_id=player))
@@ -378,8 +388,9 @@ async def test_replay_equals_live():
     t, rid = await _to_option("player_5")
     await t.decide(rid, "player", True, 3, "ben")
     await t.read(rid, ["9s", "5s"], first=5)
-    r2 = await t.open(banker=(1, "banker"), bank=100_000)  # the Banker won: keeps the bank
-    t.bet(r2, 5, "cat", 100_000, wager="banco")
+    r2 = await t.open(banker=(1, "banker"))  # the Banker won: keeps the whole bank in play
+    assert t.of(T.DEALING_EVENTS, RoundOpened)[-1].bank_cents == 100_000 + 80_000 - 4_000
+    t.bet(r2, 5, "cat", 176_000, wager="banco")
     await t.bus.pump()
     await t.close(r2)
     await t.read(r2, DEALS["banker_4_1"][:5])
@@ -420,11 +431,12 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
     seats = dict(PLAYERS)
     banker = (1, "banker")
     suivi = None  # (Banker, player) whose banco lost the last round
+    flip = False
     n = 0
     while not t.of(T.DEALING_EVENTS, ShoeFinished) and n < 120:
         n += 1
         rid = f"S1-{n}"
-        bank = rng.choice([50_000, 100_000, 250_000])
+        bank = t.bank_after(banker[1]) or rng.choice([50_000, 100_000, 250_000])  # the bank stays in play
         t.send(T.DEALING_COMMANDS, OpenRound(round_id=rid, shoe_id="S1", banker_seat=banker[0],
                                              banker_player_id=banker[1], bank_cents=bank), at=t.tick())
         await t.bus.pump()
@@ -454,7 +466,8 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
             if rng.random() < 0.3:  # nobody decides: the table's clock applies the default
                 await t.expire(rid, o.payload.hand, at=max(t.tick(), o.occurred_at + timedelta(seconds=30)))
             else:
-                await t.decide(rid, o.payload.hand, rng.random() < 0.5, o.payload.seat, o.payload.player_id)
+                flip = not flip  # draw and stand in turn
+                await t.decide(rid, o.payload.hand, flip, o.payload.seat, o.payload.player_id)
         res = [r for r in t.of(T.DEALING_EVENTS, RoundResolved) if r.round_id == rid]
         bancos = [e.payload for e in events(t.bus, T.WAGERING_EVENTS) if isinstance(e.payload, BettingClosed)
                   and e.payload.round_id == rid]
@@ -467,7 +480,7 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
     resolved = t.of(T.DEALING_EVENTS, RoundResolved)
     decided = t.of(T.DEALING_EVENTS, OptionDecided)
     assert len(resolved) >= 60 and {d.by for d in decided} == {"participant", "default"}
-    assert {(d.cell, d.draw) for d in decided} >= {("player_5", True), ("player_5", False)}
+    assert {d.hand for d in decided} == {"player", "banker"} and {d.draw for d in decided if d.by == "participant"} == {True, False}
     assert "banco_suivi" in {b.wager for b in t.of(T.SETTLEMENT_EVENTS, BetSettled)}
     rep = t.clean()
     assert rep.rounds_checked == len(resolved)
@@ -562,11 +575,12 @@ async def test_banco_suivi_the_last_bancos_loser_has_precedence():
     await t.close(r1)
     await t.read(r1, ("2s", "9s", "3s", "Ks"))  # Player 5, Banker 9: the Banker's natural wins cat's banco
     assert [r.winner for r in t.of(T.DEALING_EVENTS, RoundResolved)] == ["banker"]
-    r2 = await t.open(bank=200_000)  # the Banker won: keeps the bank (now larger)
+    r2 = await t.open()  # the Banker won: the whole bank stays in play, $1,000 + $1,000 - $50 commission
+    assert t.of(T.DEALING_EVENTS, RoundOpened)[-1].bank_cents == 195_000
     t.bet(r2, 2, "ann", 20_000, cid="ann")
-    t.bet(r2, 7, "dan", 200_000, wager="banco_suivi", cid="dan-suivi")  # dan's banco did not lose
+    t.bet(r2, 7, "dan", 195_000, wager="banco_suivi", cid="dan-suivi")  # dan's banco did not lose
     t.bet(r2, 5, "cat", 150_000, wager="banco_suivi", cid="short")  # the whole bank or nothing
-    t.bet(r2, 5, "cat", 200_000, wager="banco_suivi", cid="suivi")  # returns ann's wager
+    t.bet(r2, 5, "cat", 195_000, wager="banco_suivi", cid="suivi")  # returns ann's wager
     t.bet(r2, 3, "ben", 5_000, cid="after")
     await t.bus.pump()
     rej = [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)]
@@ -575,12 +589,12 @@ async def test_banco_suivi_the_last_bancos_loser_has_precedence():
     assert [(w.bet_id, w.reason) for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)] == [("ann", "banco_suivi")]
     await t.close(r2)
     dp = [d for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen) if d.round_id == r2]
-    assert [(d.seat, d.player_id, d.wager_cents, d.rule) for d in dp] == [(5, "cat", 200_000, "banco")]
+    assert [(d.seat, d.player_id, d.wager_cents, d.rule) for d in dp] == [(5, "cat", 195_000, "banco")]
     await t.read(r2, ("5h", "2h", "3h", "Kh"))  # Player 8: cat's banco suivi wins the whole bank
     (bank,) = [b for b in t.of(T.SETTLEMENT_EVENTS, BankSettled) if b.round_id == r2]
-    assert (bank.won_cents, bank.commission_cents, bank.bank_after_cents) == (-200_000, 0, 0)
+    assert (bank.won_cents, bank.commission_cents, bank.bank_after_cents) == (-195_000, 0, 0)
     (s,) = [b for b in t.of(T.SETTLEMENT_EVENTS, BetSettled) if b.round_id == r2]
-    assert (s.player_id, s.wager, s.result, s.payout) == ("cat", "banco_suivi", "win", 400_000)
+    assert (s.player_id, s.wager, s.result, s.payout) == ("cat", "banco_suivi", "win", 390_000)
     # the bank passes; cat's banco won, so nobody has banco suivi against the next Banker
     r3 = await t.open(banker=(2, "ann"), bank=100_000)
     t.bet(r3, 5, "cat", 100_000, wager="banco_suivi", cid="won-last")
@@ -613,16 +627,39 @@ async def test_every_chemin_de_fer_state_round_trips_for_snapshots():
     t, r1 = await _to_option("player_5", t)  # a book, the Dominant Player, an option on offer
     await t.decide(r1, "player", True, 3, "ben")
     await t.read(r1, ["9s", "5s"], first=5)  # the Banker wins: commission accrued to the Banker's box
-    r2 = await t.open(bank=100_000)
-    t.bet(r2, 5, "cat", 100_000, wager="banco")
+    r2 = await t.open()  # $1,000 + $800 won - $40 commission (accrued to the Banker's box: not the bank's)
+    bank = t.of(T.DEALING_EVENTS, RoundOpened)[-1].bank_cents
+    assert bank == 176_000
+    t.bet(r2, 5, "cat", bank, wager="banco")
     await t.bus.pump()
     await t.close(r2)
     await t.read(r2, ("2s", "9s", "3s", "Ks"))  # the banco loses: cat may call banco suivi next
-    r3 = await t.open(bank=100_000)
+    r3 = await t.open()
     t.bet(r3, 2, "ann", 10_000)
-    t.bet(r3, 5, "cat", 100_000, wager="banco_suivi")
+    t.bet(r3, 5, "cat", t.of(T.DEALING_EVENTS, RoundOpened)[-1].bank_cents, wager="banco_suivi")
     await t.bus.pump()
     assert [w.wager for w in t.of(T.WAGERING_EVENTS, BetPlaced)][-1] == "banco_suivi"
     assert seen["dealing"] > 20 and seen["wagering"] > 20 and seen["settlement"] > 10
     assert seen["round_being_dealt"] and seen["commission_owed"]
     t.clean()
+
+
+async def test_a_banker_who_keeps_the_bank_puts_all_of_it_up_again():
+    t, rid = await _to_option("banker_3_9")
+    await t.decide(rid, "banker", True, 1, "banker")  # the Banker's 8 wins $800, less the $40 commission
+    await t.read(rid, ["5d"], first=6)
+    await t.bus.pump()
+    t.send(T.DEALING_COMMANDS, OpenRound(round_id="R2", shoe_id="PS", banker_seat=1, banker_player_id="banker",
+                                         bank_cents=100_000), "takes-some-out")
+    await t.bus.pump()
+    assert t.rejected() == [("takes-some-out", "bank_must_stay_in_play")]
+    assert "176000 cents" in t.of(T.DEALING_EVENTS, CommandRejected)[-1].detail
+    r2 = await t.open(bank=176_000)
+    assert r2 == "R2" and len(t.rejected()) == 1
+    # another Banker may put up a bank of any size within the limits; a table may let the Banker take out
+    t2 = Table(chemin_de_fer(chemin=ChemRules(bank_stays_in_play=False)))
+    t2, rid = await _to_option("banker_3_9", t2)
+    await t2.decide(rid, "banker", True, 1, "banker")
+    await t2.read(rid, ["5d"], first=6)
+    await t2.open(bank=100_000)
+    assert t2.rejected() == []
