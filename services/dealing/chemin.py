@@ -29,8 +29,8 @@ from datetime import datetime, timedelta
 from baccarat import round as R
 from baccarat.cards import Hand
 from baccarat.chemin import ChemWager, controller, dominant_participant, option_cell, settle_bank
-from baccarat.round import Winner
 from baccarat.errors import BaccaratError
+from baccarat.round import Winner
 from baccarat.table import TableConfig
 from baccarat.wagers import AGAINST_THE_BANK, BANCO_WAGERS
 from contracts.commands import DecideOption, ExpireOption, OpenRound
