@@ -121,6 +121,9 @@ class TableConfig:
                 raise IllegalTableConfig(
                     "chemin de fer wagers are against the Banker: player (required), banco and banco_suivi; got "
                     + ", ".join(sorted(x.value for x in w)))
+            if self.curator:
+                raise IllegalTableConfig("at chemin de fer the Banker deals the cards (13:69F-4.8(d)) and the bank, "
+                                         "not the shoe, passes: no curator")
             if Wager.BANCO_SUIVI in w and Wager.BANCO not in w:
                 raise IllegalTableConfig("banco_suivi follows a banco: offer banco too")
             if self.no_vig:

@@ -189,6 +189,8 @@ def test_chem_rules_and_the_table():
         chemin_de_fer(commission_rate=Fraction(0))
     with pytest.raises(IllegalTableConfig, match="player .required."):
         TableConfig(variant=chemin_de_fer().variant, wagers=frozenset({Wager.BANCO}))
+    with pytest.raises(IllegalTableConfig, match=r"the Banker deals the cards \(13:69F-4.8\(d\)\)"):
+        chemin_de_fer(curator=True)
     with pytest.raises(IllegalTableConfig, match="banco_suivi follows a banco"):
         chemin_de_fer(wagers=frozenset({Wager.PLAYER, Wager.BANCO_SUIVI}))
 
