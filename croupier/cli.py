@@ -610,7 +610,8 @@ def demo(
                                                 "answer each table's first command.")] = 30.0,
     floor: Annotated[str, typer.Option(help="The games the tables deal: standard (punto banco, every third "
                                             "table no-vig dragon 7) or mixed (punto banco with a curator, "
-                                            "no-vig dragon 7 and casino night side by side).")] = "standard",
+                                            "no-vig dragon 7, casino night and chemin de fer side by "
+                                            "side).")] = "standard",
 ) -> None:
     """A whole floor: the five services, dealers dealing real shoes to the cutting card, players with
     bankrolls betting every wager, an advantage player for surveillance to find; a live dashboard, then a

@@ -8,7 +8,7 @@ log, and where the log lives.
 
 Floors (``--floor``, :data:`FLOORS`): ``standard`` (punto banco with every wager, every third table the
 no-vigorish variation with dragon 7 and panda 8) and ``mixed`` (the games side by side, table after table:
-punto banco with a curator passing the shoe, the no-vigorish variation with dragon 7, casino night).
+punto banco with a curator passing the shoe, the no-vigorish variation with dragon 7, casino night, chemin de fer).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from baccarat.money import format_cents
 from baccarat.roads import big_road, parse_results
 from baccarat.table import TableConfig, no_vig_dragon, profile, punto_banco_full
 from contracts import topics as T
-from contracts.events import BetSettled, CardDrawn, RoundResolved, RoundSettled, ShoeBurned, ShoeLoaded
+from contracts.events import BankSettled, BetSettled, CardDrawn, RoundResolved, RoundSettled, ShoeBurned, ShoeLoaded
 from croupier.audit import AuditReport, audit
 from croupier.devkey import with_dev_key
 from croupier.log import read_commands, read_for_audit, read_vault
@@ -43,6 +43,7 @@ from croupier.replay import Unreachable
 from croupier.topics import require_prefix
 from services.floor.advantage import AdvantagePlayer
 from services.floor.bettors import Seat
+from services.floor.chemin import ChemTableDealer
 from services.floor.dealer import TableDealer, TableRun
 from services.floor.ids import check_run_id
 from services.floor.io import FloorTimeout, KafkaFloorIO
@@ -64,12 +65,13 @@ def _standard_table(n: int) -> tuple[str, TableConfig]:
 
 #: the games of the ``mixed`` floor, table after table: (dashboard label, configuration). Punto banco is
 #: dealt from a shoe its curator holds and passes (13:69F-3.6(b), 3.11); casino night by its profile
-#: (13:47-20.20, Table 2 as the bank's rule). Chemin de fer (13:69F-4) joins this list when a service can
-#: run it (issue 12).
+#: (13:47-20.20, Table 2 as the bank's rule); chemin de fer (13:69F-4) by its profile, the participants
+#: holding the bank in turn (:mod:`services.floor.chemin`).
 MIXED_GAMES: tuple[tuple[str, Callable[[], TableConfig]], ...] = (
     ("punto banco+curator", lambda: profile("punto_banco_curator")),
     ("no-vig D7", lambda: profile("no_vig_dragon_7")),
     ("casino night", lambda: profile("casino_night")),
+    ("chemin de fer", lambda: profile("chemin_de_fer")),
 )
 
 
@@ -204,6 +206,11 @@ class DemoDealer(TableDealer):
         return [b.seat for b in self.bankrolls.values() if b.cents >= 2_500]
 
 
+class ChemDemoDealer(DemoDealer, ChemTableDealer):
+    """The demo's dealer at a chemin de fer table: the seated players (with bankrolls) hold the bank in turn and
+    wager against it (:class:`services.floor.chemin.ChemTableDealer`); the advantage player only watches."""
+
+
 def _settle_bankrolls(dealer: DemoDealer, round_env) -> None:  # type: ignore[no-untyped-def]
     board = dealer.board
     s = round_env.payload
@@ -215,6 +222,10 @@ def _settle_bankrolls(dealer: DemoDealer, round_env) -> None:  # type: ignore[no
             b = dealer.bankrolls.get(p.seat)
             if b is not None:
                 b.cents += p.payout - p.stake - (p.commission if p.commission_accrued else 0)
+        elif isinstance(p, BankSettled) and p.round_id == rid:  # chemin de fer: the Banker's side
+            b = dealer.bankrolls.get(p.seat)
+            if b is not None:
+                b.cents += p.won_cents - p.commission_cents
         elif isinstance(p, RoundSettled) and p.round_id != rid:
             break
     board.table_result += s.table_result
@@ -338,7 +349,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
             seats = [Seat(i, f"{tid}-player-{i}") for i in range(1, 7)]
             bankrolls = [Bankroll(s, rng.choice([100_000, 250_000, 500_000, 1_000_000])) for s in seats]
             ap = AdvantagePlayer(seat=7, player_id=f"{tid}-counter")
-            dealers.append(DemoDealer(io, tid, cfg, seats, random.Random(rng.random()), _clock, timeout=120,
+            kind = ChemDemoDealer if cfg.variant.value == "chemin_de_fer" else DemoDealer
+            dealers.append(kind(io, tid, cfg, seats, random.Random(rng.random()), _clock, timeout=120,
                                       open_timeout=120 if with_services else answer_timeout, run_id=run_id,
                                       rounds_per_shoe=rounds,
                                       bankrolls=bankrolls, ap=ap, board=board, run=run,

@@ -88,6 +88,8 @@ class TableRun:
     #: at a table with a curator: the shoe kept / passed after a round, by reason (``curator_kept``,
     #: ``banker_lost``, ``curator_passed``, ``dealer_ordered``, ...)
     curator_decisions: dict[str, int] = field(default_factory=dict)
+    #: chemin de fer: the option decisions taken, by option cell (:mod:`services.floor.chemin`)
+    option_decisions: dict[str, int] = field(default_factory=dict)
 
 
 class TableDealer:

@@ -663,3 +663,28 @@ async def test_a_banker_who_keeps_the_bank_puts_all_of_it_up_again():
     await t2.read(rid, ["5d"], first=6)
     await t2.open(bank=100_000)
     assert t2.rejected() == []
+
+
+async def test_the_simulated_floor_deals_a_whole_chemin_de_fer_shoe():
+    import random
+
+    from services.floor.bettors import Seat
+    from services.floor.chemin import ChemTableDealer
+    from services.floor.dealer import Clock
+    from services.floor.io import MemoryFloorIO
+
+    bus, _ = floor_bus(seed=31)
+    io = MemoryFloorIO(bus)
+    seats = [Seat(i, f"p{i}") for i in (1, 2, 3, 5, 6)]
+    dealer = ChemTableDealer(io, "CF1", chemin_de_fer(), seats, random.Random(31), Clock())
+    run = await dealer.run(shoes=1)
+    assert run.rejections == ["shoe_complete"] and 60 <= run.rounds <= 90
+    assert sum(run.option_decisions.values()) == len(payloads(bus, T.DEALING_EVENTS, OptionDecided)) > 0
+    banks = payloads(bus, T.SETTLEMENT_EVENTS, BankSettled)
+    assert run.table_result == run.commission == sum(b.commission_cents for b in banks) > 0
+    assert len({b.player_id for b in banks}) > 1  # the bank passed
+    wagers = {b.wager for b in payloads(bus, T.SETTLEMENT_EVENTS, BetSettled)}
+    assert wagers == {"player", "banco", "banco_suivi"}
+    rep = audit(events(bus))
+    assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
+    assert rep.rounds_checked == run.rounds

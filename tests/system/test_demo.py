@@ -20,14 +20,14 @@ async def test_demo_two_tables_full_shoe_ends_with_a_clean_audit(kafka_bootstrap
 
 
 async def test_demo_mixed_floor_deals_each_game_and_ends_with_a_clean_audit(kafka_bootstrap: str):
-    """``--floor mixed``: punto banco with a curator, no-vig dragon 7 and casino night side by side, a full shoe
-    each, audited clean."""
+    """``--floor mixed``: punto banco with a curator, no-vig dragon 7, casino night and chemin de fer side by
+    side, a full shoe each, audited clean."""
     buf = io.StringIO()
     console = Console(file=buf, width=200, force_terminal=False)
-    code = await run_demo(tables=3, shoes=1, speed=0, bootstrap=kafka_bootstrap, console=console, seed=12,
+    code = await run_demo(tables=4, shoes=1, speed=0, bootstrap=kafka_bootstrap, console=console, seed=12,
                           floor="mixed")
     out = buf.getvalue()
     assert code == 0, out[-3000:]
-    assert "Audit: clean" in out and "3 shoes verified" in out
-    for game in ("punto banco+curator", "no-vig D7", "casino night"):
+    assert "Audit: clean" in out and "4 shoes verified" in out
+    for game in ("punto banco+curator", "no-vig D7", "casino night", "chemin de fer"):
         assert game in out
