@@ -35,7 +35,15 @@ from baccarat.money import format_cents
 from baccarat.roads import big_road, parse_results
 from baccarat.table import TableConfig, no_vig_dragon, profile, punto_banco_full
 from contracts import topics as T
-from contracts.events import BankSettled, BetSettled, CardDrawn, RoundResolved, RoundSettled, ShoeBurned, ShoeLoaded
+from contracts.events import (
+    BankSettled,
+    BetSettled,
+    CardDrawn,
+    RoundResolved,
+    RoundSettled,
+    ShoeBurned,
+    ShoeLoaded,
+)
 from croupier.audit import AuditReport, audit
 from croupier.devkey import with_dev_key
 from croupier.log import read_commands, read_for_audit, read_vault
