@@ -38,6 +38,7 @@ from contracts import topics as T
 from contracts.envelope import Envelope
 from contracts.events import (
     AdvantageBetFlagged,
+    BankSettled,
     BetPlaced,
     BetRejected,
     BetSettled,
@@ -49,8 +50,11 @@ from contracts.events import (
     CardReadRefused,
     CommandRejected,
     CommissionAccrued,
+    DominantPlayerChosen,
     Irregularity,
     LedgerPosted,
+    OptionDecided,
+    OptionOffered,
     PointsAnnounced,
     RoundOpened,
     RoundResolved,
@@ -286,6 +290,12 @@ class TableStory:
                     "cards_left": dp.cards_left if isinstance(dp, CardDrawn) else None,
                     "cutting_card_out": dp.cutting_card_out if isinstance(dp, CardDrawn) else None,
                 })
+            elif isinstance(p, DominantPlayerChosen):  # chemin de fer, at "No more bets" (13:69F-4.8(c))
+                add(e, 3, 1, _fields(p, "round_id"))
+            elif isinstance(p, OptionOffered):  # chemin de fer: the option and its controller (4.8(b)-(c))
+                add(e, 4, dealt_before.get(e.seq, 4) + 0.6, _fields(p, "round_id"))
+            elif isinstance(p, OptionDecided):
+                add(e, 4, dealt_before.get(e.seq, 4) + 0.7, _fields(p, "round_id"))
             elif isinstance(p, PointsAnnounced):
                 points = _fields(p, "round_id")
                 add(e, 4, dealt_before.get(e.seq, 4) + 0.5, dict(points))
@@ -303,6 +313,8 @@ class TableStory:
                 add(e, 5, 1, _fields(p, "round_id"))
             elif isinstance(p, (BetSettled, CommissionAccrued)):
                 add(e, 6, 0, _fields(p, "round_id"))
+            elif isinstance(p, BankSettled):  # chemin de fer: the bank's side, after the bets it paid or took
+                add(e, 6, 1, _fields(p, "round_id"))
             elif isinstance(p, RoundSettled):
                 total = _fields(p, "round_id")
                 add(e, 7, 0, dict(total))
@@ -667,6 +679,23 @@ def describe(entry: dict[str, Any]) -> tuple[str, str]:
             + (f"; {', '.join(flags)}" if flags else ""))
     if ev == "round_voided":
         return "round void", entry["reason"]
+    if ev == "dominant_player_chosen":
+        return "dominant player", (f"seat {entry['seat']} {entry['player_id']} controls the Player's Hand "
+                                   f"({entry['rule']}, {money(entry['wager_cents'])} against the bank; 13:69F-4.8(c))")
+    if ev == "option_offered":
+        return "option", (f"{entry['cell']}: seat {entry['seat']} {entry['player_id']} decides, draw or stand, within "
+                          f"{entry['option_seconds']} s (default: {'draw' if entry['default_draw'] else 'stand'})")
+    if ev == "option_decided":
+        return "decided", (f"{entry['cell']}: {'draw' if entry['draw'] else 'stand'}, by "
+                           + (f"seat {entry['seat']} {entry['player_id']}" if entry["by"] == "participant"
+                              else "the table's default"))
+    if ev == "bank_settled":
+        com = entry["commission_cents"]
+        return "bank", (f"seat {entry['seat']} {entry['player_id']}: bank {money(entry['bank_cents'])} against "
+                        f"{money(entry['wagers_cents'])}, {'won' if entry['won_cents'] >= 0 else 'lost'} "
+                        f"{money(abs(entry['won_cents']))}"
+                        + (f", house commission {money(com)}{' accrued' if entry['commission_accrued'] else ''}"
+                           if com else "") + f"; bank after {money(entry['bank_after_cents'])}")
     if ev == "bet_settled":
         c = entry["commission"]
         com = f", commission {money(c)}{' accrued' if entry['commission_accrued'] else ''}" if c else ""

@@ -19,7 +19,14 @@ from baccarat.wagers import Wager
 from contracts import topics as T
 from contracts.commands import CloseBetting, DecideOption, OpenRound, PlaceBet
 from contracts.envelope import Envelope
-from contracts.events import BankSettled, BettingOpened, OptionDecided, OptionOffered, RoundResolved, RoundSettled
+from contracts.events import (
+    BankSettled,
+    BettingOpened,
+    OptionDecided,
+    OptionOffered,
+    RoundResolved,
+    RoundSettled,
+)
 from services.floor.bettors import STEP_CENTS, Seat
 from services.floor.dealer import RETRIES, RETRY_DELAY_S, TableDealer
 
@@ -96,7 +103,7 @@ class ChemTableDealer(TableDealer):
             env = await self.io.wait(
                 self.table_id,
                 lambda e: (isinstance(e.payload, BettingOpened) and e.payload.round_id == round_id)
-                or self._rejected(cid)(e),
+                or self._rejected(cid)(e),  # noqa: B023 - awaited at once
                 since, self.timeout)
             if isinstance(env.payload, BettingOpened):
                 break

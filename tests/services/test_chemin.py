@@ -688,3 +688,22 @@ async def test_the_simulated_floor_deals_a_whole_chemin_de_fer_shoe():
     rep = audit(events(bus))
     assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
     assert rep.rounds_checked == run.rounds
+
+
+async def test_replay_tells_a_chemin_de_fer_round():
+    from croupier.replay import describe, replay
+
+    t, rid = await _to_option("player_5")
+    await t.decide(rid, "player", False, 3, "ben")
+    await t.read(rid, ["9s"], first=5)
+    view = replay(events(t.bus), "CH1", round_id=rid)
+    lines = [describe(x) for x in view["timeline"]]
+    labels = [label for label, _ in lines]
+    assert labels.index("no more bets") < labels.index("dominant player") < labels.index("card 1")
+    assert labels.index("card 4") < labels.index("option") < labels.index("decided") < labels.index("result")
+    assert dict(lines)["dominant player"] == ("seat 3 ben controls the Player's Hand (highest_wager, 500.00 "
+                                              "against the bank; 13:69F-4.8(c))")
+    assert dict(lines)["option"] == "player_5: seat 3 ben decides, draw or stand, within 30 s (default: draw)"
+    assert dict(lines)["decided"] == "player_5: stand, by seat 3 ben"
+    assert dict(lines)["bank"] == ("seat 1 banker: bank 1,000.00 against 800.00, lost 800.00; "
+                                   "bank after 200.00")
