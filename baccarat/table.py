@@ -124,6 +124,10 @@ class TableConfig:
             if self.curator:
                 raise IllegalTableConfig("at chemin de fer the Banker deals the cards (13:69F-4.8(d)) and the bank, "
                                          "not the shoe, passes: no curator")
+            outside = [s for s in self.chemin.seats_counter_clockwise if s > self.max_players]
+            if outside:
+                raise IllegalTableConfig(f"seats_counter_clockwise names seats {outside} beyond the table's "
+                                         f"{self.max_players}")
             if Wager.BANCO_SUIVI in w and Wager.BANCO not in w:
                 raise IllegalTableConfig("banco_suivi follows a banco: offer banco too")
             if self.no_vig:

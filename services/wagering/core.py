@@ -416,6 +416,9 @@ class WageringCore:
             return no("stake_not_multiple_of_unit", f"{c.amount_cents} cents is not a multiple of the table's "
                                                     f"rounding unit of {unit} cents")
         if cfg.variant.value == "chemin_de_fer":
+            if c.seat not in cfg.chemin.seat_order(cfg.max_players):
+                return no("invalid_seat", f"seat {c.seat} is not one of the table's seats "
+                                          f"{list(cfg.chemin.seat_order(cfg.max_players))}")
             refused = _against_the_bank(b, c, wager)
             if refused is not None:
                 return no(*refused)

@@ -707,3 +707,14 @@ async def test_replay_tells_a_chemin_de_fer_round():
     assert dict(lines)["decided"] == "player_5: stand, by seat 3 ben"
     assert dict(lines)["bank"] == ("seat 1 banker: bank 1,000.00 against 800.00, lost 800.00; "
                                    "bank after 200.00")
+
+
+async def test_a_seat_outside_the_tables_seat_order_cannot_wager():
+    t = Table(chemin_de_fer(chemin=ChemRules(seats_counter_clockwise=(1, 2, 3, 5))))
+    rid = await t.open()
+    t.bet(rid, 7, "dan", 10_000, cid="dan")  # seat 7 is not one of the table's seats
+    t.bet(rid, 5, "cat", 10_000, cid="cat")
+    await t.bus.pump()
+    assert [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)] == [("dan", "invalid_seat")]
+    await t.close(rid)
+    assert [(d.seat, d.player_id) for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen)] == [(5, "cat")]

@@ -260,3 +260,10 @@ def test_the_dominant_player_is_a_participant_not_a_seat():
     tie = [ChemWager(4, 5_000, player_id="cat"), ChemWager(4, 5_000, player_id="dan")]
     assert dominant_participant(tie, 1, SEATS) == (4, "cat")
     assert dominant_player(tie, 1, SEATS) == 4
+
+
+def test_the_seat_order_names_the_tables_seats():
+    assert chemin_de_fer(max_players=7, chemin=ChemRules(seats_counter_clockwise=(1, 7, 6, 5, 4, 3, 2))).chemin \
+        .seat_order(7) == (1, 7, 6, 5, 4, 3, 2)
+    with pytest.raises(IllegalTableConfig, match=r"seats_counter_clockwise names seats \[9\] beyond the table's 7"):
+        chemin_de_fer(max_players=7, chemin=ChemRules(seats_counter_clockwise=(1, 2, 9)))
