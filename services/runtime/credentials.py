@@ -8,7 +8,8 @@ command API (:mod:`services.command_api.actions` says what each role may send). 
 
 Tokens come from the environment (``CROUPIER_API_TOKEN_<ROLE>``, e.g. ``CROUPIER_API_TOKEN_CAGE``) or from a
 file named by ``CROUPIER_API_TOKENS_FILE`` with one ``role=token`` a line (``#`` comments; keep it mode 600);
-the environment wins over the file for a role set in both. Each token has at least
+the environment wins over the file for a role set in both. Two roles never share a token (a token names one
+role; :class:`BadCredentials` at load). Each token has at least
 :data:`MIN_TOKEN_LENGTH` characters. Tokens are compared with :func:`hmac.compare_digest`, every role's, so
 the time taken does not tell which role came closest. There is no default credential: :func:`load_tokens`
 raises :class:`NoCredentials` when none is configured, so an API refuses to start.
@@ -44,6 +45,18 @@ def _check(role: str, token: str, where: str) -> None:
         raise BadCredentials(f"{where}: the {role} token must have at least {MIN_TOKEN_LENGTH} characters")
 
 
+def check_distinct(tokens: Mapping[str, str]) -> None:
+    """Raise :class:`BadCredentials` naming the roles when two roles share a token (the token could not say
+    which role presents it: the later role would silently win)."""
+    by_token: dict[str, list[str]] = {}
+    for role, token in tokens.items():
+        by_token.setdefault(token, []).append(role)
+    shared = sorted(sorted(roles) for roles in by_token.values() if len(roles) > 1)
+    if shared:
+        raise BadCredentials("roles share a token (each role needs its own): "
+                             + "; ".join(" and ".join(r) for r in shared))
+
+
 def read_tokens_file(path: str | Path) -> dict[str, str]:
     """``{role: token}`` from a ``role=token`` per line file; raises :class:`BadCredentials`."""
     p = Path(path)
@@ -68,7 +81,7 @@ def read_tokens_file(path: str | Path) -> dict[str, str]:
 def load_tokens(environ: Mapping[str, str] | None = None, what: str = "the query API") -> dict[str, str]:
     """Every configured ``{role: token}`` (file first, then the environment over it). ``what`` names the API
     in the error. Raises :class:`NoCredentials` when there is none and :class:`BadCredentials` for an
-    unusable one."""
+    unusable one, or for two roles sharing one token (:func:`check_distinct`)."""
     env = os.environ if environ is None else environ
     tokens: dict[str, str] = {}
     if env.get(ENV_FILE):
@@ -81,17 +94,20 @@ def load_tokens(environ: Mapping[str, str] | None = None, what: str = "the query
     if not tokens:
         raise NoCredentials(f"{what} has no credential configured: set {ENV_PREFIX}<ROLE> "
                             f"(roles: {', '.join(ROLES)}) or {ENV_FILE}=<file of role=token lines>")
+    check_distinct(tokens)
     return tokens
 
 
 def check_roles(tokens: Mapping[str, str], known: Iterable[str] = ROLES) -> None:
-    """Raise :class:`NoCredentials` for no token and ``ValueError`` for a role not in ``known``."""
+    """Raise :class:`NoCredentials` for no token, ``ValueError`` for a role not in ``known`` and
+    :class:`BadCredentials` (a ``ValueError``) for two roles sharing one token."""
     if not tokens:
         raise NoCredentials("the API needs at least one role's credential")
     known = tuple(known)
     unknown = sorted(set(tokens) - set(known))
     if unknown:
         raise ValueError(f"unknown role(s) {', '.join(unknown)}; roles: {', '.join(known)}")
+    check_distinct(tokens)
 
 
 def role_of(tokens: Mapping[str, str], presented: str) -> str | None:

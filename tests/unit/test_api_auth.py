@@ -47,3 +47,20 @@ def test_ephemeral_tokens_file_is_private_and_readable_back(tmp_path):
     tokens = write_ephemeral_tokens(path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert read_tokens_file(path) == tokens and len(set(tokens.values())) == 6
+
+
+def test_two_roles_sharing_one_token_are_refused_at_load(tmp_path):
+    from services.runtime.credentials import check_roles
+
+    same = "shared-token-0123456789"
+    with pytest.raises(BadCredentials, match="roles share a token .*: dealer and pit$"):
+        load_tokens({"CROUPIER_API_TOKEN_DEALER": same, "CROUPIER_API_TOKEN_PIT": same})
+    f = tmp_path / "tokens"
+    f.write_text(f"cage={same}\n")
+    # the file's and the environment's tokens together: the clash is found across them
+    with pytest.raises(BadCredentials, match="cage and surveillance"):
+        load_tokens({"CROUPIER_API_TOKENS_FILE": str(f), "CROUPIER_API_TOKEN_SURVEILLANCE": same})
+    # the environment replacing the file's token for the same role is no clash
+    assert load_tokens({"CROUPIER_API_TOKENS_FILE": str(f), "CROUPIER_API_TOKEN_CAGE": same}) == {"cage": same}
+    with pytest.raises(ValueError, match="dealer and pit"):  # an app given tokens directly refuses too
+        check_roles({"dealer": same, "pit": same})
