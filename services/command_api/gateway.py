@@ -8,8 +8,12 @@ under the topic's writer principal, and waits until the deciding service's event
 are all in (:class:`EventIndex`): the :class:`Answer` is ``accepted`` with them, or ``rejected`` with the
 reason code of the ``CommandRejected`` / ``BetRejected`` / ``CardReadRefused``. A request id already answered
 gets the same answer again without sending anything; the same request id with another request is refused
-(:class:`RequestIdReused`); no answer within the timeout raises :class:`AnswerTimeout` (the command may
-still be decided: retry with the same request id).
+(:class:`RequestIdReused`), also by a gateway that never answered the first (a new ``croupier table``
+process, a restarted API): the events the log holds for the command id must be what this command would cause
+(:func:`caused_by`), and a service's ``command_id_reused`` refusal says so too; no answer within the timeout
+raises :class:`AnswerTimeout` (the command may still be decided: retry with the same request id). A command
+for a table no ``TableOpened`` was read for is refused :class:`UnknownTable` (404; not ``open_table``); while
+the reader is failing, requests answer :class:`ReaderFailed` (503).
 
 Transports (:class:`CommandBus`): :class:`KafkaCommandBus` (aiokafka: an idempotent producer per writer
 principal, one ``read_committed`` reader of the four event topics, no consumer group) and
@@ -36,13 +40,14 @@ from aiokafka.errors import KafkaError
 
 from contracts import topics as T
 from contracts.codecs import Undecodable, UnknownMessageType, decode_command, decode_event, encode
+from contracts.commands import PassShoe
 from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
 from contracts.events import (
     BetRejected,
     BetSettled,
     BettingClosed,
-    BetWithdrawn,
     BettingOpened,
+    BetWithdrawn,
     CardDealt,
     CardReadRefused,
     CommandRejected,
@@ -53,6 +58,9 @@ from contracts.events import (
     RoundSettled,
     RoundVoided,
     ShoeBurned,
+    ShoeClosed,
+    ShoePassed,
+    TableOpened,
 )
 from services.command_api.actions import InvalidAction, Planned, allowed, to_command
 from services.runtime.core import command as envelope_of
@@ -74,6 +82,8 @@ ANSWERS_KEPT = 10_000
 SETTLE_S = 2.0
 #: how often a waiting request re-checks its answer without news (seconds)
 POLL_S = 0.1
+#: how long the Kafka reader waits after a failed fetch before fetching again (seconds)
+READ_RETRY_S = 1.0
 
 
 class CommandApiError(Exception):
@@ -106,11 +116,40 @@ class Forbidden(CommandApiError):
     reason = "role_not_allowed"
 
 
+class OrderNotAllowed(Forbidden):
+    """A ``pass_shoe`` whose ``ordered_by`` is not the caller's role's own (403): the pit orders as the
+    ``floorman``; the dealer orders as the ``dealer`` or enters the curator's own pass (``""``). Nothing was
+    sent."""
+
+    reason = "ordered_by_not_allowed"
+
+
+class UnknownTable(CommandApiError):
+    """A command for a table the gateway has read no ``TableOpened`` of (404; ``open_table`` excepted).
+    Nothing was sent."""
+
+    status = 404
+    reason = "unknown_table"
+
+
 class RequestIdReused(CommandApiError):
-    """The request id was used for another request (409). Nothing was sent."""
+    """The request id was used for another request (409): the gateway's own answers say so, or the events the
+    first command under this id caused (read from the log) are not what this request's command would cause,
+    or the service refused this one ``command_id_reused``. Nothing was sent in the first two cases when the
+    gateway had read the first use before sending; otherwise the second command was sent and the service
+    refused it (it changes nothing)."""
 
     status = 409
     reason = "request_id_reused"
+
+
+class ReaderFailed(CommandApiError):
+    """The gateway's reader of the event topics is failing (503): answers cannot be read. Nothing was sent
+    when it was failing before the send; otherwise the command may be decided: retry with the same request
+    id once the reader recovers."""
+
+    status = 503
+    reason = "reader_failed"
 
 
 class AnswerTimeout(CommandApiError):
@@ -202,9 +241,18 @@ class EventIndex:
         self.causes_kept = causes_kept
         self.rounds_kept = rounds_kept
         self.changed = asyncio.Condition()
+        #: the tables a ``TableOpened`` was read for
+        self.tables: set[str] = set()
+        #: whether :attr:`tables` holds every table opened in the log so far (the Kafka reader scans the
+        #: dealing events from their start; the in-memory bus reads everything)
+        self.tables_complete = True
+        #: the reader's last failure (``"<type>: <message>"``), None while it reads cleanly
+        self.reader_error: str | None = None
 
     def add(self, env: Envelope, tp: Any = None, fetch: int = 0) -> None:
         """Index one event read in fetch number ``fetch`` from partition ``tp`` (None: a whole decision)."""
+        if isinstance(env.payload, TableOpened):
+            self.tables.add(env.table_id)
         key = (env.table_id, env.stream, env.causation_id)
         c = self._causes.get(key)
         if c is None:
@@ -370,30 +418,80 @@ class KafkaCommandBus:
                 self._consumer.seek(tp, at.offset if at is not None else ends[tp])
         for tp in tps:
             await self._consumer.position(tp)
+        await self._scan_tables(reader, parts)
         self._task = asyncio.create_task(self._read(tps))
 
+    async def _scan_tables(self, reader: Settings, parts: list[int]) -> None:
+        """Read the dealing events of ``parts`` from their start up to their end as of now and note every
+        table a ``TableOpened`` was read for (:attr:`EventIndex.tables`: the gateway answers 404 for a
+        table it has not seen opened, and a table opened before this reader's ``since`` is still known).
+        Raises aiokafka's errors for a broker that cannot be reached."""
+        self.index.tables_complete = False
+        scan = AIOKafkaConsumer(**reader.client_options(), enable_auto_commit=False,
+                                isolation_level="read_committed", auto_offset_reset="earliest")
+        await scan.start()
+        try:
+            tps = [TopicPartition(self.settings.topic(T.DEALING_EVENTS), p) for p in parts]
+            scan.assign(tps)
+            await scan.seek_to_beginning(*tps)
+            ends = await scan.end_offsets(tps)
+            left = {tp for tp in tps if ends[tp] > 0}
+            while left:
+                batch = await scan.getmany(*left, timeout_ms=200)
+                for records in batch.values():
+                    for rec in records:
+                        if rec.value is None or b"table_opened" not in rec.value:
+                            continue  # only a TableOpened matters here: not decoded
+                        try:
+                            env = decode_event(rec.value)
+                        except (UnknownMessageType, Undecodable):
+                            continue
+                        if isinstance(env.payload, TableOpened):
+                            self.index.tables.add(env.table_id)
+                for tp in list(left):
+                    if await scan.position(tp) >= ends[tp]:
+                        left.discard(tp)
+        finally:
+            await scan.stop()
+        self.index.tables_complete = True
+
     async def _read(self, tps: list[TopicPartition]) -> None:
+        """Index every event read, forever (until cancelled). A failure never ends it: a broker's error
+        (``KafkaError``) or any other exception (a record the index cannot take, a bug) is logged
+        (``command_api_read_failed``, with the traceback for a non-Kafka one) and recorded in
+        :attr:`EventIndex.reader_error`, so waiting requests answer 503 ``reader_failed`` rather than time
+        out; the next fetch read without a failure clears it."""
         assert self._consumer is not None
         c = self._consumer
         while True:
+            failed: str | None = None
             try:
                 batch = await c.getmany(timeout_ms=100)
-            except KafkaError as e:  # the broker went away: keep trying (waiting requests answer 504 meanwhile)
-                log.warning("command_api_read_failed", error=f"{type(e).__name__}: {e}")
-                await asyncio.sleep(1.0)
-                continue
-            self._fetch += 1
-            for tp, records in batch.items():
-                for rec in records:
-                    try:
-                        self.index.add(decode_event(rec.value), tp, self._fetch)
-                    except (UnknownMessageType, Undecodable):
-                        continue
-            for tp in tps:
-                lso = c.last_stable_offset(tp)
-                if lso is not None and lso >= 0 and await c.position(tp) >= lso:
-                    self.index.caught_up(tp, self._fetch)
+                self._fetch += 1
+                for tp, records in batch.items():
+                    for rec in records:
+                        try:
+                            self.index.add(decode_event(rec.value), tp, self._fetch)
+                        except (UnknownMessageType, Undecodable):
+                            continue
+                        except Exception as e:  # one record the index cannot take: the rest are read
+                            failed = f"{type(e).__name__}: {e}"
+                            log.exception("command_api_read_failed", error=failed, topic=tp.topic,
+                                          partition=tp.partition, offset=rec.offset)
+                for tp in tps:
+                    lso = c.last_stable_offset(tp)
+                    if lso is not None and lso >= 0 and await c.position(tp) >= lso:
+                        self.index.caught_up(tp, self._fetch)
+            except KafkaError as e:  # the broker went away: keep trying
+                failed = f"{type(e).__name__}: {e}"
+                log.warning("command_api_read_failed", error=failed)
+            except Exception as e:  # not the broker's: logged with its traceback, and reading goes on
+                failed = f"{type(e).__name__}: {e}"
+                log.exception("command_api_read_failed", error=failed)
+            self.index.reader_error = failed
             await self.index.notify()
+            if failed is not None:
+                await asyncio.sleep(READ_RETRY_S)
 
     async def send(self, topic: str, cmd: CommandEnvelope, writer: str) -> None:
         producer = self._producers.get(writer) or next(iter(self._producers.values()))
@@ -475,6 +573,51 @@ def check_command(cmd: CommandEnvelope) -> None:
         raise BadRequest("out_of_bounds", str(e), where[1].rstrip("`") if len(where) == 2 else "") from None
 
 
+#: command fields that an event of its decision carries under the same name with the same value
+_SAME_FIELDS = ("round_id", "shoe_id", "seat", "player_id", "wager", "amount_cents", "bet_id", "card_number",
+                "card", "cut_at", "config", "exposed", "banker_seat", "banker_player_id", "bank_cents")
+#: the reason a service gives a second, different command under a command id its principal already used
+REUSED = "command_id_reused"
+
+
+def _reuse_refusal(env: Envelope) -> bool:
+    return isinstance(env.payload, CommandRejected) and env.payload.reason == REUSED
+
+
+def caused_by(planned: Planned, events: Iterable[Envelope]) -> bool:
+    """Whether ``events`` (the deciding service's events of one cause, as read from the log) could have been
+    caused by ``planned``'s command: each event's ``actor`` is the command's, a ``CommandRejected`` names its
+    command type, and every field of :data:`_SAME_FIELDS` that the command sets (not None or ``""``) and an
+    event carries has the same value (a void's or a shoe close's ``reason``, a pass's order, too). False
+    means the request id was used for another command (its events are not this one's)."""
+    cmd = planned.command
+    tag = type(cmd).__struct_config__.tag
+    want: dict[str, Any] = msgspec.to_builtins(cmd)
+    for e in events:
+        p = e.payload
+        if e.actor is not None and e.actor != planned.actor:
+            return False
+        if isinstance(p, CommandRejected):
+            if p.command != tag:
+                return False
+            continue
+        got: dict[str, Any] = msgspec.to_builtins(p)
+        for f in _SAME_FIELDS:
+            if f in got and want.get(f) not in (None, "") and got[f] != want[f]:
+                return False
+        if isinstance(p, (RoundVoided, ShoeClosed)) and "reason" in want and p.reason != want["reason"]:
+            return False
+        if isinstance(p, ShoePassed) and isinstance(cmd, PassShoe) \
+                and p.reason != (f"{cmd.ordered_by}_ordered" if cmd.ordered_by else "curator_passed"):
+            return False
+    return True
+
+
+def _reused(request_id: str, table_id: str) -> RequestIdReused:
+    return RequestIdReused(f"request id {request_id!r} was used at table {table_id} for another request: a retry "
+                           "must repeat the request, a new request needs a new id")
+
+
 @dataclass
 class _Entry:
     digest: str
@@ -497,7 +640,8 @@ class CommandGateway:
         self._answers: OrderedDict[tuple[str, str, str], _Entry] = OrderedDict()
 
     def plan(self, action: Any, table_id: str, request_id: str) -> tuple[Planned, CommandEnvelope]:
-        """The command an action becomes and its envelope; raises :class:`BadRequest` (nothing is sent)."""
+        """The command an action becomes and its envelope; raises :class:`BadRequest` (nothing is sent). The
+        table is not checked here (:meth:`submit` does: :class:`UnknownTable`)."""
         if not re.fullmatch(REQUEST_ID_PATTERN, request_id):
             raise BadRequest("invalid_request_id", f"request id {request_id!r} must be 1-64 letters, digits, "
                                                    "'.', '_', ':' or '-', starting with a letter or digit",
@@ -520,21 +664,33 @@ class CommandGateway:
 
         ``role``: the caller's role, checked against :data:`~services.command_api.actions.ROLE_ACTIONS`
         (None: not checked, for the command line, which the broker's credentials authorise). Raises
-        :class:`Forbidden`, :class:`BadRequest` or :class:`RequestIdReused` before anything is sent, and
+        :class:`Forbidden` (:class:`OrderNotAllowed`: a ``pass_shoe`` ordered as another role), :class:`BadRequest`,
+        :class:`UnknownTable` (no ``TableOpened`` read for ``table_id``; ``open_table`` excepted) or
+        :class:`RequestIdReused` before anything is sent (a reuse learnt from the log only after sending
+        is a :class:`RequestIdReused` too), :class:`ReaderFailed` while the reader is failing, and
         :class:`AnswerTimeout` after ``timeout_s`` (default :attr:`timeout_s`) without a whole answer, and
         :class:`BrokerUnavailable` when the broker did not take the command.
         A rejection is an :class:`Answer` with ``status == "rejected"``, not an exception."""
         planned, env = self.plan(action, table_id, request_id)
         if role is not None and not allowed(role, planned.action):
             raise Forbidden(f"the {role} role may not send {planned.action}")
+        if role is not None and isinstance(planned.command, PassShoe):
+            # 13:69F-3.11(a)2: the pit orders the pass as the floorman; the dealer orders it as the dealer or
+            # enters the curator's own pass; neither speaks for the other
+            may = {"pit": ("floorman",), "dealer": ("dealer", "")}.get(role, ())
+            if planned.command.ordered_by not in may:
+                raise OrderNotAllowed(f"the {role} role may not pass the shoe with ordered_by="
+                                      f"{planned.command.ordered_by!r} (allowed: "
+                                      f"{', '.join(repr(m) for m in may) or 'none'})", "ordered_by")
+        if planned.action != "open_table":
+            await self._known_table(table_id)
         key = (planned.writer, table_id, request_id)
         digest = hashlib.blake2b(planned.action.encode() + b"\0" + planned.actor.encode() + b"\0"
                                  + msgspec.json.encode(planned.command), digest_size=8).hexdigest()
         entry = self._answers.get(key)
         if entry is not None:
             if entry.digest != digest:
-                raise RequestIdReused(f"request id {request_id!r} was used at table {table_id} for another "
-                                      "request: a retry must repeat the request, a new request needs a new id")
+                raise _reused(request_id, table_id)
             if entry.done.done() and entry.done.exception() is None:
                 return entry.done.result()
             if not entry.done.done():
@@ -549,15 +705,39 @@ class CommandGateway:
         except BaseException as e:
             entry.done.set_exception(e if isinstance(e, Exception) else AnswerTimeout(str(e)))
             entry.done.exception()  # retrieved: a timeout is not kept as the answer, a retry waits again
+            if isinstance(e, RequestIdReused) and self._answers.get(key) is entry:
+                del self._answers[key]  # the id belongs to the first request: its retry must still be answered
             raise
         entry.done.set_result(answer)
         return answer
+
+    async def _known_table(self, table_id: str) -> None:
+        """Raise :class:`UnknownTable` unless a ``TableOpened`` of ``table_id`` was read (and
+        :class:`ReaderFailed` while the reader is failing)."""
+        index = self.bus.index
+        if table_id in index.tables:
+            return
+        await self.bus.settle()
+        if index.reader_error is not None:
+            raise ReaderFailed(f"the gateway's reader is failing ({index.reader_error}): nothing was sent; "
+                               "retry later")
+        if table_id not in index.tables:
+            raise UnknownTable(f"table {table_id!r} was never opened (no TableOpened read): open it first "
+                               "(open_table); nothing was sent", "table_id")
 
     async def _send_and_wait(self, planned: Planned, env: CommandEnvelope, request_id: str,
                              timeout_s: float | None) -> Answer:
         wait = self.timeout_s if timeout_s is None else timeout_s
         index = self.bus.index
         table_id, cid, stream = env.table_id, env.command_id, planned.answer_stream
+        if index.reader_error is not None:
+            raise ReaderFailed(f"the gateway's reader is failing ({index.reader_error}): {planned.action} was "
+                               "not sent; retry with the same request id later")
+        await self.bus.settle()
+        first, _ = index.caused(table_id, stream, cid)
+        first = [e for e in first if not _reuse_refusal(e)]
+        if first and not caused_by(planned, first):  # the id's first command is in the log: another one
+            raise _reused(request_id, table_id)
         try:
             await self.bus.send(planned.topic, env, planned.writer)
         except (KafkaError, OSError) as e:
@@ -572,7 +752,17 @@ class CommandGateway:
         def whole(cause: str, where: str, ends: frozenset[str] | None) -> list[Envelope] | None:
             """The decision's events once all are in: its last event is here (or a refusal, always alone);
             when its count is not known, once the index says so, or :data:`SETTLE_S` after the first."""
+            if index.reader_error is not None:
+                raise ReaderFailed(f"the gateway's reader is failing ({index.reader_error}): {planned.action} "
+                                   f"(command {cid}) may still be decided; retry with the same request id later")
             evs, done = index.caused(table_id, where, cause)
+            if where == stream and cause == cid:
+                own = [e for e in evs if not _reuse_refusal(e)]
+                if len(own) < len(evs) and not own:  # the service says the id's first command was another
+                    raise _reused(request_id, table_id)
+                if not caused_by(planned, own):  # the id's first command, read now: another one
+                    raise _reused(request_id, table_id)
+                evs = own
             if not evs:
                 return None
             if _refusal(evs) is not None:

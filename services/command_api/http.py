@@ -13,7 +13,12 @@ the API makes a fresh one, so the request cannot be retried safely). Answers:
 * **422**: input that cannot become a command (a field, an unknown profile, a refused configuration;
   ``reason`` and ``field`` say which); nothing sent;
 * **401** no or an unknown bearer token; **403** a role that may not send the action (nothing sent);
+* **404** ``unknown_table``: no ``TableOpened`` was read for the table (any action but ``open_table``);
+  nothing sent;
 * **503** ``broker_unavailable``: the broker did not take the command: retry with the same request id;
+  ``reader_failed``: the API's reader of the events is failing (its answers cannot be read);
+* **500** ``internal_error``: an unexpected failure of the API itself (logged, ``command_api_internal_error``,
+  with its traceback); the command may or may not have been sent: retry with the same request id;
 * **504** ``timeout``: no answer in time; the command may still be decided: retry with the same request id.
 
 A retried request (same request id, same body) is answered with the same status and body, and sends no
@@ -37,6 +42,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from services.command_api import actions as A
 from services.command_api.gateway import Answer, CommandApiError, CommandGateway
 from services.runtime.credentials import ROLES, check_roles, role_of
+from services.runtime.logging import get_logger
+
+log = get_logger("command_api")
 
 MAX_WAIT_MS = 60_000
 
@@ -72,6 +80,8 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
                          headers={"WWW-Authenticate": "Bearer"})
         return role
 
+    # TODO(per-player bettor credentials): the bettor token is shared by every terminal, so its holder can act
+    # for any player_id (README, Known limits); binding a token to its player is a design change for later.
     async def run(role: str, action: Any, table_id: str, request_id: str | None, wait_ms: int | None) -> Any:
         rid = request_id or new_request_id()
         try:
@@ -79,6 +89,13 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
                                           timeout_s=None if wait_ms is None else wait_ms / 1000)
         except CommandApiError as e:
             raise _error(e.status, e.reason, e.detail, e.field) from None
+        except Exception as e:  # a bug or a failure below the gateway: a JSON 500 with a code, never a bare one
+            log.exception("command_api_internal_error", action=A.NAME_OF.get(type(action), "?"),
+                          table_id=table_id, request_id=rid, error=f"{type(e).__name__}: {e}")
+            return JSONResponse({"detail": {"reason": "internal_error",
+                                            "detail": f"the command API failed ({type(e).__name__}); the command "
+                                                      "may or may not have been sent: retry with the same "
+                                                      "Idempotency-Key", "field": ""}}, status_code=500)
         return JSONResponse(msgspec.to_builtins(answer), status_code=200 if answer.accepted else 409)
 
     answer_schema = msgspec.json.schema(Answer)["$defs"]["Answer"]
@@ -86,11 +103,15 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
     responses: dict[int | str, dict[str, Any]] = {
         200: {"description": "accepted: the events the command caused", "content": answer_content},
         401: {"description": "no or an unknown bearer token"},
+        404: {"description": "unknown_table: no TableOpened read for the table (nothing sent)"},
+        500: {"description": "internal_error: an unexpected failure of the API (logged); retry with the same "
+                             "Idempotency-Key"},
         403: {"description": "the role may not send this action (nothing sent)"},
         409: {"description": "rejected by the service (reason code), or the request id was used for another "
                              "request", "content": answer_content},
         422: {"description": "input that cannot become a command (nothing sent)"},
-        503: {"description": "the broker did not take the command; retry with the same Idempotency-Key"},
+        503: {"description": "broker_unavailable: the broker did not take the command, or reader_failed: the "
+                             "API cannot read answers; retry with the same Idempotency-Key"},
         504: {"description": "no answer in time: the command may still be decided; retry with the same "
                              "Idempotency-Key"},
     }

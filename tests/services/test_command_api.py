@@ -20,7 +20,10 @@ from services.command_api.gateway import (
     Forbidden,
     MemoryCommandBus,
     MissingWriterCredential,
+    OrderNotAllowed,
+    ReaderFailed,
     RequestIdReused,
+    UnknownTable,
     command_id_for,
     writer_settings,
 )
@@ -29,7 +32,7 @@ from services.floor.dealer import Clock
 from services.runtime.credentials import NoCredentials
 from services.runtime.memory import MemoryBus
 from services.runtime.settings import Settings
-from tests.services.helpers import events, floor_bus
+from tests.services.helpers import events, floor_bus, payloads
 
 TOKENS = {"dealer": "dealer-token-0123456789", "bettor": "bettor-token-0123456789",
           "cage": "cage-token-01234567890", "pit": "pit-token-012345678901"}
@@ -170,6 +173,7 @@ async def test_a_retried_request_gets_the_same_answer_and_sends_no_second_comman
     # a new gateway (a restarted API) sends it again under the same command id: the service drops the retry
     # (and, having read nothing of the first attempt, cannot answer it: a 504 that says so)
     mb.index = EventIndex()
+    mb.index.tables.add("T1")  # the Kafka reader's scan of the dealing events still knows the table opened
     gw2 = CommandGateway(mb, Clock(), timeout_s=0.05)
     with pytest.raises(AnswerTimeout, match="may still be decided"):
         await gw2.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe_id), "T1", "round-a", role="dealer")
@@ -180,6 +184,7 @@ async def test_a_retried_request_gets_the_same_answer_and_sends_no_second_comman
 async def test_a_timeout_is_not_kept_as_the_answer_a_retry_waits_again():
     bus = MemoryBus()  # no service listens
     mb = MemoryCommandBus(bus)
+    mb.index.tables.add("T1")  # taken as opened: the command is sent, and never answered
     gw = CommandGateway(mb, Clock(), timeout_s=0.05)
     action = A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1")
     for _ in range(2):
@@ -363,6 +368,7 @@ async def test_a_broker_that_does_not_take_the_command_is_a_503_and_a_retry_may_
     from aiokafka.errors import KafkaConnectionError
 
     gw, mb, _ = gateway()
+    assert (await gw.submit(A.OpenTableAction(actor=DEALER, profile="punto_banco"), "T1", "open-1")).accepted
 
     async def down(topic, cmd, writer):  # type: ignore[no-untyped-def]
         raise KafkaConnectionError("no broker")
@@ -430,6 +436,7 @@ class _SplitBus:
 
     def __init__(self, make):  # type: ignore[no-untyped-def]
         self.index = EventIndex()
+        self.index.tables.add("T1")
         self.make = make
         self.sent: list = []  # type: ignore[type-arg]
 
@@ -546,3 +553,205 @@ async def test_a_curator_table_offers_passes_and_keeps_the_shoe_through_the_gate
                                                  shoe_passed["reason"]) == ("p-1", "p-2", "floorman_ordered")
     kept = await gw.submit(A.KeepShoeAction(actor="p-2", round_id="R0"), "T1", "keep", role="dealer")
     assert (kept.status, kept.reason) == ("rejected", "out_of_turn")
+
+
+# ---- a request id reused, unknown tables, the pass's order, robustness ---------------------------------------
+async def _round_with_a_bet(gw: CommandGateway) -> tuple[str, object]:
+    shoe_id = await open_table_with_shoe(gw)
+    opened = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe_id), "T1", "round-1", role="dealer")
+    assert (await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), "T1", "seat-1")).accepted
+    first = await gw.submit(A.PlaceBetAction(round_id=opened.round_id, seat=1, player_id="p-1", wager="player",
+                                             amount_cents=5000), "T1", "bet-1", role="bettor")
+    assert first.accepted and types(first) == ["bet_placed"]
+    return opened.round_id, first
+
+
+async def test_a_reused_request_id_with_another_body_is_409_from_a_fresh_gateway_that_read_the_first():
+    from contracts.events import BetPlaced
+
+    gw, _, bus = gateway()
+    round_id, first = await _round_with_a_bet(gw)
+    # a new process (``croupier table``, a restarted API): its answer cache is empty, its reader reads back
+    fresh = MemoryCommandBus(bus)
+    gw2 = CommandGateway(fresh, Clock(), timeout_s=0.2)
+    other = A.PlaceBetAction(round_id=round_id, seat=1, player_id="p-1", wager="banker", amount_cents=90000)
+    with pytest.raises(RequestIdReused, match="'bet-1' was used at table T1 for another request"):
+        await gw2.submit(other, "T1", "bet-1", role="bettor")
+    assert fresh.sent == []  # the first use was read: nothing sent
+    # the first request's retry is still answered with its own events, by the same fresh gateway
+    again = await gw2.submit(A.PlaceBetAction(round_id=round_id, seat=1, player_id="p-1", wager="player",
+                                              amount_cents=5000), "T1", "bet-1", role="bettor")
+    assert again.accepted and again.events == first.events  # type: ignore[attr-defined]
+    assert [(p.wager, p.amount_cents) for p in payloads(bus, T.WAGERING_EVENTS, BetPlaced)] == [("player", 5000)]
+    # over HTTP: 409 request_id_reused
+    async with client(CommandGateway(MemoryCommandBus(bus), Clock(), timeout_s=0.2)) as c:
+        r = await c.post("/tables/T1/bets", json={"round_id": round_id, "seat": 1, "player_id": "p-1",
+                                                  "wager": "banker", "amount_cents": 90000},
+                         headers=auth("bettor", "bet-1"))
+    assert r.status_code == 409 and r.json()["detail"]["reason"] == "request_id_reused"
+
+
+async def test_a_reused_request_id_learnt_only_from_the_services_refusal_is_409_too():
+    from contracts.events import BetPlaced
+
+    gw, _, bus = gateway()
+    round_id, _ = await _round_with_a_bet(gw)
+    # a reader that starts after the first bet (its events outside the lookback): only the refusal tells
+    late = MemoryCommandBus(bus)
+    late._seen = {t: len(bus.topics.get(t, [])) for t in (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS,
+                                                          T.SETTLEMENT_EVENTS)}
+    late.index.tables.add("T1")
+    gw3 = CommandGateway(late, Clock(), timeout_s=0.5)
+    with pytest.raises(RequestIdReused):
+        await gw3.submit(A.PlaceBetAction(round_id=round_id, seat=1, player_id="p-1", wager="banker",
+                                          amount_cents=90000), "T1", "bet-1", role="bettor")
+    assert len(late.sent) == 1  # sent (the first use was not read), refused command_id_reused by the service
+    assert [(p.wager, p.amount_cents) for p in payloads(bus, T.WAGERING_EVENTS, BetPlaced)] == [("player", 5000)]
+
+
+async def test_every_request_of_a_round_retried_from_a_fresh_gateway_gets_its_first_answer():
+    gw, _, bus = gateway()
+    shoe_id = await open_table_with_shoe(gw)
+    reqs = [(A.OpenRoundAction(actor=DEALER, shoe_id=shoe_id), "round-1"),
+            (A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), "seat-1")]
+    answers = [await gw.submit(a, "T1", rid) for a, rid in reqs]
+    rid = answers[0].round_id
+    more = [(A.PlaceBetAction(round_id=rid, seat=1, player_id="p-1", wager="banker", amount_cents=2500), "bet-1"),
+            (A.NoMoreBetsAction(actor=DEALER, round_id=rid), "nmb-1"),
+            (A.VoidRoundAction(actor=DEALER, round_id="R-none", reason="x"), "void-1")]
+    reqs += more
+    answers += [await gw.submit(a, "T1", r) for a, r in more]
+    reqs = [(A.OpenTableAction(actor=DEALER, profile="punto_banco"), "open-1"),
+            (A.LoadShoeAction(actor=DEALER, cut_at=120), "shoe-1")] + reqs
+    gw2 = CommandGateway(MemoryCommandBus(bus), Clock(), timeout_s=0.5)
+    again = [await gw2.submit(a, "T1", r) for a, r in reqs]
+    assert [a.status for a in again[2:]] == [a.status for a in answers] == \
+        ["accepted", "accepted", "accepted", "accepted", "rejected"]
+    assert [a.events for a in again[2:]] == [a.events for a in answers]
+    assert [a.accepted for a in again[:2]] == [True, True]
+
+
+async def test_a_table_never_opened_is_404_unknown_table_and_nothing_is_sent():
+    gw, mb, _ = gateway()
+    with pytest.raises(UnknownTable) as e:
+        await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), "T9", "seat-1", role="dealer")
+    assert (e.value.status, e.value.reason, e.value.field) == (404, "unknown_table", "table_id")
+    async with client(gw) as c:
+        r = await c.post("/tables/T9/rounds", json={"actor": DEALER, "shoe_id": "S1"}, headers=auth("dealer", "r"))
+        assert (r.status_code, r.json()["detail"]["reason"]) == (404, "unknown_table")
+        assert mb.sent == []
+        r = await c.post("/tables/T9/open", json={"actor": DEALER, "profile": "punto_banco"},
+                         headers=auth("pit", "o"))
+        assert r.status_code == 200 and [e["payload"]["type"] for e in r.json()["events"]] == ["table_opened"]
+        r = await c.post("/tables/T9/seats", json={"actor": DEALER, "seat": 1, "player_id": "p-1"},
+                         headers=auth("dealer", "s"))
+        assert r.status_code == 200 and r.json()["events"][0]["payload"]["type"] == "player_seated"
+    assert [cmd.table_id for _, _, cmd in mb.sent] == ["T9", "T9"]
+
+
+async def test_the_pits_pass_is_the_floormans_order_and_the_dealers_never_the_floormans():
+    gw, mb, _ = gateway()
+    assert (await gw.submit(A.OpenTableAction(actor=DEALER, profile="punto_banco_curator"), "T1", "o")).accepted
+    sent = len(mb.sent)
+    for role, ordered_by in (("pit", ""), ("pit", "dealer"), ("dealer", "floorman")):
+        with pytest.raises(OrderNotAllowed) as e:
+            await gw.submit(A.PassShoeAction(actor="x-1", ordered_by=ordered_by), "T1", f"p-{role}-{ordered_by}",
+                            role=role)
+        assert (e.value.status, e.value.reason, e.value.field) == (403, "ordered_by_not_allowed", "ordered_by")
+    assert len(mb.sent) == sent
+    async with client(gw) as c:
+        r = await c.post("/tables/T1/curator/pass", json={"actor": "fm-1", "ordered_by": "dealer"},
+                         headers=auth("pit", "pp"))
+        assert (r.status_code, r.json()["detail"]["reason"]) == (403, "ordered_by_not_allowed")
+        # allowed orders are sent (and decided by the service: no one holds the shoe yet)
+        for role, ordered_by in (("pit", "floorman"), ("dealer", "dealer"), ("dealer", "")):
+            r = await c.post("/tables/T1/curator/pass", json={"actor": "x-1", "ordered_by": ordered_by},
+                             headers=auth(role, f"ok-{role}-{ordered_by}"))
+            assert (r.status_code, r.json()["reason"]) == (409, "no_curator")
+    assert [cmd.payload.ordered_by for _, _, cmd in mb.sent[sent:]] == ["floorman", "dealer", ""]
+
+
+class _FailingConsumer:
+    """A reader's consumer whose first fetch fails with a bug (not a Kafka error), then reads nothing."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def getmany(self, *tps, timeout_ms: int = 0):  # type: ignore[no-untyped-def]
+        import asyncio
+
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("boom")
+        await asyncio.sleep(0.01)
+        return {}
+
+    def last_stable_offset(self, tp):  # type: ignore[no-untyped-def]
+        return None
+
+
+async def test_the_reader_survives_a_non_kafka_failure_logs_it_and_requests_answer_503(monkeypatch, capsys):
+    import asyncio
+
+    from services.command_api import gateway as G
+
+    monkeypatch.setattr(G, "READ_RETRY_S", 0.3)
+    kb = G.KafkaCommandBus(Settings())
+    kb._consumer = _FailingConsumer()  # type: ignore[assignment]
+    kb.index.tables.add("T1")
+    sent: list = []  # type: ignore[type-arg]
+
+    async def send(topic, cmd, writer):  # type: ignore[no-untyped-def]
+        sent.append(cmd)
+
+    kb.send = send  # type: ignore[method-assign]
+    task = asyncio.create_task(kb._read([]))
+    await asyncio.sleep(0.05)
+    assert kb.index.reader_error == "RuntimeError: boom" and not task.done()
+    gw = CommandGateway(kb, Clock(), timeout_s=5)
+    with pytest.raises(G.ReaderFailed) as e:
+        await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), "T1", "seat-1")
+    assert (e.value.status, e.value.reason) == (503, "reader_failed") and sent == []
+    assert "RuntimeError: boom" in e.value.detail
+    await asyncio.sleep(0.4)  # the retry fetch reads cleanly: the failure is cleared, the reader still runs
+    assert kb.index.reader_error is None and not task.done() and kb._consumer.calls > 1  # type: ignore[attr-defined]
+    task.cancel()
+    logged = [line for line in capsys.readouterr().err.splitlines() if "command_api_read_failed" in line]
+    assert logged and "RuntimeError: boom" in logged[0]
+
+
+async def test_a_request_waiting_when_the_reader_fails_answers_503_not_504():
+    import asyncio
+
+    mb = MemoryCommandBus(MemoryBus())  # no service: no answer would ever come
+    mb.index.tables.add("T1")
+    gw = CommandGateway(mb, Clock(), timeout_s=5)
+
+    async def fail_soon() -> None:
+        await asyncio.sleep(0.05)
+        mb.index.reader_error = "RuntimeError: boom"
+        await mb.index.notify()
+
+    t = asyncio.create_task(fail_soon())
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    with pytest.raises(ReaderFailed, match="may still be decided"):
+        await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), "T1", "seat-1")
+    assert loop.time() - began < 1.0 and len(mb.sent) == 1
+    await t
+
+
+async def test_an_unexpected_failure_is_a_json_500_with_a_reason_code_and_logged(capsys):
+    gw, _, _ = gateway()
+
+    async def broken(*a, **kw):  # type: ignore[no-untyped-def]
+        raise KeyError("oops")
+
+    gw.submit = broken  # type: ignore[method-assign]
+    async with client(gw) as c:
+        r = await c.post("/tables/T1/seats", json={"actor": DEALER, "seat": 1, "player_id": "p-1"},
+                         headers=auth("dealer", "seat-1"))
+    assert r.status_code == 500 and r.json()["detail"]["reason"] == "internal_error"
+    assert "retry with the same Idempotency-Key" in r.json()["detail"]["detail"]
+    logged = [line for line in capsys.readouterr().err.splitlines() if "command_api_internal_error" in line]
+    assert len(logged) == 1 and "KeyError" in logged[0] and '"request_id": "seat-1"' in logged[0]

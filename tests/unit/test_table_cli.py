@@ -69,9 +69,20 @@ def test_actions_answer_and_a_retry_prints_the_same_answer_without_a_second_deci
 
 
 def test_a_rejection_exits_2_with_its_reason(memory_floor):
+    r = croupier("open", "--table", "T1", "--actor", "d-1", "--profile", "punto_banco", "--request-id", "o-1")
+    assert r.exit_code == 0
     r = croupier("open-round", "--table", "T1", "--actor", "d-1", "--shoe-id", "S1", "--request-id", "r-1")
     assert r.exit_code == 2 and r.stdout.startswith("rejected open_round at T1: command_rejected")
-    assert "error: rejected table_not_open: open the table first" in r.stderr
+    assert "error: rejected no_open_shoe" in r.stderr
+
+
+def test_a_table_never_opened_exits_2_unknown_table_and_sends_nothing(memory_floor):
+    bus, _ = memory_floor
+    before = {t: len(recs) for t, recs in bus.topics.items()}
+    r = croupier("open-round", "--table", "T9", "--actor", "d-1", "--shoe-id", "S1", "--request-id", "r-1")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "error: unknown_table: table 'T9' was never opened" in r.stderr
+    assert {t: len(recs) for t, recs in bus.topics.items()} == before
 
 
 def test_no_answer_exits_1_saying_the_command_may_still_be_decided(monkeypatch):
@@ -79,7 +90,9 @@ def test_no_answer_exits_1_saying_the_command_may_still_be_decided(monkeypatch):
 
     @contextlib.asynccontextmanager
     async def idle(settings, writers=None, **kw):  # type: ignore[no-untyped-def]
-        yield CommandGateway(MemoryCommandBus(MemoryBus()), Clock(), timeout_s=0.05)
+        mb = MemoryCommandBus(MemoryBus())
+        mb.index.tables.add("T1")  # taken as opened: the command is sent, and never answered
+        yield CommandGateway(mb, Clock(), timeout_s=0.05)
 
     monkeypatch.setattr(server, "open_gateway", idle)
     monkeypatch.setattr(topics, "require_prefix", _prefix_exists)
