@@ -583,6 +583,17 @@ async def test_a_reused_request_id_with_another_body_is_409_from_a_fresh_gateway
                                               amount_cents=5000), "T1", "bet-1", role="bettor")
     assert again.accepted and again.events == first.events  # type: ignore[attr-defined]
     assert [(p.wager, p.amount_cents) for p in payloads(bus, T.WAGERING_EVENTS, BetPlaced)] == [("player", 5000)]
+    # a wager named as the service does not record it (" Banker ": "banker") is still the same command
+    spelt = A.PlaceBetAction(round_id=round_id, seat=1, player_id="p-1", wager=" Banker ", amount_cents=2500)
+    assert (await gw.submit(spelt, "T1", "bet-2", role="bettor")).accepted
+    assert (await CommandGateway(MemoryCommandBus(bus), Clock(), timeout_s=0.2).submit(
+        spelt, "T1", "bet-2", role="bettor")).events[0]["payload"]["wager"] == "banker"
+    # a refused bet records the words sent: its retry from a fresh gateway is the same command too
+    odd = A.PlaceBetAction(round_id=round_id, seat=1, player_id="p-1", wager=" Banker ", amount_cents=1)
+    refused = await gw.submit(odd, "T1", "bet-3", role="bettor")
+    assert refused.status == "rejected" and refused.events[0]["payload"]["wager"] == " Banker "
+    assert (await CommandGateway(MemoryCommandBus(bus), Clock(), timeout_s=0.2).submit(
+        odd, "T1", "bet-3", role="bettor")).events == refused.events
     # over HTTP: 409 request_id_reused
     async with client(CommandGateway(MemoryCommandBus(bus), Clock(), timeout_s=0.2)) as c:
         r = await c.post("/tables/T1/bets", json={"round_id": round_id, "seat": 1, "player_id": "p-1",
