@@ -766,3 +766,55 @@ async def test_an_unexpected_failure_is_a_json_500_with_a_reason_code_and_logged
     assert "retry with the same Idempotency-Key" in r.json()["detail"]["detail"]
     logged = [line for line in capsys.readouterr().err.splitlines() if "command_api_internal_error" in line]
     assert len(logged) == 1 and "KeyError" in logged[0] and '"request_id": "seat-1"' in logged[0]
+
+
+async def test_the_kafka_reader_knows_every_table_opened_in_the_log_before_it_started(monkeypatch):
+    from types import SimpleNamespace
+
+    from contracts.codecs import encode
+    from contracts.events import PlayerSeated, TableOpened
+    from services.command_api import gateway as G
+
+    config = A.to_command(A.OpenTableAction(actor=DEALER, profile="punto_banco"), "x").command.config  # type: ignore[attr-defined]
+    cmd = SimpleNamespace(command_id="c", table_id="T1")
+    log = [encode(_env(cmd, 1, TableOpened(config=config), T.DEALING_EVENTS)),
+           encode(_env(SimpleNamespace(command_id="c2", table_id="T2"), 1,
+                       PlayerSeated(seat=1, player_id="p"), T.DEALING_EVENTS)),
+           b"not an event"]
+
+    class Scan:
+        """dealing.events partition 0 holding ``log``, read two records a fetch."""
+
+        def __init__(self, **kw):  # type: ignore[no-untyped-def]
+            self.at, self.stopped = 0, False
+
+        async def start(self) -> None: ...
+        async def stop(self) -> None:
+            self.stopped = True
+
+        def assign(self, tps):  # type: ignore[no-untyped-def]
+            self.tps = tps
+
+        async def seek_to_beginning(self, *tps):  # type: ignore[no-untyped-def]
+            self.at = 0
+
+        async def end_offsets(self, tps):  # type: ignore[no-untyped-def]
+            return {tp: len(log) for tp in tps}
+
+        async def getmany(self, *tps, timeout_ms=0):  # type: ignore[no-untyped-def]
+            recs = [SimpleNamespace(value=v, offset=i) for i, v in enumerate(log)][self.at:self.at + 2]
+            self.at += len(recs)
+            return {self.tps[0]: recs}
+
+        async def position(self, tp):  # type: ignore[no-untyped-def]
+            return self.at
+
+    made: list[Scan] = []
+    monkeypatch.setattr(G, "AIOKafkaConsumer", lambda **kw: made.append(Scan(**kw)) or made[-1])
+    kb = G.KafkaCommandBus(Settings())
+    await kb._scan_tables(Settings(), [0])
+    assert kb.index.tables == {"T1"} and kb.index.tables_complete and made[0].stopped
+    assert [tp.topic for tp in made[0].tps] == [Settings().topic(T.DEALING_EVENTS)]
+    gw = CommandGateway(kb, Clock(), timeout_s=0.1)
+    with pytest.raises(UnknownTable):
+        await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), "T2", "seat-1")
