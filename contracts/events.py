@@ -398,10 +398,14 @@ BetBook = Annotated[list[BetLine], msgspec.Meta(extra_json_schema={"maxItems": M
 
 
 class BettingClosed(Event, frozen=True, tag="betting_closed"):
-    """ "No more bets": the round's bet book, final (13:69F-3.2(d))."""
+    """ "No more bets": the round's bet book, final (13:69F-3.2(d)). Chemin de fer: ``banker_player_id`` the
+    participant holding the round's bank (from its ``RoundOpened``), so that a replay of the wagering service's
+    own events alone knows whose bank a banco was against (banco suivi, 4.8); ``""`` at the other games and in
+    records written before the field existed."""
 
     round_id: EvId
     bets: BetBook
+    banker_player_id: EvId = ""
 
 
 # ---- settlement.events -----------------------------------------------------------------------------

@@ -205,10 +205,11 @@ class WageringCore:
         if isinstance(e, PlayerLeft):
             return replace(state, seated=state.seated - {(e.seat, e.player_id)})
         if isinstance(e, BettingClosed):  # the book is final: keep only the fact that it closed
-            b = state.books.get(e.round_id)
+            # the Banker comes from the event itself, never from the input RoundOpened: a rebuild folds every
+            # own event before any input, and must reach the same last_banco as the live service
             books = {k: v for k, v in state.books.items() if k != e.round_id}
             banco = next((x.player_id for x in e.bets if x.wager in _BANCO), None)
-            last = (e.round_id, b.bank[1], banco) if b is not None and b.bank and banco else None
+            last = (e.round_id, e.banker_player_id, banco) if e.banker_player_id and banco else None
             return replace(state, books=books, closed=state.closed.put(e.round_id), last_banco=last)
         return state
 
@@ -254,7 +255,8 @@ class WageringCore:
                 return [Emit(BettingOpened(round_id=b.round_id), round_id=b.round_id,
                              causation_id=b.opened_by[0], occurred_at=b.opened_by[1])]
             if b.status == "open" and b.voided_by is not None:  # a voided round's book closes as it stands
-                return [Emit(BettingClosed(round_id=b.round_id, bets=list(b.bets.values())), round_id=b.round_id,
+                return [Emit(BettingClosed(round_id=b.round_id, bets=list(b.bets.values()),
+                                           banker_player_id=b.bank[1] if b.bank else ""), round_id=b.round_id,
                              causation_id=b.voided_by[0], occurred_at=b.voided_by[1])]
         return []
 
@@ -310,7 +312,8 @@ class WageringCore:
         outs: list[Emit | Send] = [Emit(BetWithdrawn(round_id=b.round_id, bet_id=bid, reason="betting_closed"),
                                         round_id=b.round_id) for bid in late]
         book = [line for bid, line in b.bets.items() if bid not in late]
-        outs.append(Emit(BettingClosed(round_id=b.round_id, bets=book), round_id=b.round_id))
+        outs.append(Emit(BettingClosed(round_id=b.round_id, bets=book, banker_player_id=b.bank[1] if b.bank else ""),
+                         round_id=b.round_id))
         return outs
 
     @staticmethod

@@ -718,3 +718,40 @@ async def test_a_seat_outside_the_tables_seat_order_cannot_wager():
     assert [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)] == [("dan", "invalid_seat")]
     await t.close(rid)
     assert [(d.seat, d.player_id) for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen)] == [(5, "cat")]
+
+
+async def test_a_restart_between_two_rounds_keeps_the_banco_suivi_right():
+    """The wagering service rebuilt from its own events first, then its inputs (as a restart reads them), knows
+    whose banco lost the last round against this Banker: the same state as live, and cat's banco suivi
+    stands."""
+    from typing import Any
+
+    from contracts.codecs import decode_event
+    from services.runtime.core import Runner
+
+    t = Table()
+    r1 = await t.open(bank=100_000)
+    t.bet(r1, 5, "cat", 100_000, wager="banco")
+    await t.bus.pump()
+    await t.close(r1)
+    await t.read(r1, ("2s", "9s", "3s", "Ks"))  # the Banker's natural 9 wins cat's banco
+    r2 = await t.open()
+    host = t.hosts["wagering"]
+    live = host.runner.tables["CH1"].state
+    assert live.books[r2].suivi == "cat"
+    core = host.core
+    own = [t.bus.settings.topic(s) for s in (*core.private_streams, core.own_stream)]
+    inputs = [t.bus.settings.topic(s) for s in core.input_streams]
+    rebuilt: Runner[Any] = Runner(core)
+    for topic in (*own, *inputs):
+        for rec in t.bus.topics[topic]:
+            (rebuilt.apply_own if topic in own else rebuilt.absorb_input)(decode_event(rec.value))
+    assert rebuilt.tables["CH1"].state == live
+    assert rebuilt.tables["CH1"].state.books[r2].suivi == "cat"
+    await t.bus.rebuild(host)  # the host itself restarts
+    await t.bus.pump()
+    assert host.runner.tables["CH1"].state == live
+    t.bet(r2, 5, "cat", 195_000, wager="banco_suivi", cid="suivi")
+    await t.bus.pump()
+    assert [b.bet_id for b in t.of(T.WAGERING_EVENTS, BetPlaced)][-1] == "suivi"
+    assert [r.command_id for r in t.of(T.WAGERING_EVENTS, BetRejected)] == []
