@@ -9,7 +9,8 @@ Called by :func:`croupier.audit.audit` for every round of a chemin de fer table.
 * every ``OptionOffered`` names an option cell the round reached and its controller (4.8(b): the Banker; 4.8(c):
   the Dominant Player), its deadline the log's time of the card before it plus ``option_seconds``, and the
   table's default for that cell; every ``OptionDecided`` follows its offer, names the same controller, and a
-  ``default`` one is the configured default at or after the deadline by the log's time (``option_mismatch``);
+  ``default`` one is the configured default at or after the deadline by the log's time, a ``participant`` one
+  logged before the deadline (``option_mismatch``);
 * the bank's settlement (``BankSettled``) is :func:`baccarat.chemin.settle_bank` of the bank, the closed book's
   wagers and the result under the table's rate and rounding (``bank_mismatch``).
 
@@ -117,6 +118,9 @@ def check_round(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Se
             if p.by == "default" and (p.draw != o.default_draw or e.occurred_at < deadline):
                 flag("option_mismatch", rid, f"{p.cell} decided by default ({p.draw}) at {e.occurred_at.isoformat()}; "
                                              f"the default is {o.default_draw} from {deadline.isoformat()}")
+            elif p.by == "participant" and e.occurred_at >= deadline:
+                flag("option_mismatch", rid, f"{p.cell} decided by {p.player_id!r} at {e.occurred_at.isoformat()}, "
+                                             f"at or after the deadline {deadline.isoformat()}")
             elif p.by not in ("default", "participant"):
                 flag("option_mismatch", rid, f"{p.cell} decided by {p.by!r}")
             offer = None

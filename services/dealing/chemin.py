@@ -13,8 +13,10 @@ the punto banco decider as it was):
   Hand; 4.8(c): the Dominant Player for the Player's Hand) with a deadline of the log's time of the card that
   made it due plus ``option_seconds``;
 * :func:`decide_option`: ``DecideOption`` from the controller only (``not_controller``, ``actor_mismatch``),
-  for the option pending (``no_option_pending``, ``option_out_of_turn``, ``unknown_hand``); ``ExpireOption``
-  from the table's clock applies the configured default from the deadline on (``option_not_expired``).
+  for the option pending (``no_option_pending``, ``option_out_of_turn``, ``unknown_hand``), logged before the
+  deadline (``option_expired``); ``ExpireOption`` from the table's clock applies the configured default from the
+  deadline on (``option_not_expired``). An in-time decision read after an accepted ``ExpireOption`` is refused
+  (``no_option_pending``): see :func:`decide_option`.
 
 Time enters only as the log's times of the events and commands (the brokers' append times), so a replay
 decides the same.
@@ -212,7 +214,16 @@ def offer(config: TableConfig, round_id: str, shoe_id: str, chem: ChemRound, ste
 def decide_option(config: TableConfig | None, chem: ChemRound, cmd: CommandEnvelope
                   ) -> tuple[tuple[str, str] | None, list[Event]]:
     """``DecideOption`` or ``ExpireOption`` against the option on offer: ``(refusal, [])`` or
-    ``(None, [OptionDecided])``. ``cmd.issued_at`` is the command's log time."""
+    ``(None, [OptionDecided])``. ``cmd.issued_at`` is the command's log time (the broker's append time).
+
+    The deadline is judged by the log's time, never by the order the two topics are read in: ``DecideOption``
+    (``dealing.options``) logged at or after the deadline is refused ``option_expired`` even when it is read
+    before the clock's ``ExpireOption`` (``dealing.commands``); ``ExpireOption`` is accepted only from the
+    deadline on (``option_not_expired``). So an in-time decision read *after* an accepted ``ExpireOption`` finds
+    the option already decided by the table's default and is refused (``no_option_pending``): the controller
+    decided in time, but the clock's expiry, logged after the deadline, was read first. Both answers follow from
+    the log alone, so a replay decides the same; the clock should send ``ExpireOption`` a margin after the
+    deadline to make this rare."""
     c = cmd.payload
     assert isinstance(c, (DecideOption, ExpireOption))
     if c.hand not in (Hand.PLAYER.value, Hand.BANKER.value):
@@ -232,6 +243,12 @@ def decide_option(config: TableConfig | None, chem: ChemRound, cmd: CommandEnvel
                                           f"it is {cmd.issued_at.isoformat()}")), []
         return None, [OptionDecided(round_id=o.round_id, hand=o.hand, cell=o.cell, draw=o.default_draw,
                                     by="default", seat=o.seat, player_id=o.player_id)]
+    deadline = chem.deadline
+    assert deadline is not None
+    if cmd.issued_at >= deadline:
+        return ("option_expired", (f"the {o.cell} option could be decided until {deadline.isoformat()} (the log's "
+                                  f"time of its card plus {o.option_seconds} s); this decision was logged at "
+                                  f"{cmd.issued_at.isoformat()}: the table's default decides")), []
     if (c.seat, c.player_id) != (o.seat, o.player_id):
         who = "the Banker" if o.hand == Hand.BANKER.value else "the Dominant Player"
         rule = "13:69F-4.8(b)" if o.hand == Hand.BANKER.value else "13:69F-4.8(c)"

@@ -755,3 +755,54 @@ async def test_a_restart_between_two_rounds_keeps_the_banco_suivi_right():
     await t.bus.pump()
     assert [b.bet_id for b in t.of(T.WAGERING_EVENTS, BetPlaced)][-1] == "suivi"
     assert [r.command_id for r in t.of(T.WAGERING_EVENTS, BetRejected)] == []
+
+
+async def test_an_option_decision_is_judged_by_its_log_time_not_by_read_order():
+    """``DecideOption`` (dealing.options) and ``ExpireOption`` (dealing.commands) travel on two topics: a decision
+    logged at the deadline is refused ``option_expired`` though read first; one logged in time but read after
+    the clock's accepted expiry finds the default decided (``no_option_pending``); one logged a millisecond
+    before the deadline stands. The audit flags a participant's decision logged after the deadline."""
+    import msgspec
+
+    def deadline_of(t):  # type: ignore[no-untyped-def]
+        (o,) = [e for e in events(t.bus, T.DEALING_EVENTS) if isinstance(e.payload, OptionOffered)]
+        return o.occurred_at + timedelta(seconds=o.payload.option_seconds)
+
+    def decision(t, rid, at, cid):  # type: ignore[no-untyped-def]
+        t.send(T.DEALING_OPTIONS, DecideOption(round_id=rid, hand="banker", draw=False, seat=1,
+                                               player_id="banker"), cid, actor="banker", at=at)
+
+    # logged at the deadline, read before the expiry: refused, the default decides
+    t, rid = await _to_option("banker_5_4")
+    deadline = deadline_of(t)
+    decision(t, rid, deadline, "late")
+    await t.bus.pump()
+    assert t.rejected() == [("late", "option_expired")]
+    assert t.of(T.DEALING_EVENTS, OptionDecided) == []
+    await t.expire(rid, "banker", at=deadline, cid="clock")
+    (dec,) = t.of(T.DEALING_EVENTS, OptionDecided)
+    assert (dec.draw, dec.by) == (True, "default")
+    await t.read(rid, ["5h"], first=6)
+    t.clean()
+    # logged in time, read after the clock's expiry: the default has decided, the decision is refused
+    t, rid = await _to_option("banker_5_4")
+    deadline = deadline_of(t)
+    await t.expire(rid, "banker", at=deadline, cid="clock")
+    decision(t, rid, deadline - timedelta(milliseconds=1), "in-time-read-late")
+    await t.bus.pump()
+    assert t.rejected() == [("in-time-read-late", "no_option_pending")]
+    assert [(d.draw, d.by) for d in t.of(T.DEALING_EVENTS, OptionDecided)] == [(True, "default")]
+    # logged a millisecond before the deadline, read first: it stands
+    t, rid = await _to_option("banker_5_4")
+    deadline = deadline_of(t)
+    decision(t, rid, deadline - timedelta(milliseconds=1), "in-time")
+    await t.bus.pump()
+    (dec,) = t.of(T.DEALING_EVENTS, OptionDecided)
+    assert (dec.draw, dec.by, dec.player_id) == (False, "participant", "banker")
+    await t.read(rid, ["5h"], first=6)
+    log = events(t.bus)
+    assert audit(log).clean
+    forged = [msgspec.structs.replace(e, occurred_at=deadline) if isinstance(e.payload, OptionDecided) else e
+              for e in log]
+    assert sorted({d.kind for d in audit(forged).discrepancies}) == ["option_mismatch"]
+    assert any("at or after the deadline" in d.detail for d in audit(forged).discrepancies)
