@@ -22,8 +22,9 @@ card of the round exists (``cards_dealt``: a ``CardDealt`` or a card ``Irregular
 ``CloseBetting`` after such a card still closes the book (it changes no bet). "No more bets" is the
 log's time of the ``CloseBetting``: a bet the log holds after it, though read before it (the bettors' topic
 is another topic), is returned by the call (``BetWithdrawn`` reason ``betting_closed``); a bet in the call's
-own millisecond stands. The times are the brokers' append times, comparable as far as the brokers' clocks
-agree.
+own millisecond stands; a chemin de fer banco suivi in time returns the other wagers at the close
+(``BetWithdrawn`` reason ``banco_suivi``), a late one is returned and displaces nothing. The times are the
+brokers' append times, comparable as far as the brokers' clocks agree.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ def _against_the_bank(b: Book, c: PlaceBet, wager: Wager) -> tuple[str, str] | N
     Hand), ``no_banco_suivi`` (banco suivi by anyone but the participant whose banco lost the last round
     against this Banker), ``banco_called`` (the whole bank is already taken), ``banco_needs_whole_bank`` (a
     banco is a wager of the whole bank, made before any other; banco suivi the whole bank, whatever was
-    wagered: it returns the other wagers), ``bank_cannot_cover`` (the wagers would exceed the bank)."""
+    wagered: the other wagers are returned at "No more bets" if it is in time), ``bank_cannot_cover`` (the wagers would exceed the bank)."""
     if b.bank is None:
         return "no_bank", "this chemin de fer round names no Banker"
     seat, banker, bank = b.bank
@@ -307,11 +308,22 @@ class WageringCore:
         Bets and the call travel on two topics, so a bet appended after the call can be read first (its
         records came in an earlier fetch); by the log's time it is still late, and a bettor cannot choose
         that time (``LogAppendTime``). No card of the round can exist yet: dealing deals only after the book
-        closes."""
+        closes.
+
+        Chemin de fer: a banco suivi in time takes the whole bank, so every other wager in time is returned here
+        (``BetWithdrawn`` reason ``banco_suivi``, 4.8); a banco suivi the log holds after the call is returned
+        as late and displaces nothing: the wagers it would have returned stand. (The displacement waits for the
+        close because a banco suivi read before the call may still be late by the log's time.)"""
         late = [bid for bid, at in b.placed_at.items() if at > called_at and bid in b.bets]
         outs: list[Emit | Send] = [Emit(BetWithdrawn(round_id=b.round_id, bet_id=bid, reason="betting_closed"),
                                         round_id=b.round_id) for bid in late]
-        book = [line for bid, line in b.bets.items() if bid not in late]
+        stands = {bid: line for bid, line in b.bets.items() if bid not in late}
+        if any(x.wager == Wager.BANCO_SUIVI.value for x in stands.values()):
+            displaced = [bid for bid, x in stands.items() if x.wager != Wager.BANCO_SUIVI.value]
+            outs += [Emit(BetWithdrawn(round_id=b.round_id, bet_id=bid, reason="banco_suivi"), round_id=b.round_id)
+                     for bid in displaced]
+            stands = {bid: x for bid, x in stands.items() if bid not in displaced}
+        book = list(stands.values())
         outs.append(Emit(BettingClosed(round_id=b.round_id, bets=book, banker_player_id=b.bank[1] if b.bank else ""),
                          round_id=b.round_id))
         return outs
@@ -426,13 +438,11 @@ class WageringCore:
             if refused is not None:
                 return no(*refused)
             if wager in BANCO_WAGERS:  # the whole bank: the bank's limits, not the table's wager limits
-                # banco suivi has precedence: every other wager is returned (BetWithdrawn banco_suivi)
-                returned: list[Emit | Send] = [
-                    Emit(BetWithdrawn(round_id=c.round_id, bet_id=x, reason="banco_suivi"), round_id=c.round_id)
-                    for x in (b.bets if wager is Wager.BANCO_SUIVI else ())]
-                return [*returned, Emit(BetPlaced(round_id=c.round_id, bet_id=cmd.command_id, seat=c.seat,
-                                                  player_id=c.player_id, wager=wager.value,
-                                                  amount_cents=c.amount_cents), round_id=c.round_id)]
+                # banco suivi has precedence: the other wagers are returned at "No more bets" (see _close), once
+                # the log's time says whether the banco suivi itself was in time
+                return [Emit(BetPlaced(round_id=c.round_id, bet_id=cmd.command_id, seat=c.seat,
+                                       player_id=c.player_id, wager=wager.value, amount_cents=c.amount_cents),
+                             round_id=c.round_id)]
         lim = cfg.limits_for(wager)
         if c.amount_cents < lim.min_cents:
             return no("under_table_min", f"{c.amount_cents} cents is under the {wager.value} minimum {lim.min_cents}")

@@ -586,8 +586,11 @@ async def test_banco_suivi_the_last_bancos_loser_has_precedence():
     rej = [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)]
     assert rej == [("too-early", "no_banco_suivi"), ("dan-suivi", "no_banco_suivi"),
                    ("short", "banco_needs_whole_bank"), ("after", "banco_called")]
-    assert [(w.bet_id, w.reason) for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)] == [("ann", "banco_suivi")]
+    assert t.of(T.WAGERING_EVENTS, BetWithdrawn) == []  # the displacement waits for "No more bets"
     await t.close(r2)
+    assert [(w.bet_id, w.reason) for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)] == [("ann", "banco_suivi")]
+    (book,) = [b for b in t.of(T.WAGERING_EVENTS, BettingClosed) if b.round_id == r2]
+    assert [(x.bet_id, x.wager, x.amount_cents) for x in book.bets] == [("suivi", "banco_suivi", 195_000)]
     dp = [d for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen) if d.round_id == r2]
     assert [(d.seat, d.player_id, d.wager_cents, d.rule) for d in dp] == [(5, "cat", 195_000, "banco")]
     await t.read(r2, ("5h", "2h", "3h", "Kh"))  # Player 8: cat's banco suivi wins the whole bank
@@ -806,3 +809,41 @@ async def test_an_option_decision_is_judged_by_its_log_time_not_by_read_order():
               for e in log]
     assert sorted({d.kind for d in audit(forged).discrepancies}) == ["option_mismatch"]
     assert any("at or after the deadline" in d.detail for d in audit(forged).discrepancies)
+
+
+async def test_a_late_banco_suivi_read_before_no_more_bets_displaces_nothing():
+    """A banco suivi the log holds after "No more bets", read before the call (the bettors' topic is another
+    topic), is returned as late and the wagers in time stand; the same banco suivi in time returns them."""
+    from contracts.events import BetWithdrawn
+
+    async def round_two(suivi_late: bool):  # type: ignore[no-untyped-def]
+        t = Table()
+        r1 = await t.open(bank=100_000)
+        t.bet(r1, 5, "cat", 100_000, wager="banco")
+        await t.bus.pump()
+        await t.close(r1)
+        await t.read(r1, ("2s", "9s", "3s", "Ks"))  # the Banker wins cat's banco: cat has banco suivi
+        r2 = await t.open()
+        t.bet(r2, 2, "ann", 20_000, cid="ann")
+        t.bet(r2, 3, "ben", 30_000, cid="ben")
+        await t.bus.pump()
+        close_at = t.tick()
+        suivi_at = close_at + timedelta(milliseconds=1 if suivi_late else -1)
+        t.send(T.WAGERING_BETS, PlaceBet(round_id=r2, seat=5, player_id="cat", wager="banco_suivi",
+                                         amount_cents=195_000), "suivi", actor="cat", at=suivi_at)
+        await t.bus.pump()  # read before the call
+        t.send(T.WAGERING_COMMANDS, CloseBetting(round_id=r2), at=close_at)
+        await t.bus.pump()
+        withdrawn = [(w.bet_id, w.reason) for w in t.of(T.WAGERING_EVENTS, BetWithdrawn) if w.round_id == r2]
+        (book,) = [b for b in t.of(T.WAGERING_EVENTS, BettingClosed) if b.round_id == r2]
+        dp = [(d.player_id, d.wager_cents) for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen) if d.round_id == r2]
+        return withdrawn, sorted((x.bet_id, x.amount_cents) for x in book.bets), dp
+
+    withdrawn, book, dp = await round_two(suivi_late=True)
+    assert withdrawn == [("suivi", "betting_closed")]
+    assert book == [("ann", 20_000), ("ben", 30_000)]
+    assert dp == [("ben", 30_000)]
+    withdrawn, book, dp = await round_two(suivi_late=False)
+    assert sorted(withdrawn) == [("ann", "banco_suivi"), ("ben", "banco_suivi")]
+    assert book == [("suivi", 195_000)]
+    assert dp == [("cat", 195_000)]
