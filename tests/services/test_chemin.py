@@ -847,3 +847,52 @@ async def test_a_late_banco_suivi_read_before_no_more_bets_displaces_nothing():
     assert sorted(withdrawn) == [("ann", "banco_suivi"), ("ben", "banco_suivi")]
     assert book == [("suivi", 195_000)]
     assert dp == [("cat", 195_000)]
+
+
+async def test_the_audit_rechecks_the_bank_from_round_to_round_and_who_sent_a_decision():
+    """Forged logs: a Banker whose Banker's Hand lost holds the next bank (``bank_passes_on_loss``); a Banker who
+    keeps the bank puts up less than all of it (``bank_stays_in_play``); a participant's decision whose
+    envelope's actor is not the controller."""
+    import msgspec
+
+    def forge(log, kind, rid, _env=None, **changes):  # type: ignore[no-untyped-def]
+        out = []
+        for e in log:
+            if isinstance(e.payload, kind) and e.payload.round_id == rid:
+                e = msgspec.structs.replace(e, payload=msgspec.structs.replace(e.payload, **changes), **(_env or {}))
+            out.append(e)
+        return audit(out)
+
+    # R1: the Player's 5 stands against the Banker's 1: the Banker's Hand loses, the bank passes to ann
+    t, r1 = await _to_option("player_5")
+    await t.decide(r1, "player", False, 3, "ben")
+    await t.read(r1, ["9s"], first=5)
+    assert [r.winner for r in t.of(T.DEALING_EVENTS, RoundResolved)] == ["player"]
+    r2 = await t.open(banker=(2, "ann"), bank=100_000)
+    await t.close(r2)  # nobody wagers: voided
+    log = events(t.bus)
+    assert audit(log).clean
+    rep = forge(log, RoundOpened, r2, banker_seat=1, banker_player_id="banker")
+    assert sorted({d.kind for d in rep.discrepancies}) == ["bank_passing"]
+    assert any("bank_passes_on_loss" in d.detail for d in rep.discrepancies)
+    # the decision sent by ann's terminal, though the record names ben, the controller
+    rep = forge(log, OptionDecided, r1, _env={"actor": "ann"})
+    assert sorted({d.kind for d in rep.discrepancies}) == ["option_mismatch"]
+    assert any("'ann'" in d.detail and "controller 'ben'" in d.detail for d in rep.discrepancies)
+    # R1 drawn: 4 v 7, the Banker's Hand wins: $1,000 + $800 - $40 commission stays in play
+    t, r1 = await _to_option("player_5")
+    await t.decide(r1, "player", True, 3, "ben")
+    await t.read(r1, ["9s", "5s"], first=5)
+    r2 = await t.open()
+    assert t.of(T.DEALING_EVENTS, RoundOpened)[-1].bank_cents == 176_000
+    await t.close(r2)  # voided: the bank is unchanged for the next round
+    r3 = await t.open()
+    await t.close(r3)
+    log = events(t.bus)
+    assert audit(log).clean
+    rep = forge(log, RoundOpened, r2, bank_cents=150_000)
+    assert [(d.kind, d.detail.split(";")[0]) for d in rep.discrepancies if d.kind == "bank_passing"] == [
+        ("bank_passing", "'banker' keeps the bank with 150000 cents"),  # R2: not all of R1's 176,000
+        ("bank_passing", "'banker' keeps the bank with 176000 cents")]  # R3: not R2's (forged) 150,000
+    rep = forge(log, RoundOpened, r3, bank_cents=180_000)
+    assert sorted({d.kind for d in rep.discrepancies}) == ["bank_passing"]
