@@ -142,7 +142,8 @@ def check_passing(rounds: Sequence[tuple[str, TableConfig, RoundOpened, Sequence
     last finished round's Banker is flagged when that Banker's Hand lost under ``bank_passes_on_loss`` (the bank
     passes), or, under ``bank_stays_in_play``, when its bank (cents) is not all of what the last round left:
     :func:`baccarat.chemin.settle_bank` of the last bank, the wagers against it and the result (the bank
-    unchanged after a voided round), unless that is under the table's bank minimum. Configured practice ([U],
+    unchanged after a voided round), unless that is under the table's bank minimum; a bank grown past the
+    table's maximum passes (the dealing service refuses it ``bank_over_max_must_pass``). Configured practice ([U],
     13:69F-4.8 does not give it)."""
     last: tuple[str, RoundOpened, Sequence[BetLine] | None, str] | None = None
     for rid, cfg, opened, book, winner in rounds:
@@ -162,7 +163,11 @@ def check_passing(rounds: Sequence[tuple[str, TableConfig, RoundOpened, Sequence
                                             cfg.rounding).bank_after_cents if prev_book is not None else None
                     except (BaccaratError, ValueError):
                         after = None
-                if after is not None and after >= rules.bank_min_cents and opened.bank_cents != after:
+                if after is not None and after > rules.bank_max_cents:
+                    flag("bank_passing", rid, f"{opened.banker_player_id!r} holds the bank again, though it grew to "
+                                              f"{after} cents after round {prev_rid}, over the maximum "
+                                              f"{rules.bank_max_cents}: the bank passes (bank_over_max_must_pass)")
+                elif after is not None and after >= rules.bank_min_cents and opened.bank_cents != after:
                     flag("bank_passing", rid, f"{opened.banker_player_id!r} keeps the bank with {opened.bank_cents} "
                                               f"cents; all of it, {after} cents after round {prev_rid}, stays in "
                                               "play (bank_stays_in_play)")

@@ -106,6 +106,7 @@ class Table:
         if not self.rounds:
             for seat, player in PLAYERS:
                 self.send(T.WAGERING_COMMANDS, SeatPlayer(seat=seat, player_id=player))
+            await self.bus.pump()  # dealing reads the registry (PlayerSeated) before the Banker is named
         self.rounds += 1
         rid = rid or f"R{self.rounds}"
         self.send(T.DEALING_COMMANDS, OpenRound(round_id=rid, shoe_id="PS", banker_seat=banker[0],
@@ -369,11 +370,19 @@ async def test_wagers_the_bank_cannot_cover_are_refused_before_the_deal():
     # the bank itself within the table's limits, and a Banker named
     t3 = Table()
     await t3.bus.pump()
+    t3.send(T.DEALING_COMMANDS, OpenRound(round_id="W", shoe_id="PS", banker_seat=1, banker_player_id="banker",
+                                          bank_cents=100_000), "unseated")  # nobody is registered yet
+    await t3.bus.pump()
+    t3.send(T.WAGERING_COMMANDS, SeatPlayer(seat=1, player_id="banker"))
+    await t3.bus.pump()
     t3.send(T.DEALING_COMMANDS, OpenRound(round_id="X", shoe_id="PS", banker_seat=1, banker_player_id="banker",
                                           bank_cents=5_000), "small")
     t3.send(T.DEALING_COMMANDS, OpenRound(round_id="Y", shoe_id="PS"), "nobody")
+    t3.send(T.DEALING_COMMANDS, OpenRound(round_id="Z", shoe_id="PS", banker_seat=2, banker_player_id="banker",
+                                          bank_cents=100_000), "other-seat")  # registered at seat 1, not 2
     await t3.bus.pump()
-    assert t3.rejected() == [("small", "bank_out_of_limits"), ("nobody", "no_banker")]
+    assert t3.rejected() == [("unseated", "unknown_player"), ("small", "bank_out_of_limits"),
+                             ("nobody", "no_banker"), ("other-seat", "unknown_player")]
 
 
 async def test_nobody_against_the_bank_voids_the_round():
@@ -428,6 +437,7 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
     await t.bus.pump()
     for seat, player in PLAYERS:
         t.send(T.WAGERING_COMMANDS, SeatPlayer(seat=seat, player_id=player))
+    await t.bus.pump()  # dealing reads the registry before the first Banker is named
     seats = dict(PLAYERS)
     banker = (1, "banker")
     suivi = None  # (Banker, player) whose banco lost the last round
@@ -896,3 +906,32 @@ async def test_the_audit_rechecks_the_bank_from_round_to_round_and_who_sent_a_de
         ("bank_passing", "'banker' keeps the bank with 176000 cents")]  # R3: not R2's (forged) 150,000
     rep = forge(log, RoundOpened, r3, bank_cents=180_000)
     assert sorted({d.kind for d in rep.discrepancies}) == ["bank_passing"]
+
+
+async def test_a_bank_grown_past_the_maximum_passes():
+    """A Banker whose Banker's Hand won and whose bank, all of it in play, is now over ``bank_max_cents`` holds
+    no further bank: refused ``bank_over_max_must_pass`` whatever bank is offered; the next Banker opens. The
+    audit flags a log in which that Banker held the bank again."""
+    import msgspec
+
+    t = Table(chemin_de_fer(chemin=ChemRules(bank_max_cents=150_000)))
+    t, r1 = await _to_option("player_5", t)
+    await t.decide(r1, "player", True, 3, "ben")
+    await t.read(r1, ["9s", "5s"], first=5)  # the Banker's Hand wins: $1,000 + $800 - $40 = $1,760
+    assert t.bank_after("banker") == 176_000
+    for cid, bank in (("all", 176_000), ("capped", 150_000)):
+        t.send(T.DEALING_COMMANDS, OpenRound(round_id="R2", shoe_id="PS", banker_seat=1, banker_player_id="banker",
+                                             bank_cents=bank), cid)
+    await t.bus.pump()
+    assert t.rejected() == [("all", "bank_over_max_must_pass"), ("capped", "bank_over_max_must_pass")]
+    r2 = await t.open(banker=(2, "ann"), bank=100_000)
+    assert [(o.round_id, o.banker_player_id) for o in t.of(T.DEALING_EVENTS, RoundOpened)][-1] == (r2, "ann")
+    await t.close(r2)
+    log = events(t.bus)
+    assert audit(log).clean
+    forged = [msgspec.structs.replace(e, payload=msgspec.structs.replace(e.payload, banker_seat=1,
+                                                                         banker_player_id="banker",
+                                                                         bank_cents=150_000))
+              if isinstance(e.payload, RoundOpened) and e.payload.round_id == r2 else e for e in log]
+    found = [d for d in audit(forged).discrepancies if d.kind == "bank_passing"]
+    assert len(found) == 1 and "bank_over_max_must_pass" in found[0].detail
