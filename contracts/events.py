@@ -37,8 +37,9 @@ class Event(msgspec.Struct, frozen=True, tag_field="type"):
 class CommandRejected(Event, frozen=True, tag="command_rejected"):
     """A command refused by a service. ``reason`` is a stable code (``unknown_table``, ``shoe_complete``,
     ``invalid_config`` …; chemin de fer options: ``not_controller``, ``actor_mismatch``, ``no_option_pending``,
-    ``option_out_of_turn``, ``option_not_expired``, ``unknown_hand``; its rounds: ``no_banker``,
-    ``bank_out_of_limits``, ``bank_must_pass``, ``bank_must_stay_in_play``, ``not_chemin_de_fer``); ``detail`` says what exactly was
+    ``option_out_of_turn``, ``option_not_expired``, ``option_expired``, ``unknown_hand``; its rounds: ``no_banker``,
+    ``unknown_player``, ``bank_out_of_limits``, ``bank_must_pass``, ``bank_must_stay_in_play``,
+    ``bank_over_max_must_pass``, ``not_chemin_de_fer``); ``detail`` says what exactly was
     wrong; ``command`` is the command's tag."""
 
     command_id: EvId
