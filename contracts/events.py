@@ -377,7 +377,9 @@ class BetWithdrawn(Event, frozen=True, tag="bet_withdrawn"):
     before "No more bets" (``WithdrawBet``); ``betting_closed`` the log holds it after the call (its
     ``PlaceBet`` was appended after the ``CloseBetting``, though read before it), so the call returns it
     (13:69F-3.2(d)); ``banco_suivi`` chemin de fer: the participant whose banco lost the last round called
-    banco suivi, which takes the whole bank and returns every other wager of the round."""
+    banco suivi, which takes the whole bank and returns every other wager of the round (at "No more bets");
+    ``banco_not_first`` chemin de fer: a banco the log holds after another wager of the round, read before it,
+    is returned at "No more bets" (a banco is the whole bank before any other wager)."""
 
     round_id: EvId
     bet_id: EvId

@@ -134,29 +134,35 @@ def _over_player_cap(cfg: TableConfig | None, players: set[str], player_id: str)
 _BANCO = frozenset(w.value for w in BANCO_WAGERS)
 
 
-def _against_the_bank(b: Book, c: PlaceBet, wager: Wager) -> tuple[str, str] | None:
+def _against_the_bank(b: Book, c: PlaceBet, wager: Wager, at: datetime) -> tuple[str, str] | None:
     """Chemin de fer: why a wager against the bank is refused before the deal, or None. ``no_bank`` (the
     round names no Banker), ``banker_cannot_wager`` (the Banker, or the Banker's seat, against the Banker's
     Hand), ``no_banco_suivi`` (banco suivi by anyone but the participant whose banco lost the last round
     against this Banker), ``banco_called`` (the whole bank is already taken), ``banco_needs_whole_bank`` (a
     banco is a wager of the whole bank, made before any other; banco suivi the whole bank, whatever was
-    wagered: the other wagers are returned at "No more bets" if it is in time), ``bank_cannot_cover`` (the wagers would exceed the bank)."""
+    wagered: the other wagers are returned at "No more bets" if it is in time), ``bank_cannot_cover`` (the
+    wagers would exceed the bank). Amounts in cents; 13:69F-4.8.
+
+    ``at``: the command's log time. A banco or banco suivi the log holds *after* it, though read first, neither
+    blocks nor covers this wager; the close settles which stands (see :meth:`WageringCore._close`)."""
     if b.bank is None:
         return "no_bank", "this chemin de fer round names no Banker"
     seat, banker, bank = b.bank
     if c.player_id == banker or c.seat == seat:
         return "banker_cannot_wager", "the Banker does not wager against the Banker's Hand (13:69F-4.8(b))"
-    covered = sum(x.amount_cents for x in b.bets.values())
+    # a banco (suivi) logged after this command is, by the log, not there yet
+    bets = {bid: x for bid, x in b.bets.items() if x.wager not in _BANCO or b.placed_at.get(bid, at) <= at}
+    covered = sum(x.amount_cents for x in bets.values())
     if wager is Wager.BANCO_SUIVI:
         if c.player_id != b.suivi:
             return "no_banco_suivi", ("banco suivi is called only by the participant whose banco lost the last "
                                       "round against this Banker")
-        if any(x.wager == Wager.BANCO_SUIVI.value for x in b.bets.values()):
+        if any(x.wager == Wager.BANCO_SUIVI.value for x in bets.values()):
             return "banco_called", "banco suivi was called: the whole bank is taken"
         if c.amount_cents != bank:
             return "banco_needs_whole_bank", f"banco suivi is a wager of the whole bank of {bank} cents"
         return None
-    if any(x.wager in _BANCO for x in b.bets.values()):
+    if any(x.wager in _BANCO for x in bets.values()):
         return "banco_called", "banco was called: the whole bank is taken"
     if wager is Wager.BANCO and (c.amount_cents != bank or covered):
         return "banco_needs_whole_bank", (f"banco is a wager of the whole bank of {bank} cents before any other "
@@ -313,11 +319,23 @@ class WageringCore:
         Chemin de fer: a banco suivi in time takes the whole bank, so every other wager in time is returned here
         (``BetWithdrawn`` reason ``banco_suivi``, 4.8); a banco suivi the log holds after the call is returned
         as late and displaces nothing: the wagers it would have returned stand. (The displacement waits for the
-        close because a banco suivi read before the call may still be late by the log's time.)"""
+        close because a banco suivi read before the call may still be late by the log's time.) A banco the log
+        holds after another wager in time (read before it, so that wager was taken) is returned
+        (``banco_not_first``): a banco is a wager of the whole bank before any other; a late banco displaces
+        nothing either."""
         late = [bid for bid, at in b.placed_at.items() if at > called_at and bid in b.bets]
         outs: list[Emit | Send] = [Emit(BetWithdrawn(round_id=b.round_id, bet_id=bid, reason="betting_closed"),
                                         round_id=b.round_id) for bid in late]
         stands = {bid: line for bid, line in b.bets.items() if bid not in late}
+        # a banco is a wager of the whole bank before any other: one the log holds after another wager in time
+        # (read first, so that wager was taken) is returned and the wagers stand
+        first = min((at for bid, at in b.placed_at.items() if bid in stands and stands[bid].wager not in _BANCO),
+                    default=None)
+        not_first = [bid for bid, x in stands.items() if x.wager == Wager.BANCO.value and first is not None
+                     and b.placed_at.get(bid, first) > first]
+        outs += [Emit(BetWithdrawn(round_id=b.round_id, bet_id=bid, reason="banco_not_first"), round_id=b.round_id)
+                 for bid in not_first]
+        stands = {bid: x for bid, x in stands.items() if bid not in not_first}
         if any(x.wager == Wager.BANCO_SUIVI.value for x in stands.values()):
             displaced = [bid for bid, x in stands.items() if x.wager != Wager.BANCO_SUIVI.value]
             outs += [Emit(BetWithdrawn(round_id=b.round_id, bet_id=bid, reason="banco_suivi"), round_id=b.round_id)
@@ -434,7 +452,7 @@ class WageringCore:
             if c.seat not in cfg.chemin.seat_order(cfg.max_players):
                 return no("invalid_seat", f"seat {c.seat} is not one of the table's seats "
                                           f"{list(cfg.chemin.seat_order(cfg.max_players))}")
-            refused = _against_the_bank(b, c, wager)
+            refused = _against_the_bank(b, c, wager, cmd.issued_at)
             if refused is not None:
                 return no(*refused)
             if wager in BANCO_WAGERS:  # the whole bank: the bank's limits, not the table's wager limits

@@ -935,3 +935,38 @@ async def test_a_bank_grown_past_the_maximum_passes():
               if isinstance(e.payload, RoundOpened) and e.payload.round_id == r2 else e for e in log]
     found = [d for d in audit(forged).discrepancies if d.kind == "bank_passing"]
     assert len(found) == 1 and "bank_over_max_must_pass" in found[0].detail
+
+
+async def test_a_banco_is_judged_by_the_logs_order_not_by_read_order():
+    """A late banco read before "No more bets" neither blocks the wagers in time read after it nor stands; a
+    banco in time, but logged after a wager read after it, is not before any other wager: it is returned
+    (``banco_not_first``) and the wager stands."""
+    from contracts.events import BetWithdrawn
+
+    async def round_of(banco_at, ann_at, close_at):  # type: ignore[no-untyped-def]
+        t = Table()
+        rid = await t.open(bank=100_000)
+        t.send(T.WAGERING_BETS, PlaceBet(round_id=rid, seat=5, player_id="cat", wager="banco",
+                                         amount_cents=100_000), "banco", actor="cat", at=banco_at)
+        await t.bus.pump()  # the banco is read first
+        t.send(T.WAGERING_BETS, PlaceBet(round_id=rid, seat=2, player_id="ann", wager="player",
+                                         amount_cents=30_000), "ann", actor="ann", at=ann_at)
+        await t.bus.pump()
+        t.send(T.WAGERING_COMMANDS, CloseBetting(round_id=rid), at=close_at)
+        await t.bus.pump()
+        rejected = [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)]
+        withdrawn = [(w.bet_id, w.reason) for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)]
+        (book,) = t.of(T.WAGERING_EVENTS, BettingClosed)
+        dp = [(d.player_id, d.wager_cents) for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen)]
+        return rejected, withdrawn, [x.bet_id for x in book.bets], dp
+
+    base = START + timedelta(minutes=5)
+    # the banco logged after the call: returned; ann's wager in time stands
+    assert await round_of(base + timedelta(seconds=2), base, base + timedelta(seconds=1)) == (
+        [], [("banco", "betting_closed")], ["ann"], [("ann", 30_000)])
+    # both in time, ann's logged first: the banco is not before any other wager
+    assert await round_of(base + timedelta(seconds=1), base, base + timedelta(seconds=2)) == (
+        [], [("banco", "banco_not_first")], ["ann"], [("ann", 30_000)])
+    # the banco logged first and read first: it takes the whole bank, ann's later wager is refused
+    assert await round_of(base, base + timedelta(seconds=1), base + timedelta(seconds=2)) == (
+        [("ann", "banco_called")], [], ["banco"], [("cat", 100_000)])
