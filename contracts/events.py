@@ -37,8 +37,9 @@ class Event(msgspec.Struct, frozen=True, tag_field="type"):
 class CommandRejected(Event, frozen=True, tag="command_rejected"):
     """A command refused by a service. ``reason`` is a stable code (``unknown_table``, ``shoe_complete``,
     ``invalid_config`` …; chemin de fer options: ``not_controller``, ``actor_mismatch``, ``no_option_pending``,
-    ``option_out_of_turn``, ``option_not_expired``, ``unknown_hand``; its rounds: ``no_banker``,
-    ``bank_out_of_limits``, ``bank_must_pass``, ``bank_must_stay_in_play``, ``not_chemin_de_fer``); ``detail`` says what exactly was
+    ``option_out_of_turn``, ``option_not_expired``, ``option_expired``, ``unknown_hand``; its rounds: ``no_banker``,
+    ``unknown_player``, ``bank_out_of_limits``, ``bank_must_pass``, ``bank_must_stay_in_play``,
+    ``bank_over_max_must_pass``, ``not_chemin_de_fer``); ``detail`` says what exactly was
     wrong; ``command`` is the command's tag."""
 
     command_id: EvId
@@ -376,7 +377,9 @@ class BetWithdrawn(Event, frozen=True, tag="bet_withdrawn"):
     before "No more bets" (``WithdrawBet``); ``betting_closed`` the log holds it after the call (its
     ``PlaceBet`` was appended after the ``CloseBetting``, though read before it), so the call returns it
     (13:69F-3.2(d)); ``banco_suivi`` chemin de fer: the participant whose banco lost the last round called
-    banco suivi, which takes the whole bank and returns every other wager of the round."""
+    banco suivi, which takes the whole bank and returns every other wager of the round (at "No more bets");
+    ``banco_not_first`` chemin de fer: a banco the log holds after another wager of the round, read before it,
+    is returned at "No more bets" (a banco is the whole bank before any other wager)."""
 
     round_id: EvId
     bet_id: EvId
@@ -398,10 +401,14 @@ BetBook = Annotated[list[BetLine], msgspec.Meta(extra_json_schema={"maxItems": M
 
 
 class BettingClosed(Event, frozen=True, tag="betting_closed"):
-    """ "No more bets": the round's bet book, final (13:69F-3.2(d))."""
+    """ "No more bets": the round's bet book, final (13:69F-3.2(d)). Chemin de fer: ``banker_player_id`` the
+    participant holding the round's bank (from its ``RoundOpened``), so that a replay of the wagering service's
+    own events alone knows whose bank a banco was against (banco suivi, 4.8); ``""`` at the other games and in
+    records written before the field existed."""
 
     round_id: EvId
     bets: BetBook
+    banker_player_id: EvId = ""
 
 
 # ---- settlement.events -----------------------------------------------------------------------------

@@ -73,7 +73,8 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``, ``cause_missing``,
 ``curator_on_dealer_table``, ``curator_offer_while_held``, ``curator_mismatch``, ``curator_not_passed``,
 ``curator_kept_on_banker_loss``, ``curator_pass_unfounded``, ``curator_out_of_turn``,
-``curator_decision_missing``, ``dominant_player_mismatch``, ``option_mismatch``, ``bank_mismatch``.
+``curator_decision_missing``, ``dominant_player_mismatch``, ``option_mismatch``, ``bank_mismatch``,
+``bank_passing``.
 """
 
 from __future__ import annotations
@@ -572,6 +573,15 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             bk = books.get(rid)
             audit_chemin.check_round(cfg, rid, round_opened.get(rid), bk.bets if bk else None, chem_ev.get(rid, []),
                                      rid in voided, flag)
+    chem_rounds = []  # the bank from round to round: every chemin de fer round in the order it opened
+    for rid in opened_order:
+        cfg_c, op = round_config.get(rid), round_opened.get(rid)
+        if cfg_c is None or op is None or cfg_c.variant.value != "chemin_de_fer":
+            continue
+        bk = books.get(rid)
+        result = "" if rid in voided else resolved[rid].winner if rid in resolved else None
+        chem_rounds.append((rid, cfg_c, op, bk.bets if bk else None, result))
+    audit_chemin.check_passing(chem_rounds, lambda k, r, d: flag(k, r, d) if in_scope(r) else None)
 
     # ---- settlements -----------------------------------------------------------------------------------
     bank_settled: dict[str, list[BankSettled]] = defaultdict(list)

@@ -9,7 +9,13 @@ Called by :func:`croupier.audit.audit` for every round of a chemin de fer table.
 * every ``OptionOffered`` names an option cell the round reached and its controller (4.8(b): the Banker; 4.8(c):
   the Dominant Player), its deadline the log's time of the card before it plus ``option_seconds``, and the
   table's default for that cell; every ``OptionDecided`` follows its offer, names the same controller, and a
-  ``default`` one is the configured default at or after the deadline by the log's time (``option_mismatch``);
+  ``default`` one is the configured default at or after the deadline by the log's time, a ``participant`` one
+  logged before the deadline (``option_mismatch``);
+* from round to round (:func:`check_passing`, ``bank_passing``): a Banker whose Banker's Hand lost does not hold
+  the next bank under ``bank_passes_on_loss``; a Banker who keeps it puts all of it up under
+  ``bank_stays_in_play``;
+* a participant's ``OptionDecided`` came from a command whose envelope ``actor`` is the controller
+  (``option_mismatch``);
 * the bank's settlement (``BankSettled``) is :func:`baccarat.chemin.settle_bank` of the bank, the closed book's
   wagers and the result under the table's rate and rounding (``bank_mismatch``).
 
@@ -24,7 +30,7 @@ from datetime import datetime, timedelta
 
 from baccarat.chemin import ChemWager, OptionCell, dominant_participant, settle_bank
 from baccarat.errors import BaccaratError
-from baccarat.round import Outcome
+from baccarat.round import Outcome, Winner
 from baccarat.table import TableConfig
 from baccarat.wagers import AGAINST_THE_BANK, BANCO_WAGERS
 from contracts.envelope import Envelope
@@ -113,13 +119,60 @@ def check_round(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Se
             if (p.seat, p.player_id) != (o.seat, o.player_id):
                 flag("option_mismatch", rid, f"{p.cell} decided for {(p.seat, p.player_id)}, offered to "
                                              f"{(o.seat, o.player_id)} (13:69F-4.8(b)-(c))")
+            if p.by == "participant" and e.actor != o.player_id:  # who sent it, not what it names
+                flag("option_mismatch", rid, f"{p.cell} decided by a command from {e.actor!r}, not from its "
+                                             f"controller {o.player_id!r} (13:69F-4.8(b)-(c))")
             deadline = offered_at + timedelta(seconds=o.option_seconds)
             if p.by == "default" and (p.draw != o.default_draw or e.occurred_at < deadline):
                 flag("option_mismatch", rid, f"{p.cell} decided by default ({p.draw}) at {e.occurred_at.isoformat()}; "
                                              f"the default is {o.default_draw} from {deadline.isoformat()}")
+            elif p.by == "participant" and e.occurred_at >= deadline:
+                flag("option_mismatch", rid, f"{p.cell} decided by {p.player_id!r} at {e.occurred_at.isoformat()}, "
+                                             f"at or after the deadline {deadline.isoformat()}")
             elif p.by not in ("default", "participant"):
                 flag("option_mismatch", rid, f"{p.cell} decided by {p.by!r}")
             offer = None
+
+
+def check_passing(rounds: Sequence[tuple[str, TableConfig, RoundOpened, Sequence[BetLine] | None, str | None]],
+                  flag: Flag) -> None:
+    """Re-check the bank from round to round of one table (``bank_passing``). ``rounds``: its chemin de fer
+    rounds in the order they opened, each (round id, configuration, ``RoundOpened``, the closed book or None,
+    the result: ``player`` | ``banker`` | ``tie``, ``""`` voided, None not finished). A round whose Banker is the
+    last finished round's Banker is flagged when that Banker's Hand lost under ``bank_passes_on_loss`` (the bank
+    passes), or, under ``bank_stays_in_play``, when its bank (cents) is not all of what the last round left:
+    :func:`baccarat.chemin.settle_bank` of the last bank, the wagers against it and the result (the bank
+    unchanged after a voided round), unless that is under the table's bank minimum; a bank grown past the
+    table's maximum passes (the dealing service refuses it ``bank_over_max_must_pass``). Configured practice ([U],
+    13:69F-4.8 does not give it)."""
+    last: tuple[str, RoundOpened, Sequence[BetLine] | None, str] | None = None
+    for rid, cfg, opened, book, winner in rounds:
+        rules = cfg.chemin
+        if last is not None and opened.banker_player_id and last[1].banker_player_id == opened.banker_player_id:
+            prev_rid, prev, prev_book, prev_winner = last
+            if rules.bank_passes_on_loss and prev_winner == "player":
+                flag("bank_passing", rid, f"{opened.banker_player_id!r} holds the bank again, though the Banker's "
+                                          f"Hand lost round {prev_rid}: the bank passes (bank_passes_on_loss)")
+            elif rules.bank_stays_in_play:
+                after: int | None = prev.bank_cents
+                if prev_winner:
+                    wagered = sum(b.amount_cents for b in prev_book or ()
+                                  if b.wager in {w.value for w in AGAINST_THE_BANK})
+                    try:
+                        after = settle_bank(prev.bank_cents, wagered, Winner(prev_winner), cfg.commission_rate,
+                                            cfg.rounding).bank_after_cents if prev_book is not None else None
+                    except (BaccaratError, ValueError):
+                        after = None
+                if after is not None and after > rules.bank_max_cents:
+                    flag("bank_passing", rid, f"{opened.banker_player_id!r} holds the bank again, though it grew to "
+                                              f"{after} cents after round {prev_rid}, over the maximum "
+                                              f"{rules.bank_max_cents}: the bank passes (bank_over_max_must_pass)")
+                elif after is not None and after >= rules.bank_min_cents and opened.bank_cents != after:
+                    flag("bank_passing", rid, f"{opened.banker_player_id!r} keeps the bank with {opened.bank_cents} "
+                                              f"cents; all of it, {after} cents after round {prev_rid}, stays in "
+                                              "play (bank_stays_in_play)")
+        if winner is not None:
+            last = (rid, opened, book, winner)
 
 
 def check_bank(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Sequence[BetLine],

@@ -13,8 +13,10 @@ the punto banco decider as it was):
   Hand; 4.8(c): the Dominant Player for the Player's Hand) with a deadline of the log's time of the card that
   made it due plus ``option_seconds``;
 * :func:`decide_option`: ``DecideOption`` from the controller only (``not_controller``, ``actor_mismatch``),
-  for the option pending (``no_option_pending``, ``option_out_of_turn``, ``unknown_hand``); ``ExpireOption``
-  from the table's clock applies the configured default from the deadline on (``option_not_expired``).
+  for the option pending (``no_option_pending``, ``option_out_of_turn``, ``unknown_hand``), logged before the
+  deadline (``option_expired``); ``ExpireOption`` from the table's clock applies the configured default from the
+  deadline on (``option_not_expired``). An in-time decision read after an accepted ``ExpireOption`` is refused
+  (``no_option_pending``): see :func:`decide_option`.
 
 Time enters only as the log's times of the events and commands (the brokers' append times), so a replay
 decides the same.
@@ -122,13 +124,17 @@ def evolve(chem: ChemRound, deal: R.Deal, e: Event, at: datetime) -> tuple[ChemR
 
 
 def check_open_round(config: TableConfig | None, c: OpenRound, last_bank: LastBank | None,
-                     last_wagers: tuple[str, int] | None = None) -> tuple[str, str] | None:
+                     last_wagers: tuple[str, int] | None = None,
+                     seated: frozenset[tuple[int, str]] | None = None) -> tuple[str, str] | None:
     """Why ``OpenRound`` is refused (reason code, detail), or None. Chemin de fer: ``no_banker`` (no
     participant named for the bank), ``invalid_seat``, ``bank_out_of_limits`` (outside the table's bank
     minimum and maximum, or not whole rounding units), ``bank_must_pass`` (the Banker's Hand lost the last
     round under ``bank_passes_on_loss``), ``bank_must_stay_in_play`` (the Banker who keeps the bank puts up
-    all of it, as the last round left it, under ``bank_stays_in_play``). Other games: ``not_chemin_de_fer``
-    when a bank is named."""
+    all of it, as the last round left it, under ``bank_stays_in_play``), ``bank_over_max_must_pass`` (that bank
+    grew past ``bank_max_cents``: it is not capped, the Banker passes it), ``unknown_player`` (the Banker is not
+    registered at that seat in ``seated``, the player registry from ``wagering.events``; None: not checked).
+    Other games: ``not_chemin_de_fer`` when a bank is named. Cents throughout; 13:69F-4.8(b), the passing and
+    the limits configured practice ([U], ``ChemRules``)."""
     if config is None:
         return None
     if config.variant.value != "chemin_de_fer":
@@ -140,11 +146,22 @@ def check_open_round(config: TableConfig | None, c: OpenRound, last_bank: LastBa
         return "no_banker", "a chemin de fer round needs the participant holding the bank (13:69F-4.8(b))"
     if c.banker_seat not in rules.seat_order(config.max_players):
         return "invalid_seat", f"seat {c.banker_seat} is not at this table"
+    if seated is not None and (c.banker_seat, c.banker_player_id) not in seated:
+        return "unknown_player", (f"{c.banker_player_id!r} is not registered at seat {c.banker_seat}: the Banker is "
+                                  "a seated participant (13:69F-4.8(b); the console seats players: SeatPlayer)")
+    same = last_bank is not None and last_bank.banker_player_id == c.banker_player_id
+    if last_bank is not None and same and rules.bank_stays_in_play and not (
+            rules.bank_passes_on_loss and last_bank.winner == "player"):
+        wagers = last_wagers[1] if last_wagers is not None and last_wagers[0] == last_bank.round_id else None
+        after = last_bank.bank_after(config, wagers)
+        if after is not None and after > rules.bank_max_cents:
+            return "bank_over_max_must_pass", (f"the bank of {c.banker_player_id!r} is {after} cents after the last "
+                                               f"round, over the table's bank maximum of {rules.bank_max_cents}: "
+                                               "all of it stays in play, so the bank passes (bank_stays_in_play)")
     if not rules.bank_min_cents <= c.bank_cents <= rules.bank_max_cents \
             or c.bank_cents % config.rounding.unit_cents:
         return "bank_out_of_limits", (f"a bank of {c.bank_cents} cents: the table takes {rules.bank_min_cents} to "
                                       f"{rules.bank_max_cents} in units of {config.rounding.unit_cents}")
-    same = last_bank is not None and last_bank.banker_player_id == c.banker_player_id
     if last_bank is not None and same and rules.bank_passes_on_loss and last_bank.winner == "player":
         return "bank_must_pass", (f"the Banker's Hand of {c.banker_player_id!r} lost the last round: the bank "
                                   "passes (bank_passes_on_loss)")
@@ -212,7 +229,16 @@ def offer(config: TableConfig, round_id: str, shoe_id: str, chem: ChemRound, ste
 def decide_option(config: TableConfig | None, chem: ChemRound, cmd: CommandEnvelope
                   ) -> tuple[tuple[str, str] | None, list[Event]]:
     """``DecideOption`` or ``ExpireOption`` against the option on offer: ``(refusal, [])`` or
-    ``(None, [OptionDecided])``. ``cmd.issued_at`` is the command's log time."""
+    ``(None, [OptionDecided])``. ``cmd.issued_at`` is the command's log time (the broker's append time).
+
+    The deadline is judged by the log's time, never by the order the two topics are read in: ``DecideOption``
+    (``dealing.options``) logged at or after the deadline is refused ``option_expired`` even when it is read
+    before the clock's ``ExpireOption`` (``dealing.commands``); ``ExpireOption`` is accepted only from the
+    deadline on (``option_not_expired``). So an in-time decision read *after* an accepted ``ExpireOption`` finds
+    the option already decided by the table's default and is refused (``no_option_pending``): the controller
+    decided in time, but the clock's expiry, logged after the deadline, was read first. Both answers follow from
+    the log alone, so a replay decides the same; the clock should send ``ExpireOption`` a margin after the
+    deadline to make this rare."""
     c = cmd.payload
     assert isinstance(c, (DecideOption, ExpireOption))
     if c.hand not in (Hand.PLAYER.value, Hand.BANKER.value):
@@ -232,6 +258,12 @@ def decide_option(config: TableConfig | None, chem: ChemRound, cmd: CommandEnvel
                                           f"it is {cmd.issued_at.isoformat()}")), []
         return None, [OptionDecided(round_id=o.round_id, hand=o.hand, cell=o.cell, draw=o.default_draw,
                                     by="default", seat=o.seat, player_id=o.player_id)]
+    deadline = chem.deadline
+    assert deadline is not None
+    if cmd.issued_at >= deadline:
+        return ("option_expired", (f"the {o.cell} option could be decided until {deadline.isoformat()} (the log's "
+                                  f"time of its card plus {o.option_seconds} s); this decision was logged at "
+                                  f"{cmd.issued_at.isoformat()}: the table's default decides")), []
     if (c.seat, c.player_id) != (o.seat, o.player_id):
         who = "the Banker" if o.hand == Hand.BANKER.value else "the Dominant Player"
         rule = "13:69F-4.8(b)" if o.hand == Hand.BANKER.value else "13:69F-4.8(c)"

@@ -558,7 +558,7 @@ class DealingCore:
             if why is not None:
                 return _reject(cmd, why, f"{sh.cards_left} cards left; cutting card out in round "
                                          f"{sh.cutting_card_round}")
-            refused = CH.check_open_round(state.config, c, state.last_bank, state.last_wagers)
+            refused = CH.check_open_round(state.config, c, state.last_bank, state.last_wagers, state.seated)
             if refused is not None:
                 return _reject(cmd, *refused)
             kept: list[Emit | Send] = []

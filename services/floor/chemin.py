@@ -90,6 +90,11 @@ class ChemTableDealer(TableDealer):
             return False
         if self.banker is None or self.banker.seat not in {s.seat for s in players}:
             self.banker = players[0]
+        after = self._bank_after(self.banker)
+        if after is not None and after > self.config.chemin.bank_max_cents:  # bank_over_max_must_pass
+            nxt = self.config.chemin.next_banker_seat(self.banker.seat, self.config.max_players,
+                                                      [s.seat for s in players])
+            self.banker = next((s for s in players if s.seat == nxt), players[0])
         banker = self.banker
         bank = self._bank_after(banker) or self._new_bank()
         if not self.config.chemin.bank_min_cents <= bank <= self.config.chemin.bank_max_cents:
@@ -107,7 +112,9 @@ class ChemTableDealer(TableDealer):
                 since, self.timeout)
             if isinstance(env.payload, BettingOpened):
                 break
-            if env.payload.reason != "no_open_shoe" or attempt == RETRIES - 1:  # type: ignore[union-attr]
+            # no_open_shoe: the shoe is not loaded yet; unknown_player: dealing has not read the registry yet
+            retry = env.payload.reason in ("no_open_shoe", "unknown_player")  # type: ignore[union-attr]
+            if not retry or attempt == RETRIES - 1:
                 self.run_state.rejections.append(env.payload.reason)  # type: ignore[union-attr]
                 return False
             await asyncio.sleep(RETRY_DELAY_S)

@@ -22,8 +22,9 @@ card of the round exists (``cards_dealt``: a ``CardDealt`` or a card ``Irregular
 ``CloseBetting`` after such a card still closes the book (it changes no bet). "No more bets" is the
 log's time of the ``CloseBetting``: a bet the log holds after it, though read before it (the bettors' topic
 is another topic), is returned by the call (``BetWithdrawn`` reason ``betting_closed``); a bet in the call's
-own millisecond stands. The times are the brokers' append times, comparable as far as the brokers' clocks
-agree.
+own millisecond stands; a chemin de fer banco suivi in time returns the other wagers at the close
+(``BetWithdrawn`` reason ``banco_suivi``), a late one is returned and displaces nothing. The times are the
+brokers' append times, comparable as far as the brokers' clocks agree.
 """
 
 from __future__ import annotations
@@ -133,29 +134,35 @@ def _over_player_cap(cfg: TableConfig | None, players: set[str], player_id: str)
 _BANCO = frozenset(w.value for w in BANCO_WAGERS)
 
 
-def _against_the_bank(b: Book, c: PlaceBet, wager: Wager) -> tuple[str, str] | None:
+def _against_the_bank(b: Book, c: PlaceBet, wager: Wager, at: datetime) -> tuple[str, str] | None:
     """Chemin de fer: why a wager against the bank is refused before the deal, or None. ``no_bank`` (the
     round names no Banker), ``banker_cannot_wager`` (the Banker, or the Banker's seat, against the Banker's
     Hand), ``no_banco_suivi`` (banco suivi by anyone but the participant whose banco lost the last round
     against this Banker), ``banco_called`` (the whole bank is already taken), ``banco_needs_whole_bank`` (a
     banco is a wager of the whole bank, made before any other; banco suivi the whole bank, whatever was
-    wagered: it returns the other wagers), ``bank_cannot_cover`` (the wagers would exceed the bank)."""
+    wagered: the other wagers are returned at "No more bets" if it is in time), ``bank_cannot_cover`` (the
+    wagers would exceed the bank). Amounts in cents; 13:69F-4.8.
+
+    ``at``: the command's log time. A banco or banco suivi the log holds *after* it, though read first, neither
+    blocks nor covers this wager; the close settles which stands (see :meth:`WageringCore._close`)."""
     if b.bank is None:
         return "no_bank", "this chemin de fer round names no Banker"
     seat, banker, bank = b.bank
     if c.player_id == banker or c.seat == seat:
         return "banker_cannot_wager", "the Banker does not wager against the Banker's Hand (13:69F-4.8(b))"
-    covered = sum(x.amount_cents for x in b.bets.values())
+    # a banco (suivi) logged after this command is, by the log, not there yet
+    bets = {bid: x for bid, x in b.bets.items() if x.wager not in _BANCO or b.placed_at.get(bid, at) <= at}
+    covered = sum(x.amount_cents for x in bets.values())
     if wager is Wager.BANCO_SUIVI:
         if c.player_id != b.suivi:
             return "no_banco_suivi", ("banco suivi is called only by the participant whose banco lost the last "
                                       "round against this Banker")
-        if any(x.wager == Wager.BANCO_SUIVI.value for x in b.bets.values()):
+        if any(x.wager == Wager.BANCO_SUIVI.value for x in bets.values()):
             return "banco_called", "banco suivi was called: the whole bank is taken"
         if c.amount_cents != bank:
             return "banco_needs_whole_bank", f"banco suivi is a wager of the whole bank of {bank} cents"
         return None
-    if any(x.wager in _BANCO for x in b.bets.values()):
+    if any(x.wager in _BANCO for x in bets.values()):
         return "banco_called", "banco was called: the whole bank is taken"
     if wager is Wager.BANCO and (c.amount_cents != bank or covered):
         return "banco_needs_whole_bank", (f"banco is a wager of the whole bank of {bank} cents before any other "
@@ -205,10 +212,11 @@ class WageringCore:
         if isinstance(e, PlayerLeft):
             return replace(state, seated=state.seated - {(e.seat, e.player_id)})
         if isinstance(e, BettingClosed):  # the book is final: keep only the fact that it closed
-            b = state.books.get(e.round_id)
+            # the Banker comes from the event itself, never from the input RoundOpened: a rebuild folds every
+            # own event before any input, and must reach the same last_banco as the live service
             books = {k: v for k, v in state.books.items() if k != e.round_id}
             banco = next((x.player_id for x in e.bets if x.wager in _BANCO), None)
-            last = (e.round_id, b.bank[1], banco) if b is not None and b.bank and banco else None
+            last = (e.round_id, e.banker_player_id, banco) if e.banker_player_id and banco else None
             return replace(state, books=books, closed=state.closed.put(e.round_id), last_banco=last)
         return state
 
@@ -254,7 +262,8 @@ class WageringCore:
                 return [Emit(BettingOpened(round_id=b.round_id), round_id=b.round_id,
                              causation_id=b.opened_by[0], occurred_at=b.opened_by[1])]
             if b.status == "open" and b.voided_by is not None:  # a voided round's book closes as it stands
-                return [Emit(BettingClosed(round_id=b.round_id, bets=list(b.bets.values())), round_id=b.round_id,
+                return [Emit(BettingClosed(round_id=b.round_id, bets=list(b.bets.values()),
+                                           banker_player_id=b.bank[1] if b.bank else ""), round_id=b.round_id,
                              causation_id=b.voided_by[0], occurred_at=b.voided_by[1])]
         return []
 
@@ -305,12 +314,36 @@ class WageringCore:
         Bets and the call travel on two topics, so a bet appended after the call can be read first (its
         records came in an earlier fetch); by the log's time it is still late, and a bettor cannot choose
         that time (``LogAppendTime``). No card of the round can exist yet: dealing deals only after the book
-        closes."""
+        closes.
+
+        Chemin de fer: a banco suivi in time takes the whole bank, so every other wager in time is returned here
+        (``BetWithdrawn`` reason ``banco_suivi``, 4.8); a banco suivi the log holds after the call is returned
+        as late and displaces nothing: the wagers it would have returned stand. (The displacement waits for the
+        close because a banco suivi read before the call may still be late by the log's time.) A banco the log
+        holds after another wager in time (read before it, so that wager was taken) is returned
+        (``banco_not_first``): a banco is a wager of the whole bank before any other; a late banco displaces
+        nothing either."""
         late = [bid for bid, at in b.placed_at.items() if at > called_at and bid in b.bets]
         outs: list[Emit | Send] = [Emit(BetWithdrawn(round_id=b.round_id, bet_id=bid, reason="betting_closed"),
                                         round_id=b.round_id) for bid in late]
-        book = [line for bid, line in b.bets.items() if bid not in late]
-        outs.append(Emit(BettingClosed(round_id=b.round_id, bets=book), round_id=b.round_id))
+        stands = {bid: line for bid, line in b.bets.items() if bid not in late}
+        # a banco is a wager of the whole bank before any other: one the log holds after another wager in time
+        # (read first, so that wager was taken) is returned and the wagers stand
+        first = min((at for bid, at in b.placed_at.items() if bid in stands and stands[bid].wager not in _BANCO),
+                    default=None)
+        not_first = [bid for bid, x in stands.items() if x.wager == Wager.BANCO.value and first is not None
+                     and b.placed_at.get(bid, first) > first]
+        outs += [Emit(BetWithdrawn(round_id=b.round_id, bet_id=bid, reason="banco_not_first"), round_id=b.round_id)
+                 for bid in not_first]
+        stands = {bid: x for bid, x in stands.items() if bid not in not_first}
+        if any(x.wager == Wager.BANCO_SUIVI.value for x in stands.values()):
+            displaced = [bid for bid, x in stands.items() if x.wager != Wager.BANCO_SUIVI.value]
+            outs += [Emit(BetWithdrawn(round_id=b.round_id, bet_id=bid, reason="banco_suivi"), round_id=b.round_id)
+                     for bid in displaced]
+            stands = {bid: x for bid, x in stands.items() if bid not in displaced}
+        book = list(stands.values())
+        outs.append(Emit(BettingClosed(round_id=b.round_id, bets=book, banker_player_id=b.bank[1] if b.bank else ""),
+                         round_id=b.round_id))
         return outs
 
     @staticmethod
@@ -419,17 +452,15 @@ class WageringCore:
             if c.seat not in cfg.chemin.seat_order(cfg.max_players):
                 return no("invalid_seat", f"seat {c.seat} is not one of the table's seats "
                                           f"{list(cfg.chemin.seat_order(cfg.max_players))}")
-            refused = _against_the_bank(b, c, wager)
+            refused = _against_the_bank(b, c, wager, cmd.issued_at)
             if refused is not None:
                 return no(*refused)
             if wager in BANCO_WAGERS:  # the whole bank: the bank's limits, not the table's wager limits
-                # banco suivi has precedence: every other wager is returned (BetWithdrawn banco_suivi)
-                returned: list[Emit | Send] = [
-                    Emit(BetWithdrawn(round_id=c.round_id, bet_id=x, reason="banco_suivi"), round_id=c.round_id)
-                    for x in (b.bets if wager is Wager.BANCO_SUIVI else ())]
-                return [*returned, Emit(BetPlaced(round_id=c.round_id, bet_id=cmd.command_id, seat=c.seat,
-                                                  player_id=c.player_id, wager=wager.value,
-                                                  amount_cents=c.amount_cents), round_id=c.round_id)]
+                # banco suivi has precedence: the other wagers are returned at "No more bets" (see _close), once
+                # the log's time says whether the banco suivi itself was in time
+                return [Emit(BetPlaced(round_id=c.round_id, bet_id=cmd.command_id, seat=c.seat,
+                                       player_id=c.player_id, wager=wager.value, amount_cents=c.amount_cents),
+                             round_id=c.round_id)]
         lim = cfg.limits_for(wager)
         if c.amount_cents < lim.min_cents:
             return no("under_table_min", f"{c.amount_cents} cents is under the {wager.value} minimum {lim.min_cents}")

@@ -106,6 +106,7 @@ class Table:
         if not self.rounds:
             for seat, player in PLAYERS:
                 self.send(T.WAGERING_COMMANDS, SeatPlayer(seat=seat, player_id=player))
+            await self.bus.pump()  # dealing reads the registry (PlayerSeated) before the Banker is named
         self.rounds += 1
         rid = rid or f"R{self.rounds}"
         self.send(T.DEALING_COMMANDS, OpenRound(round_id=rid, shoe_id="PS", banker_seat=banker[0],
@@ -369,11 +370,19 @@ async def test_wagers_the_bank_cannot_cover_are_refused_before_the_deal():
     # the bank itself within the table's limits, and a Banker named
     t3 = Table()
     await t3.bus.pump()
+    t3.send(T.DEALING_COMMANDS, OpenRound(round_id="W", shoe_id="PS", banker_seat=1, banker_player_id="banker",
+                                          bank_cents=100_000), "unseated")  # nobody is registered yet
+    await t3.bus.pump()
+    t3.send(T.WAGERING_COMMANDS, SeatPlayer(seat=1, player_id="banker"))
+    await t3.bus.pump()
     t3.send(T.DEALING_COMMANDS, OpenRound(round_id="X", shoe_id="PS", banker_seat=1, banker_player_id="banker",
                                           bank_cents=5_000), "small")
     t3.send(T.DEALING_COMMANDS, OpenRound(round_id="Y", shoe_id="PS"), "nobody")
+    t3.send(T.DEALING_COMMANDS, OpenRound(round_id="Z", shoe_id="PS", banker_seat=2, banker_player_id="banker",
+                                          bank_cents=100_000), "other-seat")  # registered at seat 1, not 2
     await t3.bus.pump()
-    assert t3.rejected() == [("small", "bank_out_of_limits"), ("nobody", "no_banker")]
+    assert t3.rejected() == [("unseated", "unknown_player"), ("small", "bank_out_of_limits"),
+                             ("nobody", "no_banker"), ("other-seat", "unknown_player")]
 
 
 async def test_nobody_against_the_bank_voids_the_round():
@@ -428,6 +437,7 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
     await t.bus.pump()
     for seat, player in PLAYERS:
         t.send(T.WAGERING_COMMANDS, SeatPlayer(seat=seat, player_id=player))
+    await t.bus.pump()  # dealing reads the registry before the first Banker is named
     seats = dict(PLAYERS)
     banker = (1, "banker")
     suivi = None  # (Banker, player) whose banco lost the last round
@@ -586,8 +596,11 @@ async def test_banco_suivi_the_last_bancos_loser_has_precedence():
     rej = [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)]
     assert rej == [("too-early", "no_banco_suivi"), ("dan-suivi", "no_banco_suivi"),
                    ("short", "banco_needs_whole_bank"), ("after", "banco_called")]
-    assert [(w.bet_id, w.reason) for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)] == [("ann", "banco_suivi")]
+    assert t.of(T.WAGERING_EVENTS, BetWithdrawn) == []  # the displacement waits for "No more bets"
     await t.close(r2)
+    assert [(w.bet_id, w.reason) for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)] == [("ann", "banco_suivi")]
+    (book,) = [b for b in t.of(T.WAGERING_EVENTS, BettingClosed) if b.round_id == r2]
+    assert [(x.bet_id, x.wager, x.amount_cents) for x in book.bets] == [("suivi", "banco_suivi", 195_000)]
     dp = [d for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen) if d.round_id == r2]
     assert [(d.seat, d.player_id, d.wager_cents, d.rule) for d in dp] == [(5, "cat", 195_000, "banco")]
     await t.read(r2, ("5h", "2h", "3h", "Kh"))  # Player 8: cat's banco suivi wins the whole bank
@@ -718,3 +731,242 @@ async def test_a_seat_outside_the_tables_seat_order_cannot_wager():
     assert [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)] == [("dan", "invalid_seat")]
     await t.close(rid)
     assert [(d.seat, d.player_id) for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen)] == [(5, "cat")]
+
+
+async def test_a_restart_between_two_rounds_keeps_the_banco_suivi_right():
+    """The wagering service rebuilt from its own events first, then its inputs (as a restart reads them), knows
+    whose banco lost the last round against this Banker: the same state as live, and cat's banco suivi
+    stands."""
+    from typing import Any
+
+    from contracts.codecs import decode_event
+    from services.runtime.core import Runner
+
+    t = Table()
+    r1 = await t.open(bank=100_000)
+    t.bet(r1, 5, "cat", 100_000, wager="banco")
+    await t.bus.pump()
+    await t.close(r1)
+    await t.read(r1, ("2s", "9s", "3s", "Ks"))  # the Banker's natural 9 wins cat's banco
+    r2 = await t.open()
+    host = t.hosts["wagering"]
+    live = host.runner.tables["CH1"].state
+    assert live.books[r2].suivi == "cat"
+    core = host.core
+    own = [t.bus.settings.topic(s) for s in (*core.private_streams, core.own_stream)]
+    inputs = [t.bus.settings.topic(s) for s in core.input_streams]
+    rebuilt: Runner[Any] = Runner(core)
+    for topic in (*own, *inputs):
+        for rec in t.bus.topics[topic]:
+            (rebuilt.apply_own if topic in own else rebuilt.absorb_input)(decode_event(rec.value))
+    assert rebuilt.tables["CH1"].state == live
+    assert rebuilt.tables["CH1"].state.books[r2].suivi == "cat"
+    await t.bus.rebuild(host)  # the host itself restarts
+    await t.bus.pump()
+    assert host.runner.tables["CH1"].state == live
+    t.bet(r2, 5, "cat", 195_000, wager="banco_suivi", cid="suivi")
+    await t.bus.pump()
+    assert [b.bet_id for b in t.of(T.WAGERING_EVENTS, BetPlaced)][-1] == "suivi"
+    assert [r.command_id for r in t.of(T.WAGERING_EVENTS, BetRejected)] == []
+
+
+async def test_an_option_decision_is_judged_by_its_log_time_not_by_read_order():
+    """``DecideOption`` (dealing.options) and ``ExpireOption`` (dealing.commands) travel on two topics: a decision
+    logged at the deadline is refused ``option_expired`` though read first; one logged in time but read after
+    the clock's accepted expiry finds the default decided (``no_option_pending``); one logged a millisecond
+    before the deadline stands. The audit flags a participant's decision logged after the deadline."""
+    import msgspec
+
+    def deadline_of(t):  # type: ignore[no-untyped-def]
+        (o,) = [e for e in events(t.bus, T.DEALING_EVENTS) if isinstance(e.payload, OptionOffered)]
+        return o.occurred_at + timedelta(seconds=o.payload.option_seconds)
+
+    def decision(t, rid, at, cid):  # type: ignore[no-untyped-def]
+        t.send(T.DEALING_OPTIONS, DecideOption(round_id=rid, hand="banker", draw=False, seat=1,
+                                               player_id="banker"), cid, actor="banker", at=at)
+
+    # logged at the deadline, read before the expiry: refused, the default decides
+    t, rid = await _to_option("banker_5_4")
+    deadline = deadline_of(t)
+    decision(t, rid, deadline, "late")
+    await t.bus.pump()
+    assert t.rejected() == [("late", "option_expired")]
+    assert t.of(T.DEALING_EVENTS, OptionDecided) == []
+    await t.expire(rid, "banker", at=deadline, cid="clock")
+    (dec,) = t.of(T.DEALING_EVENTS, OptionDecided)
+    assert (dec.draw, dec.by) == (True, "default")
+    await t.read(rid, ["5h"], first=6)
+    t.clean()
+    # logged in time, read after the clock's expiry: the default has decided, the decision is refused
+    t, rid = await _to_option("banker_5_4")
+    deadline = deadline_of(t)
+    await t.expire(rid, "banker", at=deadline, cid="clock")
+    decision(t, rid, deadline - timedelta(milliseconds=1), "in-time-read-late")
+    await t.bus.pump()
+    assert t.rejected() == [("in-time-read-late", "no_option_pending")]
+    assert [(d.draw, d.by) for d in t.of(T.DEALING_EVENTS, OptionDecided)] == [(True, "default")]
+    # logged a millisecond before the deadline, read first: it stands
+    t, rid = await _to_option("banker_5_4")
+    deadline = deadline_of(t)
+    decision(t, rid, deadline - timedelta(milliseconds=1), "in-time")
+    await t.bus.pump()
+    (dec,) = t.of(T.DEALING_EVENTS, OptionDecided)
+    assert (dec.draw, dec.by, dec.player_id) == (False, "participant", "banker")
+    await t.read(rid, ["5h"], first=6)
+    log = events(t.bus)
+    assert audit(log).clean
+    forged = [msgspec.structs.replace(e, occurred_at=deadline) if isinstance(e.payload, OptionDecided) else e
+              for e in log]
+    assert sorted({d.kind for d in audit(forged).discrepancies}) == ["option_mismatch"]
+    assert any("at or after the deadline" in d.detail for d in audit(forged).discrepancies)
+
+
+async def test_a_late_banco_suivi_read_before_no_more_bets_displaces_nothing():
+    """A banco suivi the log holds after "No more bets", read before the call (the bettors' topic is another
+    topic), is returned as late and the wagers in time stand; the same banco suivi in time returns them."""
+    from contracts.events import BetWithdrawn
+
+    async def round_two(suivi_late: bool):  # type: ignore[no-untyped-def]
+        t = Table()
+        r1 = await t.open(bank=100_000)
+        t.bet(r1, 5, "cat", 100_000, wager="banco")
+        await t.bus.pump()
+        await t.close(r1)
+        await t.read(r1, ("2s", "9s", "3s", "Ks"))  # the Banker wins cat's banco: cat has banco suivi
+        r2 = await t.open()
+        t.bet(r2, 2, "ann", 20_000, cid="ann")
+        t.bet(r2, 3, "ben", 30_000, cid="ben")
+        await t.bus.pump()
+        close_at = t.tick()
+        suivi_at = close_at + timedelta(milliseconds=1 if suivi_late else -1)
+        t.send(T.WAGERING_BETS, PlaceBet(round_id=r2, seat=5, player_id="cat", wager="banco_suivi",
+                                         amount_cents=195_000), "suivi", actor="cat", at=suivi_at)
+        await t.bus.pump()  # read before the call
+        t.send(T.WAGERING_COMMANDS, CloseBetting(round_id=r2), at=close_at)
+        await t.bus.pump()
+        withdrawn = [(w.bet_id, w.reason) for w in t.of(T.WAGERING_EVENTS, BetWithdrawn) if w.round_id == r2]
+        (book,) = [b for b in t.of(T.WAGERING_EVENTS, BettingClosed) if b.round_id == r2]
+        dp = [(d.player_id, d.wager_cents) for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen) if d.round_id == r2]
+        return withdrawn, sorted((x.bet_id, x.amount_cents) for x in book.bets), dp
+
+    withdrawn, book, dp = await round_two(suivi_late=True)
+    assert withdrawn == [("suivi", "betting_closed")]
+    assert book == [("ann", 20_000), ("ben", 30_000)]
+    assert dp == [("ben", 30_000)]
+    withdrawn, book, dp = await round_two(suivi_late=False)
+    assert sorted(withdrawn) == [("ann", "banco_suivi"), ("ben", "banco_suivi")]
+    assert book == [("suivi", 195_000)]
+    assert dp == [("cat", 195_000)]
+
+
+async def test_the_audit_rechecks_the_bank_from_round_to_round_and_who_sent_a_decision():
+    """Forged logs: a Banker whose Banker's Hand lost holds the next bank (``bank_passes_on_loss``); a Banker who
+    keeps the bank puts up less than all of it (``bank_stays_in_play``); a participant's decision whose
+    envelope's actor is not the controller."""
+    import msgspec
+
+    def forge(log, kind, rid, _env=None, **changes):  # type: ignore[no-untyped-def]
+        out = []
+        for e in log:
+            if isinstance(e.payload, kind) and e.payload.round_id == rid:
+                e = msgspec.structs.replace(e, payload=msgspec.structs.replace(e.payload, **changes), **(_env or {}))
+            out.append(e)
+        return audit(out)
+
+    # R1: the Player's 5 stands against the Banker's 1: the Banker's Hand loses, the bank passes to ann
+    t, r1 = await _to_option("player_5")
+    await t.decide(r1, "player", False, 3, "ben")
+    await t.read(r1, ["9s"], first=5)
+    assert [r.winner for r in t.of(T.DEALING_EVENTS, RoundResolved)] == ["player"]
+    r2 = await t.open(banker=(2, "ann"), bank=100_000)
+    await t.close(r2)  # nobody wagers: voided
+    log = events(t.bus)
+    assert audit(log).clean
+    rep = forge(log, RoundOpened, r2, banker_seat=1, banker_player_id="banker")
+    assert sorted({d.kind for d in rep.discrepancies}) == ["bank_passing"]
+    assert any("bank_passes_on_loss" in d.detail for d in rep.discrepancies)
+    # the decision sent by ann's terminal, though the record names ben, the controller
+    rep = forge(log, OptionDecided, r1, _env={"actor": "ann"})
+    assert sorted({d.kind for d in rep.discrepancies}) == ["option_mismatch"]
+    assert any("'ann'" in d.detail and "controller 'ben'" in d.detail for d in rep.discrepancies)
+    # R1 drawn: 4 v 7, the Banker's Hand wins: $1,000 + $800 - $40 commission stays in play
+    t, r1 = await _to_option("player_5")
+    await t.decide(r1, "player", True, 3, "ben")
+    await t.read(r1, ["9s", "5s"], first=5)
+    r2 = await t.open()
+    assert t.of(T.DEALING_EVENTS, RoundOpened)[-1].bank_cents == 176_000
+    await t.close(r2)  # voided: the bank is unchanged for the next round
+    r3 = await t.open()
+    await t.close(r3)
+    log = events(t.bus)
+    assert audit(log).clean
+    rep = forge(log, RoundOpened, r2, bank_cents=150_000)
+    assert [(d.kind, d.detail.split(";")[0]) for d in rep.discrepancies if d.kind == "bank_passing"] == [
+        ("bank_passing", "'banker' keeps the bank with 150000 cents"),  # R2: not all of R1's 176,000
+        ("bank_passing", "'banker' keeps the bank with 176000 cents")]  # R3: not R2's (forged) 150,000
+    rep = forge(log, RoundOpened, r3, bank_cents=180_000)
+    assert sorted({d.kind for d in rep.discrepancies}) == ["bank_passing"]
+
+
+async def test_a_bank_grown_past_the_maximum_passes():
+    """A Banker whose Banker's Hand won and whose bank, all of it in play, is now over ``bank_max_cents`` holds
+    no further bank: refused ``bank_over_max_must_pass`` whatever bank is offered; the next Banker opens. The
+    audit flags a log in which that Banker held the bank again."""
+    import msgspec
+
+    t = Table(chemin_de_fer(chemin=ChemRules(bank_max_cents=150_000)))
+    t, r1 = await _to_option("player_5", t)
+    await t.decide(r1, "player", True, 3, "ben")
+    await t.read(r1, ["9s", "5s"], first=5)  # the Banker's Hand wins: $1,000 + $800 - $40 = $1,760
+    assert t.bank_after("banker") == 176_000
+    for cid, bank in (("all", 176_000), ("capped", 150_000)):
+        t.send(T.DEALING_COMMANDS, OpenRound(round_id="R2", shoe_id="PS", banker_seat=1, banker_player_id="banker",
+                                             bank_cents=bank), cid)
+    await t.bus.pump()
+    assert t.rejected() == [("all", "bank_over_max_must_pass"), ("capped", "bank_over_max_must_pass")]
+    r2 = await t.open(banker=(2, "ann"), bank=100_000)
+    assert [(o.round_id, o.banker_player_id) for o in t.of(T.DEALING_EVENTS, RoundOpened)][-1] == (r2, "ann")
+    await t.close(r2)
+    log = events(t.bus)
+    assert audit(log).clean
+    forged = [msgspec.structs.replace(e, payload=msgspec.structs.replace(e.payload, banker_seat=1,
+                                                                         banker_player_id="banker",
+                                                                         bank_cents=150_000))
+              if isinstance(e.payload, RoundOpened) and e.payload.round_id == r2 else e for e in log]
+    found = [d for d in audit(forged).discrepancies if d.kind == "bank_passing"]
+    assert len(found) == 1 and "bank_over_max_must_pass" in found[0].detail
+
+
+async def test_a_banco_is_judged_by_the_logs_order_not_by_read_order():
+    """A late banco read before "No more bets" neither blocks the wagers in time read after it nor stands; a
+    banco in time, but logged after a wager read after it, is not before any other wager: it is returned
+    (``banco_not_first``) and the wager stands."""
+    from contracts.events import BetWithdrawn
+
+    async def round_of(banco_at, ann_at, close_at):  # type: ignore[no-untyped-def]
+        t = Table()
+        rid = await t.open(bank=100_000)
+        t.send(T.WAGERING_BETS, PlaceBet(round_id=rid, seat=5, player_id="cat", wager="banco",
+                                         amount_cents=100_000), "banco", actor="cat", at=banco_at)
+        await t.bus.pump()  # the banco is read first
+        t.send(T.WAGERING_BETS, PlaceBet(round_id=rid, seat=2, player_id="ann", wager="player",
+                                         amount_cents=30_000), "ann", actor="ann", at=ann_at)
+        await t.bus.pump()
+        t.send(T.WAGERING_COMMANDS, CloseBetting(round_id=rid), at=close_at)
+        await t.bus.pump()
+        rejected = [(r.command_id, r.reason) for r in t.of(T.WAGERING_EVENTS, BetRejected)]
+        withdrawn = [(w.bet_id, w.reason) for w in t.of(T.WAGERING_EVENTS, BetWithdrawn)]
+        (book,) = t.of(T.WAGERING_EVENTS, BettingClosed)
+        dp = [(d.player_id, d.wager_cents) for d in t.of(T.DEALING_EVENTS, DominantPlayerChosen)]
+        return rejected, withdrawn, [x.bet_id for x in book.bets], dp
+
+    base = START + timedelta(minutes=5)
+    # the banco logged after the call: returned; ann's wager in time stands
+    assert await round_of(base + timedelta(seconds=2), base, base + timedelta(seconds=1)) == (
+        [], [("banco", "betting_closed")], ["ann"], [("ann", 30_000)])
+    # both in time, ann's logged first: the banco is not before any other wager
+    assert await round_of(base + timedelta(seconds=1), base, base + timedelta(seconds=2)) == (
+        [], [("banco", "banco_not_first")], ["ann"], [("ann", 30_000)])
+    # the banco logged first and read first: it takes the whole bank, ann's later wager is refused
+    assert await round_of(base, base + timedelta(seconds=1), base + timedelta(seconds=2)) == (
+        [("ann", "banco_called")], [], ["banco"], [("cat", 100_000)])
