@@ -159,12 +159,5 @@ class ChemTableDealer(TableDealer):
     def _count(self, env: Envelope) -> None:
         s = env.payload
         assert isinstance(s, RoundSettled)
-        r = self.run_state
-        r.rounds += 1
-        r.bets += s.bets
-        r.stakes += s.stakes
-        r.payouts += s.payouts
-        r.commission += s.commission
-        r.table_result += s.table_result
-        r.round_ids.append(s.round_id)
+        self.run_state.count(s)
 

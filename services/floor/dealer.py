@@ -91,6 +91,16 @@ class TableRun:
     #: chemin de fer: the option decisions taken, by option cell (:mod:`services.floor.chemin`)
     option_decisions: dict[str, int] = field(default_factory=dict)
 
+    def count(self, settled: RoundSettled) -> None:
+        """Add one round's ``RoundSettled`` to the totals (cents)."""
+        self.rounds += 1
+        self.bets += settled.bets
+        self.stakes += settled.stakes
+        self.payouts += settled.payouts
+        self.commission += settled.commission
+        self.table_result += settled.table_result
+        self.round_ids.append(settled.round_id)
+
 
 class TableDealer:
     """Drives one table through ``FloorIO``.
@@ -268,18 +278,11 @@ class TableDealer:
             since, self.timeout)
         s = env.payload
         assert isinstance(s, RoundSettled)
-        r = self.run_state
-        r.rounds += 1
-        r.bets += s.bets
-        r.stakes += s.stakes
-        r.payouts += s.payouts
-        r.commission += s.commission
-        r.table_result += s.table_result
-        r.round_ids.append(round_id)
+        self.run_state.count(s)
         if self.config.curator:
             await self.curator_decides(round_id, since)
         if self.on_round:
-            self.on_round(r, env)
+            self.on_round(self.run_state, env)
         return True
 
     def seated(self) -> list[Seat]:
