@@ -541,12 +541,26 @@ async def _wait_started(cluster: Cluster, bound_s: float = 180.0) -> None:
 
 
 def run_audit(cfg: ChaosConfig) -> tuple[bool, str]:
-    """``croupier audit --prefix P`` as a separate process: (clean, its output's last lines)."""
-    try:
-        out = subprocess.run([cfg.croupier, "audit", "--prefix", cfg.prefix, "--bootstrap", cfg.bootstrap],
-                             capture_output=True, text=True, timeout=600, check=False)
-    except subprocess.TimeoutExpired:
-        return False, "audit did not finish in 600 s"
+    """``croupier audit --prefix P`` as a separate process: (clean, its output's last lines). When the run's
+    shoe services seal with keys from the environment (``CROUPIER_VAULT_KEY_FILE`` or ``CROUPIER_VAULT_KEYS``),
+    the audit gets them as ``--vault-key-file`` (a temporary file, mode 600) and opens every sealed shoe
+    order too."""
+    import tempfile
+
+    cmd = [cfg.croupier, "audit", "--prefix", cfg.prefix, "--bootstrap", cfg.bootstrap]
+    with tempfile.TemporaryDirectory(prefix="chaos-audit-") as tmp:
+        key_file = os.environ.get("CROUPIER_VAULT_KEY_FILE")
+        if not key_file and os.environ.get("CROUPIER_VAULT_KEYS"):
+            key_file = os.path.join(tmp, "vault.keys")
+            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(os.environ["CROUPIER_VAULT_KEYS"].replace(",", "\n") + "\n")  # entries, a line each
+        if key_file:
+            cmd += ["--vault-key-file", key_file]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+        except subprocess.TimeoutExpired:
+            return False, "audit did not finish in 600 s"
     return out.returncode == 0, (out.stdout + out.stderr).strip()
 
 

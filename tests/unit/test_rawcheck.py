@@ -161,3 +161,36 @@ def test_the_stall_is_the_gap_around_each_fault_at_each_table():
     # a table that never moves again after a fault stalls until the end of the floor
     assert stall_p99([Fault(4000, "kill9", "x")], {"B": progress["B"]}, end_ms=12000) == 8.5
     assert stall_p99([], progress, end_ms=12000) == 0.0
+
+
+def test_the_chaos_audit_opens_the_vault_with_the_runs_keys(monkeypatch):
+    """The harness's ``croupier audit`` gets the run's vault keys as a mode-600 key file, so "audit clean"
+    includes every sealed shoe order opened and checked against its reveal."""
+    import os
+    import stat
+    import subprocess
+    from types import SimpleNamespace
+
+    from contracts.vault import VaultKeys, new_key_entry
+    from croupier.chaos import ChaosConfig, run_audit
+
+    entries = [new_key_entry("old-1", bytes(32)), new_key_entry("new-2", bytes(range(32)))]
+    monkeypatch.delenv("CROUPIER_VAULT_KEY_FILE", raising=False)
+    monkeypatch.setenv("CROUPIER_VAULT_KEYS", ",".join(entries))
+    seen: dict[str, object] = {}
+
+    def fake_run(cmd, **kw):
+        path = cmd[cmd.index("--vault-key-file") + 1]
+        seen["mode"] = stat.S_IMODE(os.stat(path).st_mode)
+        seen["ids"] = [k for k, _ in VaultKeys.from_file(path).keys]
+        return SimpleNamespace(returncode=0, stdout="audit: 0 discrepancies: clean\n", stderr="")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    clean, out = run_audit(ChaosConfig(bootstrap="127.0.0.1:1", prefix="p."))
+    assert clean and out == "audit: 0 discrepancies: clean"
+    assert seen == {"mode": 0o600, "ids": ["old-1", "new-2"]}
+
+    monkeypatch.delenv("CROUPIER_VAULT_KEYS")
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: SimpleNamespace(
+        returncode=int("--vault-key-file" in cmd), stdout="", stderr=""))
+    assert run_audit(ChaosConfig(bootstrap="127.0.0.1:1", prefix="p."))[0]  # no keys: no key file option
