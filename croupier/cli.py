@@ -391,12 +391,19 @@ HOST_HELP = "Address the query API listens on (0.0.0.0: every interface, e.g. in
 
 def _api_tokens(token: Optional[str]) -> dict[str, str]:
     """The query API's per-role tokens from the environment or the tokens file (never the command line);
-    a clear error for ``--token`` or when none is configured."""
+    a clear error for ``--token``, when none is configured, or for a bad pit setting
+    (``CROUPIER_SURVEILLANCE_RAISE_CENTS``, ``CROUPIER_SHIFT_STARTS``)."""
     from services.projection.auth import ENV_FILE, ENV_PREFIX, BadCredentials, NoCredentials, load_tokens
 
     if token is not None:
         raise fail(f"--token is no longer accepted (a token on the command line shows in the process list); "
                    f"set {ENV_PREFIX}<ROLE> (e.g. {ENV_PREFIX}CAGE) or {ENV_FILE}=<file of role=token lines, mode 600>")
+    from services.projection.pit_views import PitSettings
+
+    try:
+        PitSettings.from_env()  # the pit endpoints' settings: a bad one is an error before anything starts
+    except ValueError as e:
+        raise fail(str(e)) from None
     try:
         return load_tokens()
     except (NoCredentials, BadCredentials) as e:

@@ -40,6 +40,7 @@ from services.projection.auth import (
 from services.projection.core import ProjectionState
 from services.projection.digest import DigestCache
 from services.projection.journal import MAX_LIMIT, BadCursor, Journal, KafkaJournal
+from services.projection.pit_api import pit_router
 from services.projection.ledger_state import ENTRY_WINDOW
 from services.runtime import metrics
 from services.runtime.host import ServiceHost
@@ -255,6 +256,8 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
             raise HTTPException(503, f"the journal could not be read from Kafka ({type(e).__name__}: {e})",
                                 headers={"Retry-After": "1"}) from None
         return _plain(page)
+
+    api.include_router(pit_router(host, state, requires, bearer, tokens))  # /floor, /cage, /surveillance
 
     @api.get("/alerts", summary="Surveillance alerts of the current gaming day (surveillance)", dependencies=[Depends(surveillance)])
     async def alerts(table_id: str | None = None, player_id: str | None = None) -> list[Any]:

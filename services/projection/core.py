@@ -54,6 +54,7 @@ from contracts.events import (
 from contracts.tables import TableSpec
 from services.projection.ledger import book, gaming_day, shoe_fact
 from services.projection.ledger_state import LedgerState
+from services.projection.pit_state import PitState
 from services.projection.pmap import PMap
 from services.runtime.core import Emit, Send
 from services.runtime.translate import table_config
@@ -168,6 +169,9 @@ class ProjectionState(msgspec.Struct, frozen=True):
     an update costs the same whatever their size (a rebuild folds the own streams first, then shoe, dealing,
     wagering and settlement in turn, and holds them for the whole history meanwhile). ``alerts``: the
     latest gaming day's, at most :data:`MAX_ALERTS`; ``watch``: per player, the whole table's life.
+    ``pit``: the pit's, cage's and surveillance's figures of the latest two gaming days (drop and win by hour,
+    commission by player, flagged play by player, voided rounds, irregularities) and the verdicts on the shoes
+    closed in them (:mod:`services.projection.pit_state`).
     """
 
     table_id: str
@@ -192,6 +196,7 @@ class ProjectionState(msgspec.Struct, frozen=True):
     #: dealer holds it; ``curator_since``: the round after which it came to them ("" when offered)
     curator: tuple[int, str] | None = None
     curator_since: str = ""
+    pit: PitState = PitState()
 
     @property
     def config(self) -> TableConfig | None:
@@ -277,7 +282,7 @@ class ProjectionCore:
             else:
                 alerts = state.alerts  # a late alert of an earlier gaming day: counted in ``watch`` only
             state = replace(state, watch={**state.watch, e.player_id: w}, alerts=alerts,
-                            alerts_day=max(day, state.alerts_day))
+                            alerts_day=max(day, state.alerts_day), pit=state.pit.flagged(env, e, self.cutoff))
             pending = tuple(p for p in state.alerts_pending if p[0].bet_id != e.bet_id)
             if len(pending) < len(state.alerts_pending):
                 return replace(state, alerts_pending=pending)
@@ -288,6 +293,9 @@ class ProjectionCore:
     # -- inputs ----------------------------------------------------------------------------------
     def absorb(self, state: ProjectionState, env: Envelope) -> ProjectionState:
         state = self._post_ledger(state, env)
+        pit = state.pit.absorb(env, self.cutoff)
+        if pit is not state.pit:
+            state = replace(state, pit=pit)
         e = env.payload
         if isinstance(e, TableOpened):
             if not e.config.curator:
