@@ -44,6 +44,7 @@ the streams: a rebuild (own streams first, then each input stream in turn) reach
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
 import msgspec
@@ -248,13 +249,13 @@ class PitState(msgspec.Struct, frozen=True):
         return replace(self, day=day, days={d: f for d, f in self.days.items() if d >= prev},
                        closed_shoes=tuple(s for s in self.closed_shoes if s.gaming_day >= prev))
 
-    def _book(self, at: datetime, cutoff_hour: int, change: object) -> PitState:
+    def _book(self, at: datetime, cutoff_hour: int, change: Callable[[DayFigures, int], DayFigures]) -> PitState:
+        """``change`` applied to the figures of ``at``'s gaming day (and hour), if that day is held."""
         day, hour = day_and_hour(at, cutoff_hour)
         state = self._enter(day)
         if state is None:
             return self
-        figures = state.days.get(day, DayFigures())
-        new = change(figures, hour)  # type: ignore[operator]
+        new = change(state.days.get(day, DayFigures()), hour)
         return replace(state, days={**state.days, day: new})
 
     # -- folding ---------------------------------------------------------------------------------
