@@ -40,8 +40,8 @@ from services.projection.auth import (
 from services.projection.core import ProjectionState
 from services.projection.digest import DigestCache
 from services.projection.journal import MAX_LIMIT, BadCursor, Journal, KafkaJournal
-from services.projection.pit_api import pit_router
 from services.projection.ledger_state import ENTRY_WINDOW
+from services.projection.pit_api import pit_router
 from services.runtime import metrics
 from services.runtime.host import ServiceHost
 

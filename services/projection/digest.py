@@ -33,7 +33,7 @@ def table_digest_parts(s: ProjectionState) -> dict[str, Any]:
         "alerts": sorted((a for a in s.alerts), key=lambda a: a.bet_id),
         "alerts_pending": sorted(a.bet_id for a, _, _ in s.alerts_pending),
         "watch": {k: [w.bets, w.stake_cents, w.expected_gain_cents] for k, w in s.watch.items()},
-        "pit": s.pit,
+        "pit": msgspec.to_builtins(s.pit, str_keys=True),  # hours are int keys; the chain bytes base64
     }
 
 

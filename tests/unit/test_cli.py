@@ -117,6 +117,16 @@ def test_api_without_credentials_does_not_start(args, monkeypatch):
     assert r.exit_code != 0 and "no credential configured" in r.output
 
 
+@pytest.mark.parametrize("args", [("api", "--port", "18096"), ("serve", "--api-port", "18095")])
+@pytest.mark.parametrize("name,value", [("CROUPIER_SURVEILLANCE_RAISE_CENTS", "fifty dollars"),
+                                        ("CROUPIER_SHIFT_STARTS", "8,16")])
+def test_a_bad_pit_setting_stops_the_api_at_start(args, name, value, monkeypatch):
+    monkeypatch.setenv("CROUPIER_API_TOKEN_CAGE", "cage-token-0123456789")
+    monkeypatch.setenv(name, value)
+    r = run(*args)
+    assert r.exit_code == 2 and r.stderr.startswith("error:") and name in r.stderr
+
+
 def test_resolve_chemin_de_fer_with_given_decisions():
     stand = json.loads(run("resolve", "3,2,2,K,9,5", "--variant", "chemin_de_fer", "--option", "player=stand",
                            "--bet", "player=2500", "--bank", "5000", "--json").stdout)

@@ -273,8 +273,10 @@ SPEC = ShoeSpec(decks=1)
 
 
 def _shoe_events(f: Feed, *, order=ORDER, salt=SALT, committed=True, drawn=None, positions=None,
-                 cards_dealt=None, at=H(2)) -> list[Envelope]:
-    """A shoe cut at 3 (so it deals from "4C"), "4C" exposed and 2 burned, then cards drawn from position 3."""
+                 cards_dealt=None) -> list[Envelope]:
+    """A shoe cut at 3 (so it deals from "4C"), "4C" exposed and 2 burned, then cards drawn from position 3,
+    all at 08:00 UTC."""
+    at = H(2)
     cut = ORDER[3:] + ORDER[:3]
     drawn = drawn if drawn is not None else cut[3:8]
     positions = positions if positions is not None else list(range(3, 3 + len(drawn)))
