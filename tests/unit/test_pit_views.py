@@ -327,3 +327,19 @@ def test_a_shoe_closed_without_its_load_is_not_seen():
     assert [(s["table_id"], s["shoe_id"], s["commitment"], s["cards"], s["closed_at"])
             for s in closed_shoes(day, DAY)] == [("T1", "s1", "verified", "verified", "2026-03-02T08:00:00Z")]
     assert closed_shoes(day, "2026-03-01") == []
+
+
+def test_notes_and_closed_shoes_are_capped_and_counted():
+    from services.projection.pit_state import MAX_CLOSED_SHOES, MAX_NOTES
+
+    f = Feed()
+    envs = [f.emit(TOP.DEALING_EVENTS, RoundVoided(round_id=f"v{i}", reason="misdeal"), H(1, i % 60))
+            for i in range(MAX_NOTES + 50)]
+    for i in range(MAX_CLOSED_SHOES + 3):
+        envs += [f.emit(TOP.SHOE_EVENTS, ShoeLoaded(shoe_id=f"s{i}", rules=SPEC, cards=16, source="physical"), H(2)),
+                 f.emit(TOP.SHOE_EVENTS, ShoeClosed(shoe_id=f"s{i}", reason="done", cards_dealt=0), H(2))]
+    p = fold(envs)["T1"].pit
+    d = p.days[DAY]
+    assert (len(d.voided), d.voided_total, d.voided[-1].round_id) == (MAX_NOTES, MAX_NOTES + 50, f"v{MAX_NOTES + 49}")
+    assert len(p.closed_shoes) == MAX_CLOSED_SHOES and p.closed_shoes[-1].shoe_id == f"s{MAX_CLOSED_SHOES + 2}"
+    assert {s.commitment for s in p.closed_shoes} == {"no_commitment"}
