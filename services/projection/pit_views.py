@@ -178,6 +178,14 @@ def shift_figures(state: ProjectionState, day: str, shift: int, settings: PitSet
 
 
 # ---- cage --------------------------------------------------------------------------------------------
+def ledger_day_result(table_id: str, state: ProjectionState, day: str) -> int | None:
+    """The ledger's table result (``game + commission``, cents) for ``day``: None for a day before the ledger's
+    current one, whose running totals it no longer holds (the pit's own ``win`` still is)."""
+    if state.ledger.day and day < state.ledger.day:
+        return None
+    return state.ledger.table_result(table_id, gaming_day=day)
+
+
 def hourly_rows(table_id: str, state: ProjectionState, day: str) -> list[dict[str, Any]]:
     """Every hour of ``day`` with a round settled at the table, in order: the table, the hour's span (UTC),
     rounds, drop, win, hold."""
@@ -235,7 +243,8 @@ def commission_rows(table_id: str, state: ProjectionState, day: str) -> list[dic
 
 def cage_view(table_id: str, state: ProjectionState, day: str, settings: PitSettings) -> dict[str, Any]:
     """A table's cage view of ``day``: the day's figures, each shift's, each hour's, the commission by
-    player and its totals, and the ledger's table result for the day (equal to the day's win)."""
+    player and its totals, and the ledger's table result for the day (equal to the day's win; null for the
+    day before the ledger's current one, :func:`ledger_day_result`)."""
     shifts = [shift_figures(state, day, i, settings) for i in range(1, len(settings.shift_starts) + 1)]
     commission = commission_rows(table_id, state, day)
     totals = {k: sum(r[k] for r in commission) for k in ("deducted_cents", "accrued_cents", "owed_cents",
@@ -243,7 +252,7 @@ def cage_view(table_id: str, state: ProjectionState, day: str, settings: PitSett
                                                          "outstanding_cents")}
     return {"table_id": table_id, "gaming_day": day, "hold_rounding": HOLD_ROUNDING.value,
             "day": figures(day_of(state, day).hours.values()),
-            "ledger_table_result_cents": state.ledger.table_result(table_id, gaming_day=day),
+            "ledger_table_result_cents": ledger_day_result(table_id, state, day),
             "shifts": shifts, "hours": hourly_rows(table_id, state, day),
             "commission": commission, "commission_totals": totals}
 
@@ -341,7 +350,7 @@ def floor_view(states: Mapping[str, ProjectionState], at: datetime, settings: Pi
             f = day_of(s, day)
             row.update({"day": figures(f.hours.values()),
                         "shift": figures(h for k, h in f.hours.items() if first <= k < end),
-                        "table_result_day_cents": s.ledger.table_result(tid, gaming_day=day),
+                        "table_result_day_cents": ledger_day_result(tid, s, day),
                         "open_alerts": alerts.get(tid, 0), "voided_rounds": f.voided_total,
                         "irregularities": f.irregularities_total})
         tables.append(row)

@@ -185,6 +185,8 @@ def test_the_cage_view_shifts_day_and_commission(day):
     assert v2["commission"] == [{"player_id": "dave", "deducted_cents": 0, "accrued_cents": 650, "owed_cents": 650,
                                  "collected_cents": 500, "collected_from_box_cents": 500, "outstanding_cents": 150}]
     assert v2["commission_totals"]["outstanding_cents"] == 150
+    prev = cage_view("T1", day["T1"], "2026-03-01", PitSettings())  # the ledger keeps the current day's totals
+    assert (prev["day"]["win_cents"], prev["ledger_table_result_cents"]) == (1_000, None)
     # two shifts of 12 hours from 18:00 UTC: hours 12-23 of the day are the second
     v12 = cage_view("T1", day["T1"], DAY, PitSettings(shift_starts=(0, 12)))
     assert [(s["end_utc"], s["drop_cents"]) for s in v12["shifts"]] == [("2026-03-02T18:00:00Z", 41_000),
