@@ -270,7 +270,7 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
                     out.append({"table_id": t, **_plain(a)})
         return out
 
-    @api.get("/players/{player_id}/surveillance", summary="A player's flagged bets (surveillance)",
+    @api.get("/players/{player_id}/surveillance", summary="A player's flagged bets of the current gaming day (surveillance)",
              dependencies=[Depends(surveillance)])
     async def player(player_id: str) -> dict[str, Any]:
         bets = stake = gain = 0

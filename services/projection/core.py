@@ -168,7 +168,7 @@ class ProjectionState(msgspec.Struct, frozen=True):
     (bet ids already on ``projection.alerts``, by round) when the round is judged; all are :class:`PMap` s, so
     an update costs the same whatever their size (a rebuild folds the own streams first, then shoe, dealing,
     wagering and settlement in turn, and holds them for the whole history meanwhile). ``alerts``: the
-    latest gaming day's, at most :data:`MAX_ALERTS`; ``watch``: per player, the whole table's life.
+    latest gaming day's, at most :data:`MAX_ALERTS`; ``watch``: per player flagged, the same gaming day's totals.
     ``pit``: the pit's, cage's and surveillance's figures of the latest two gaming days (drop and win by hour,
     commission by player, flagged play by player, voided rounds, irregularities) and the verdicts on the shoes
     closed in them (:mod:`services.projection.pit_state`).
@@ -272,16 +272,21 @@ class ProjectionCore:
             return replace(state, ledger_published=state.ledger_published.set(e.source_event_id,
                                                                                done | {e.entry_id}))
         if isinstance(e, AdvantageBetFlagged):
-            w = state.watch.get(e.player_id, PlayerWatch())
-            w = PlayerWatch(w.bets + 1, w.stake_cents + e.stake_cents, w.expected_gain_cents + e.expected_gain_cents)
             day = gaming_day(env.occurred_at, self.cutoff)
-            if day > state.alerts_day:
+            watch = state.watch
+            if day > state.alerts_day:  # a new gaming day: its alerts and its players' watch start afresh
                 alerts: tuple[AdvantageBetFlagged, ...] = (e,)
+                watch = {}
             elif day == state.alerts_day:
                 alerts = (state.alerts + (e,))[-MAX_ALERTS:]
             else:
-                alerts = state.alerts  # a late alert of an earlier gaming day: counted in ``watch`` only
-            state = replace(state, watch={**state.watch, e.player_id: w}, alerts=alerts,
+                alerts = state.alerts  # a late alert of an earlier gaming day: in ``pit``'s days only
+            if day >= state.alerts_day:
+                w = watch.get(e.player_id, PlayerWatch())
+                w = PlayerWatch(w.bets + 1, w.stake_cents + e.stake_cents,
+                                w.expected_gain_cents + e.expected_gain_cents)
+                watch = {**watch, e.player_id: w}
+            state = replace(state, watch=watch, alerts=alerts,
                             alerts_day=max(day, state.alerts_day), pit=state.pit.flagged(env, e, self.cutoff))
             pending = tuple(p for p in state.alerts_pending if p[0].bet_id != e.bet_id)
             if len(pending) < len(state.alerts_pending):

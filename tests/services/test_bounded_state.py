@@ -157,3 +157,33 @@ async def test_late_commands_and_replayed_inputs_about_old_rounds_answer_as_befo
         await bus.pump()
     assert len(payloads(bus, T.SETTLEMENT_EVENTS, BetSettled)) == settled_before
     assert len(payloads(bus, T.WAGERING_EVENTS, BettingOpened)) == opened_before
+
+
+def test_the_players_watch_covers_the_latest_gaming_day_only():
+    """``watch`` (``/players/{id}/surveillance``) starts afresh with each gaming day, as the alerts do: it does
+    not grow with every player ever flagged at the table; a late flag of an earlier day changes neither."""
+    from datetime import timedelta
+
+    from contracts import topics as TOP
+    from contracts.events import AdvantageBetFlagged
+    from services.projection.core import ProjectionCore
+    from tests.unit.test_ledger import Feed
+
+    core, f = ProjectionCore(), Feed()
+    day1 = datetime(2026, 3, 2, 12, tzinfo=timezone.utc)  # gaming day 2026-03-02 (it starts at 06:00 UTC)
+
+    def flag(n: int, player: str, at: datetime):  # type: ignore[no-untyped-def]
+        return f.emit(TOP.PROJECTION_ALERTS, AdvantageBetFlagged(
+            round_id=f"R{n}", shoe_id="s1", bet_id=f"b{n}", seat=1, player_id=player, wager="dragon_7",
+            stake_cents=1000, ev=0.01, ev_num=1, ev_den=100, expected_gain_cents=10, cards_left=40),
+            at, table="T1", round_id=f"R{n}")
+
+    s = core.initial("T1")
+    for n, p in enumerate(["a", "b", "a"], 1):
+        s = core.evolve(s, flag(n, p, day1))
+    assert {p: (w.bets, w.stake_cents, w.expected_gain_cents) for p, w in s.watch.items()} == {
+        "a": (2, 2000, 20), "b": (1, 1000, 10)}
+    s = core.evolve(s, flag(4, "c", day1 + timedelta(days=1)))
+    assert {p: w.bets for p, w in s.watch.items()} == {"c": 1} and [a.bet_id for a in s.alerts] == ["b4"]
+    late = core.evolve(s, flag(5, "a", day1))
+    assert late.watch == s.watch and late.alerts == s.alerts
