@@ -158,15 +158,25 @@ def _limits(items: list[str]) -> dict[str, dict[str, int]]:
 def open_table(table: TableOpt, actor: ActorOpt,
                profile: Annotated[str, typer.Option(help="The table profile (punto_banco, punto_banco_basic, "
                                                           "no_vig_dragon_7, no_vig_dragon_7_panda_8, casino_night, "
-                                                          "casino_night_literal).")],
+                                                          "casino_night_literal, punto_banco_curator, "
+                                                          "chemin_de_fer).")],
                limit: Annotated[Optional[list[str]], typer.Option(
                    "--limit", help="A wager's limits, WAGER=MIN_CENTS:MAX_CENTS (repeatable).")] = None,
+               option_seconds: Annotated[Optional[int], typer.Option(
+                   help="Chemin de fer: seconds a controller has to decide an option (default 30).")] = None,
+               bank_min_cents: Annotated[Optional[int], typer.Option(
+                   help="Chemin de fer: the smallest bank, cents (default 10000).")] = None,
+               bank_max_cents: Annotated[Optional[int], typer.Option(
+                   help="Chemin de fer: the largest bank, cents (default 10000000).")] = None,
                request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
                timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
     """Open (or reconfigure, between rounds) the table from a named profile."""
     from services.command_api import actions as A
 
-    action = _action(A.OpenTableAction, actor=actor, profile=profile, limits=_limits(limit or []))
+    practices = {"option_seconds": option_seconds, "bank_min_cents": bank_min_cents,
+                 "bank_max_cents": bank_max_cents}
+    chemin = _action(A.ChemPracticesModel, **practices) if any(v is not None for v in practices.values()) else None
+    action = _action(A.OpenTableAction, actor=actor, profile=profile, limits=_limits(limit or []), chemin=chemin)
     _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
 
 
@@ -234,12 +244,20 @@ def close_shoe(table: TableOpt, actor: ActorOpt, shoe_id: Annotated[str, typer.O
 def open_round(table: TableOpt, actor: ActorOpt, shoe_id: Annotated[str, typer.Option(help="The open shoe.")],
                round_id: Annotated[Optional[str], typer.Option("--round", help="The round id (default: from the "
                                                                "request id).")] = None,
+               banker_seat: Annotated[Optional[int], typer.Option(
+                   help="Chemin de fer: the seat of the participant who holds the bank.")] = None,
+               banker: Annotated[Optional[str], typer.Option(
+                   help="Chemin de fer: the participant who holds the bank (seated at --banker-seat).")] = None,
+               bank_cents: Annotated[Optional[int], typer.Option(
+                   help="Chemin de fer: the bank, cents (a Banker who keeps it puts all of it up again).")] = None,
                request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
                timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
-    """Open a round on the open shoe; answered once betting is open."""
+    """Open a round on the open shoe; answered once betting is open. Chemin de fer: name the Banker and the
+    bank (--banker-seat, --banker, --bank-cents, all three)."""
     from services.command_api import actions as A
 
-    action = _action(A.OpenRoundAction, actor=actor, shoe_id=shoe_id, round_id=round_id)
+    action = _action(A.OpenRoundAction, actor=actor, shoe_id=shoe_id, round_id=round_id, banker_seat=banker_seat,
+                     banker_player_id=banker, bank_cents=bank_cents)
     _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
 
 
@@ -360,6 +378,39 @@ def withdraw_bet(table: TableOpt, round_id: Annotated[str, typer.Option("--round
     _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
 
 
+_HandOpt = Annotated[str, typer.Option(help="The hand whose option it is: player or banker.")]
+
+
+@table_app.command("expire-option")
+def expire_option(table: TableOpt, actor: ActorOpt, round_id: Annotated[str, typer.Option("--round", help="The round.")],
+                  hand: _HandOpt,
+                  request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+                  timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Chemin de fer, the table clock: the option on HAND was not decided in time; the table's default decides
+    it (refused option_not_expired before its deadline)."""
+    from services.command_api import actions as A
+
+    action = _action(A.ExpireOptionAction, actor=actor, round_id=round_id, hand=hand)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
+@table_app.command("decide-option")
+def decide_option(table: TableOpt, round_id: Annotated[str, typer.Option("--round", help="The round.")],
+                  hand: _HandOpt,
+                  draw: Annotated[bool, typer.Option("--draw/--stand", help="Draw a third card, or stand.")],
+                  seat: Annotated[int, typer.Option(help="The controller's seat.")],
+                  player: Annotated[str, typer.Option(help="The controller (the actor): the Banker for the "
+                                                      "Banker's Hand, the Dominant Player for the Player's.")],
+                  request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
+                  timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
+    """Chemin de fer: the hand's controller decides its option, as their betting terminal does (written as the
+    bettor principal, 13:69F-4.8(b)-(c))."""
+    from services.command_api import actions as A
+
+    action = _action(A.DecideOptionAction, round_id=round_id, hand=hand, draw=draw, seat=seat, player_id=player)
+    _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
+
+
 @table_app.command("collect")
 def collect_commission(table: TableOpt, actor: ActorOpt, seat: Annotated[int, typer.Option(help="The seat.")],
                        player: Annotated[str, typer.Option(help="The player (default: every box of the seat).")
@@ -416,8 +467,9 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
         host: Annotated[str, typer.Option(help="Address it listens on (0.0.0.0: every interface).")] = "127.0.0.1",
         bootstrap: BootOpt = None, prefix: PrefixOpt = None,
         timeout: TimeoutOpt = 10.0) -> None:
-    """Serve the command API over HTTP (OpenAPI at /docs). Tokens per role from CROUPIER_API_TOKEN_<ROLE> or
-    CROUPIER_API_TOKENS_FILE; none configured is an error."""
+    """Serve the command API over HTTP (OpenAPI and its docs UI at /docs). Tokens per role from
+    CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE, and each betting terminal's bettor credential,
+    bound to its players, from that file (bettor:<player_id>=<token> lines); none configured is an error."""
     import asyncio
 
     from croupier.cli import _check_port, _settings
@@ -425,18 +477,23 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
     from croupier.topics import NoSuchPrefix, require_prefix
     from services.command_api.gateway import MissingWriterCredential, writer_settings
     from services.command_api.server import serve_command_api
-    from services.runtime.credentials import BadCredentials, NoCredentials, load_tokens
+    from services.runtime.credentials import BadCredentials, NoCredentials, load_credentials
 
     _check_port(port)
     try:
-        tokens = load_tokens(what="the command API")
+        tokens = load_credentials(what="the command API")
     except (NoCredentials, BadCredentials) as e:
         raise _fail(str(e)) from None
-    from services.command_api.actions import BETTOR_ACTIONS, ROLE_ACTIONS
+    from services.command_api.actions import BETTOR_ACTIONS, ROLE_ACTIONS, writer_of
 
+    if "bettor" in tokens.roles:
+        typer.echo("note: the shared bettor token (CROUPIER_API_TOKEN_BETTOR or bettor=) acts for no player in the "
+                   "command API: give each betting terminal a bettor:<player_id>=<token> line in "
+                   "CROUPIER_API_TOKENS_FILE", err=True)
     settings = _settings(bootstrap, prefix)
-    sends = {a for role in tokens for a in ROLE_ACTIONS.get(role, ())}
-    kinds = [k for k, needed in (("console", sends - BETTOR_ACTIONS), ("bettor", sends & BETTOR_ACTIONS)) if needed]
+    sends = {a for role in tokens.roles for a in ROLE_ACTIONS.get(role, ()) if role != "bettor"}
+    sends |= BETTOR_ACTIONS if tokens.bettors else set()
+    kinds = sorted({writer_of(a) for a in sends}, key=("console", "bettor").index)
     try:
         writers = writer_settings(settings, kinds=kinds)
         check_port(host, port)

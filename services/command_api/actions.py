@@ -12,8 +12,10 @@ action             command                      topic (writer)        answered b
 ``read_burn``      ``ReadBurn`` (physical shoe) shoe.commands         ``ShoeBurned``
 ``read_card``      ``ReadCard`` (physical shoe) shoe.commands         ``CardDrawn`` or ``CardReadRefused``
 ``close_shoe``     ``CloseShoe``                shoe.commands         ``ShoeClosed`` (the reveal)
-``open_round``     ``OpenRound``                dealing.commands      ``RoundOpened``, then wagering's
+``open_round``     ``OpenRound`` [+ the bank]   dealing.commands      ``RoundOpened``, then wagering's
                                                                       ``BettingOpened``
+``expire_option``  ``ExpireOption`` (clock)     dealing.commands      ``OptionDecided`` (the table's default)
+``decide_option``  ``DecideOption``             dealing.options       ``OptionDecided`` (the controller's)
 ``void_round``     ``VoidRound`` (a reason)     dealing.commands      ``RoundVoided``
 ``offer_shoe``     ``OfferShoe`` (curator)      dealing.commands      ``ShoeOffered``
 ``keep_shoe``      ``KeepShoe`` (curator)       dealing.commands      ``ShoeKept``
@@ -35,9 +37,11 @@ the settlement). What the services do not accept as a command (closing a table, 
 an action.
 
 Roles (:data:`ROLE_ACTIONS`): ``dealer`` sends every console action (a curator's keep or pass is entered at
-the console, the curator its actor); ``pit`` (the pit boss, the floorman) opens a table, seats and unseats
-players, voids a round, closes a shoe and orders the shoe passed (13:69F-3.11(a)2); ``bettor`` (a betting terminal) places and
-withdraws bets; ``cage``, ``surveillance`` and ``analyst`` send nothing.
+the console, the curator its actor; a chemin de fer option's expiry is the table clock's, on the console);
+``pit`` (the pit boss, the floorman) opens a table, seats and unseats players, voids a round, closes a shoe and
+orders the shoe passed (13:69F-3.11(a)2); ``bettor`` (a betting terminal) places and withdraws bets and decides
+a chemin de fer option, each for a player its credential is bound to (the HTTP layer checks it:
+:mod:`services.runtime.credentials`); ``cage``, ``surveillance`` and ``analyst`` send nothing.
 
 Money is integer cents; seats are 1-based; ids follow :data:`contracts.bounds.ID_PATTERN` (at most 128
 characters of letters, digits and ``. _ : -``).
@@ -50,9 +54,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from baccarat.errors import BaccaratError
+from baccarat.drawing import Variant
 from baccarat.table import TABLE_PROFILES, Limits, profile
 from baccarat.wagers import Wager
 from contracts import topics as T
@@ -62,6 +67,8 @@ from contracts.commands import (
     CloseShoe,
     CollectCommission,
     Command,
+    DecideOption,
+    ExpireOption,
     KeepShoe,
     LeaveSeat,
     LoadShoe,
@@ -119,15 +126,28 @@ class LimitsModel(_Action):
     max_cents: Cents
 
 
+class ChemPracticesModel(_Action):
+    """A chemin de fer table's own practices where the profile's defaults do not suit (``baccarat.chemin.ChemRules``,
+    configured practice [U]): the seconds a controller has to decide an option before the table clock's
+    ``expire_option`` may apply the default, and the bank's minimum and maximum (cents). A field not given keeps
+    the profile's (30 s; $100 to $100,000)."""
+
+    option_seconds: int | None = Field(default=None, ge=1, le=3600, description="Seconds to decide an option")
+    bank_min_cents: Cents | None = None
+    bank_max_cents: Cents | None = None
+
+
 class OpenTableAction(ConsoleAction):
     """Open (or reconfigure, between rounds) the table from a named profile (:data:`baccarat.table.TABLE_PROFILES`),
-    optionally with its own limits per wager (cents)."""
+    optionally with its own limits per wager (cents) and, at chemin de fer, its own practices (``chemin``)."""
 
     profile: Annotated[str, Field(max_length=MAX_CODE, description="One of: " + ", ".join(TABLE_PROFILES),
                                   examples=["punto_banco"])]
     limits: dict[Annotated[str, Field(max_length=MAX_CODE)], LimitsModel] = Field(
         default_factory=dict, max_length=32, description="wager -> {min_cents, max_cents}; the profile's "
                                                          "defaults for a wager not named")
+    chemin: ChemPracticesModel | None = Field(default=None, description="Chemin de fer only: the option time "
+                                                                        "and the bank's limits")
 
 
 class ShoeRulesModel(_Action):
@@ -181,10 +201,24 @@ class CloseShoeAction(ConsoleAction):
 
 class OpenRoundAction(ConsoleAction):
     """Open a round on the table's open shoe; betting opens with it. ``round_id``: default derived from the
-    request id."""
+    request id. Chemin de fer: the participant who holds the bank, ``banker_seat`` and ``banker_player_id`` (a
+    player seated there), and the bank, ``bank_cents`` (within the table's bank limits; a Banker who keeps the
+    bank puts all of it up again), all three or none (13:69F-4.8(b); the other games name no bank)."""
 
     shoe_id: IdText
     round_id: IdText | None = None
+    banker_seat: Seat | None = None
+    banker_player_id: PlayerText | None = None
+    bank_cents: Cents | None = None
+
+    @model_validator(mode="after")
+    def _bank_whole(self) -> "OpenRoundAction":
+        given = [f for f in ("banker_seat", "banker_player_id", "bank_cents") if getattr(self, f) is not None]
+        if given and len(given) != 3:
+            missing = sorted({"banker_seat", "banker_player_id", "bank_cents"} - set(given))
+            raise ValueError(f"a chemin de fer bank names banker_seat, banker_player_id and bank_cents together: "
+                             f"{', '.join(missing)} missing")
+        return self
 
 
 class VoidRoundAction(ConsoleAction):
@@ -247,6 +281,30 @@ class CollectCommissionAction(ConsoleAction):
     player_id: Annotated[str, Field(max_length=MAX_ID, pattern=r"^[^\x00-\x1f\x7f]*$")] = ""
 
 
+class ExpireOptionAction(ConsoleAction):
+    """The table's clock (the dealer console): the chemin de fer option pending on ``hand`` of ``round_id`` was
+    not decided in time, so the table's default decides it (``OptionDecided`` ``by: default``). Refused
+    ``option_not_expired`` before the offer's deadline (the offer's log time plus the table's option
+    seconds, by the log's time), ``no_option_pending``, ``option_out_of_turn``."""
+
+    round_id: IdText
+    hand: Literal["player", "banker"]
+
+
+class DecideOptionAction(_Action):
+    """A chemin de fer option decided by the participant who controls ``hand`` (13:69F-4.8(b): the Banker for
+    the Banker's Hand; 4.8(c): the Dominant Player for the Player's Hand), from their betting terminal:
+    ``draw`` true draws a third card, false stands, where the drawing rules leave the choice (an
+    ``OptionOffered``). ``seat``/``player_id``: that participant (the actor). Refused ``option_expired``
+    (logged at or after the deadline), ``not_controller``, ``no_option_pending``, ``option_out_of_turn``."""
+
+    round_id: IdText
+    hand: Literal["player", "banker"]
+    draw: bool = Field(description="true: draw a third card; false: stand")
+    seat: Seat
+    player_id: PlayerText
+
+
 class PlaceBetAction(_Action):
     """A bet from a betting terminal: ``amount_cents`` on ``wager`` for ``player_id`` at ``seat`` (the player
     is the actor). Its bet id is the command id (in the answer's ``BetPlaced``)."""
@@ -269,7 +327,7 @@ class WithdrawBetAction(_Action):
 AnyAction = (OpenTableAction | LoadShoeAction | ReadBurnAction | ReadCardAction | CloseShoeAction
              | OpenRoundAction | VoidRoundAction | OfferShoeAction | KeepShoeAction | PassShoeAction
              | SeatPlayerAction | LeaveSeatAction | NoMoreBetsAction | CollectCommissionAction | PlaceBetAction
-             | WithdrawBetAction)
+             | WithdrawBetAction | ExpireOptionAction | DecideOptionAction)
 
 #: action name -> its request type
 ACTIONS: Mapping[str, type[_Action]] = {
@@ -289,11 +347,16 @@ ACTIONS: Mapping[str, type[_Action]] = {
     "collect_commission": CollectCommissionAction,
     "place_bet": PlaceBetAction,
     "withdraw_bet": WithdrawBetAction,
+    "expire_option": ExpireOptionAction,
+    "decide_option": DecideOptionAction,
 }
 NAME_OF: Mapping[type[_Action], str] = {v: k for k, v in ACTIONS.items()}
 
+#: action name -> the tag of the command it becomes (so its topic and writer: :func:`writer_of`)
+COMMAND_OF: Mapping[str, str] = {name: ("close_betting" if name == "no_more_bets" else name) for name in ACTIONS}
 CONSOLE_ACTIONS = frozenset(n for n, t in ACTIONS.items() if issubclass(t, ConsoleAction))
-BETTOR_ACTIONS = frozenset({"place_bet", "withdraw_bet"})
+#: a betting terminal's actions: each acts for the player it names (``player_id``, the actor)
+BETTOR_ACTIONS = frozenset({"place_bet", "withdraw_bet", "decide_option"})
 #: what each role may send; a role not here (or with an empty set) sends nothing
 ROLE_ACTIONS: Mapping[str, frozenset[str]] = {
     "dealer": CONSOLE_ACTIONS,
@@ -312,8 +375,15 @@ ANSWER_STREAM: Mapping[str, str] = {
     T.DEALING_COMMANDS: T.DEALING_EVENTS,
     T.WAGERING_COMMANDS: T.WAGERING_EVENTS,
     T.WAGERING_BETS: T.WAGERING_EVENTS,
+    T.DEALING_OPTIONS: T.DEALING_EVENTS,
     T.SETTLEMENT_COMMANDS: T.SETTLEMENT_EVENTS,
 }
+
+
+def writer_of(action: str) -> str:
+    """The principal kind that writes ``action``'s command topic (``console`` or ``bettor``); raises
+    ``KeyError`` for an unknown action."""
+    return T.ROUTES[T.TOPIC_OF[COMMAND_OF[action]]].writer
 
 
 def allowed(role: str, action: str) -> bool:
@@ -356,6 +426,15 @@ def _open_table(a: OpenTableAction) -> OpenTable:
             cfg = dataclasses.replace(cfg, limits=limits)
         except BaccaratError as e:
             raise InvalidAction("invalid_config", str(e), "limits") from None
+    if a.chemin is not None:
+        if cfg.variant is not Variant.CHEMIN_DE_FER:
+            raise InvalidAction("invalid_config", f"profile {a.profile!r} is not chemin de fer: it has no option "
+                                                  "time or bank to configure", "chemin")
+        given = {k: v for k, v in a.chemin.model_dump().items() if v is not None}
+        try:
+            cfg = dataclasses.replace(cfg, chemin=dataclasses.replace(cfg.chemin, **given))
+        except BaccaratError as e:
+            raise InvalidAction("invalid_config", str(e), "chemin") from None
     return OpenTable(config=table_spec(cfg))
 
 
@@ -367,7 +446,8 @@ def to_command(action: _Action, derived_id: str) -> Planned:
     name = NAME_OF.get(type(action))
     if name is None:
         raise TypeError(f"{type(action).__name__} is not a command API action")
-    actor = action.player_id if isinstance(action, (PlaceBetAction, WithdrawBetAction)) else action.actor  # type: ignore[attr-defined]
+    actor = action.player_id if isinstance(action, (PlaceBetAction, WithdrawBetAction, DecideOptionAction)) \
+        else action.actor  # type: ignore[attr-defined]
     cmd: Command
     if isinstance(action, OpenTableAction):
         cmd = _open_table(action)
@@ -385,7 +465,9 @@ def to_command(action: _Action, derived_id: str) -> Planned:
     elif isinstance(action, CloseShoeAction):
         cmd = CloseShoe(shoe_id=action.shoe_id, reason=action.reason)
     elif isinstance(action, OpenRoundAction):
-        cmd = OpenRound(round_id=action.round_id or f"round-{derived_id}", shoe_id=action.shoe_id)
+        cmd = OpenRound(round_id=action.round_id or f"round-{derived_id}", shoe_id=action.shoe_id,
+                        banker_seat=action.banker_seat or 0, banker_player_id=action.banker_player_id or "",
+                        bank_cents=action.bank_cents or 0)
     elif isinstance(action, VoidRoundAction):
         cmd = VoidRound(round_id=action.round_id, reason=action.reason)
     elif isinstance(action, OfferShoeAction):
@@ -402,6 +484,11 @@ def to_command(action: _Action, derived_id: str) -> Planned:
         cmd = CloseBetting(round_id=action.round_id)
     elif isinstance(action, CollectCommissionAction):
         cmd = CollectCommission(seat=action.seat, player_id=action.player_id)
+    elif isinstance(action, ExpireOptionAction):
+        cmd = ExpireOption(round_id=action.round_id, hand=action.hand)
+    elif isinstance(action, DecideOptionAction):
+        cmd = DecideOption(round_id=action.round_id, hand=action.hand, draw=action.draw, seat=action.seat,
+                           player_id=action.player_id)
     elif isinstance(action, PlaceBetAction):
         cmd = PlaceBet(round_id=action.round_id, seat=action.seat, player_id=action.player_id,
                        wager=action.wager, amount_cents=action.amount_cents)
@@ -419,6 +506,7 @@ _LAST_EVENT = {
     OpenRound: "round_opened", VoidRound: "round_voided", SeatPlayer: "player_seated", LeaveSeat: "player_left",
     OfferShoe: "shoe_offered", KeepShoe: "shoe_kept", PassShoe: "shoe_passed",
     CloseBetting: "betting_closed", PlaceBet: "bet_placed", WithdrawBet: "bet_withdrawn",
+    ExpireOption: "option_decided", DecideOption: "option_decided",
 }
 
 

@@ -13,7 +13,9 @@ process, a restarted API): the events the log holds for the command id must be w
 (:func:`caused_by`), and a service's ``command_id_reused`` refusal says so too; no answer within the timeout
 raises :class:`AnswerTimeout` (the command may still be decided: retry with the same request id). A command
 for a table no ``TableOpened`` was read for is refused :class:`UnknownTable` (404; not ``open_table``); while
-the reader is failing, requests answer :class:`ReaderFailed` (503).
+the reader is failing, requests answer :class:`ReaderFailed` (503). A betting terminal's action (``place_bet``,
+``withdraw_bet``, ``decide_option``) for a player the caller's bettor credential is not bound to is refused
+:class:`NotYourPlayer` (403) before anything is sent.
 
 Transports (:class:`CommandBus`): :class:`KafkaCommandBus` (aiokafka: an idempotent producer per writer
 principal, one ``read_committed`` reader of the four event topics, no consumer group) and
@@ -43,6 +45,7 @@ from contracts.codecs import Undecodable, UnknownMessageType, decode_command, de
 from contracts.commands import PassShoe
 from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
 from contracts.events import (
+    BankSettled,
     BetRejected,
     BetSettled,
     BettingClosed,
@@ -51,7 +54,10 @@ from contracts.events import (
     CardDealt,
     CardReadRefused,
     CommandRejected,
+    DominantPlayerChosen,
     Irregularity,
+    OptionDecided,
+    OptionOffered,
     PointsAnnounced,
     RoundOpened,
     RoundResolved,
@@ -62,7 +68,7 @@ from contracts.events import (
     ShoePassed,
     TableOpened,
 )
-from services.command_api.actions import InvalidAction, Planned, allowed, to_command
+from services.command_api.actions import BETTOR_ACTIONS, InvalidAction, Planned, allowed, to_command
 from services.runtime.core import command as envelope_of
 from services.runtime.logging import get_logger
 from services.runtime.memory import MemoryBus
@@ -122,6 +128,14 @@ class OrderNotAllowed(Forbidden):
     sent."""
 
     reason = "ordered_by_not_allowed"
+
+
+class NotYourPlayer(Forbidden):
+    """A betting terminal's action (``place_bet``, ``withdraw_bet``, ``decide_option``) naming a player its
+    credential is not bound to (403): a bettor credential acts only for its own player(s)
+    (:mod:`services.runtime.credentials`). Nothing was sent."""
+
+    reason = "not_your_player"
 
 
 class UnknownTable(CommandApiError):
@@ -575,7 +589,8 @@ def check_command(cmd: CommandEnvelope) -> None:
 
 #: command fields that an event of its decision carries under the same name with the same value
 _SAME_FIELDS = ("round_id", "shoe_id", "seat", "player_id", "wager", "amount_cents", "bet_id", "card_number",
-                "card", "cut_at", "config", "exposed", "banker_seat", "banker_player_id", "bank_cents")
+                "card", "cut_at", "config", "exposed", "banker_seat", "banker_player_id", "bank_cents", "hand",
+                "draw")
 #: the reason a service gives a second, different command under a command id its principal already used
 REUSED = "command_id_reused"
 
@@ -663,12 +678,15 @@ class CommandGateway:
         return planned, env
 
     async def submit(self, action: Any, table_id: str, request_id: str, role: str | None = None,
-                     timeout_s: float | None = None) -> Answer:
+                     timeout_s: float | None = None, players: Iterable[str] | None = None) -> Answer:
         """Send ``action`` at ``table_id`` once for ``request_id`` and answer what it caused.
 
         ``role``: the caller's role, checked against :data:`~services.command_api.actions.ROLE_ACTIONS`
-        (None: not checked, for the command line, which the broker's credentials authorise). Raises
-        :class:`Forbidden` (:class:`OrderNotAllowed`: a ``pass_shoe`` ordered as another role), :class:`BadRequest`,
+        (None: not checked, for the command line, which the broker's credentials authorise). ``players``: the
+        players the caller's bettor credential is bound to; with a ``role``, a betting terminal's action
+        (:data:`~services.command_api.actions.BETTOR_ACTIONS`) must name one of them (None: none). Raises
+        :class:`Forbidden` (:class:`OrderNotAllowed`: a ``pass_shoe`` ordered as another role;
+        :class:`NotYourPlayer`: a bettor's action for a player not its own), :class:`BadRequest`,
         :class:`UnknownTable` (no ``TableOpened`` read for ``table_id``; ``open_table`` excepted) or
         :class:`RequestIdReused` before anything is sent (a reuse learnt from the log only after sending
         is a :class:`RequestIdReused` too), :class:`ReaderFailed` while the reader is failing, and
@@ -678,6 +696,14 @@ class CommandGateway:
         planned, env = self.plan(action, table_id, request_id)
         if role is not None and not allowed(role, planned.action):
             raise Forbidden(f"the {role} role may not send {planned.action}")
+        if role is not None and planned.action in BETTOR_ACTIONS:
+            mine = frozenset(players or ())
+            if planned.actor not in mine:
+                raise NotYourPlayer(
+                    f"this bettor credential acts for {', '.join(repr(p) for p in sorted(mine))}, not for "
+                    f"{planned.actor!r}: nothing was sent" if mine else
+                    f"this bettor credential is bound to no player, so it may not act for {planned.actor!r} "
+                    "(give each terminal a bettor:<player_id>=<token> credential); nothing was sent", "player_id")
         if role is not None and isinstance(planned.command, PassShoe):
             # 13:69F-3.11(a)2: the pit orders the pass as the floorman; the dealer orders it as the dealer or
             # enters the curator's own pass; neither speaks for the other
@@ -804,7 +830,12 @@ class CommandGateway:
         ``dealing`` | ``resolved`` | ``voided`` | ``settled``), the cards dealt (hand, position, the rule cell
         behind each), the points announced, the result, irregularities, the closed bet book, the bets withdrawn
         (``reason`` ``betting_closed``: a bet the log holds after "No more bets", though its answer was
-        ``BetPlaced``, returned by the call), each bet's settlement and the round's totals (cents). Waits up to ``wait_s`` for ``until`` (``settled``: the
+        ``BetPlaced``, returned by the call), each bet's settlement and the round's totals (cents). Chemin de
+        fer: ``bank`` (the Banker's seat and player, ``bank_cents``), ``dominant_player``, ``options`` (each
+        ``OptionOffered`` with its ``offered_at`` and ``deadline``, the log's times, and ``decided``: ``{draw,
+        by}`` or None), ``option_pending`` (the one awaiting a decision, or None: the table clock may send
+        ``expire_option`` from its deadline on) and ``bank_settled`` (``BankSettled``); None or empty at the
+        other games. Waits up to ``wait_s`` for ``until`` (``settled``: the
         ``RoundSettled``; ``resolved``: the result or a void). Never raises for an unknown round: its status
         is ``unknown`` (the gateway reads from its start only; ``croupier replay`` reads the whole log)."""
         index = self.bus.index
@@ -825,7 +856,8 @@ class CommandGateway:
         view: dict[str, Any] = {"table_id": table_id, "round_id": round_id, "status": "unknown", "shoe_id": "",
                                 "cards": [], "points": None, "result": None, "voided": None,
                                 "irregularities": [], "bets": None, "withdrawn": [], "settlements": [],
-                                "settled": None}
+                                "settled": None, "bank": None, "dominant_player": None, "options": [],
+                                "option_pending": None, "bank_settled": None}
         order = {"unknown": 0, "betting": 1, "betting_closed": 2, "dealing": 3, "resolved": 4, "voided": 4,
                  "settled": 5}
 
@@ -838,7 +870,27 @@ class CommandGateway:
             plain = msgspec.to_builtins(p)
             if isinstance(p, RoundOpened):
                 view["shoe_id"] = p.shoe_id
+                if p.banker_player_id:
+                    view["bank"] = {"seat": p.banker_seat, "player_id": p.banker_player_id,
+                                    "bank_cents": p.bank_cents}
                 status("betting")
+            elif isinstance(p, DominantPlayerChosen):
+                view["dominant_player"] = plain
+            elif isinstance(p, OptionOffered):
+                offered_at = e.occurred_at
+                view["options"].append({**plain, "offered_at": msgspec.to_builtins(offered_at),
+                                        "deadline": msgspec.to_builtins(
+                                            offered_at + timedelta(seconds=p.option_seconds)),
+                                        "decided": None})
+                view["option_pending"] = view["options"][-1]
+            elif isinstance(p, OptionDecided):
+                for o in reversed(view["options"]):
+                    if o["hand"] == p.hand and o["decided"] is None:
+                        o["decided"] = {"draw": p.draw, "by": p.by}
+                        break
+                view["option_pending"] = None
+            elif isinstance(p, BankSettled):
+                view["bank_settled"] = plain
             elif isinstance(p, BettingOpened):
                 status("betting")
             elif isinstance(p, BetWithdrawn):

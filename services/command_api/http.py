@@ -12,7 +12,9 @@ the API makes a fresh one, so the request cannot be retried safely). Answers:
 * **409** ``request_id_reused``: the request id was used for another request (nothing sent);
 * **422**: input that cannot become a command (a field, an unknown profile, a refused configuration;
   ``reason`` and ``field`` say which); nothing sent;
-* **401** no or an unknown bearer token; **403** a role that may not send the action (nothing sent);
+* **401** no or an unknown bearer token; **403** a role that may not send the action (``role_not_allowed``),
+  or a betting terminal's action for a player its credential is not bound to (``not_your_player``); nothing
+  sent;
 * **404** ``unknown_table``: no ``TableOpened`` was read for the table (any action but ``open_table``);
   nothing sent;
 * **503** ``broker_unavailable``: the broker did not take the command: retry with the same request id;
@@ -27,11 +29,16 @@ second command. Error bodies are ``{"detail": {"reason", "detail", "field"}}``.
 ``GET /tables/{table_id}/rounds/{round_id}`` is the round as dealt (cards, result, each bet's settlement),
 waiting up to ``wait_ms`` for its settlement: on a shuffled shoe the dealing service deals by itself once "No
 more bets" is called. Roles and credentials: :mod:`services.runtime.credentials` (one bearer token per role,
-``CROUPIER_API_TOKEN_<ROLE>`` or ``CROUPIER_API_TOKENS_FILE``; no default).
+``CROUPIER_API_TOKEN_<ROLE>`` or ``CROUPIER_API_TOKENS_FILE``; no default). A betting terminal's token is a
+bettor credential bound to its player(s) (``bettor:<player_id>=<token>`` lines of the tokens file): its
+``place_bet``, ``withdraw_bet`` and ``decide_option`` act as the player the body names, which must be one of
+them (403 ``not_your_player`` otherwise). The plain ``bettor`` role token is bound to no player here.
+
+``/docs`` is Swagger UI served from the package (no CDN: :mod:`services.runtime.docs_ui`); ReDoc is off.
 """
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -41,7 +48,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from services.command_api import actions as A
 from services.command_api.gateway import Answer, CommandApiError, CommandGateway
-from services.runtime.credentials import ROLES, check_roles, role_of
+from services.runtime.credentials import ROLES, Caller, Credentials, check_roles
+from services.runtime.docs_ui import mount_docs
 from services.runtime.logging import get_logger
 
 log = get_logger("command_api")
@@ -54,38 +62,48 @@ def _error(status: int, reason: str, detail: str, field: str = "", headers: dict
     return HTTPException(status, {"reason": reason, "detail": detail, "field": field}, headers=headers)
 
 
-def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
-                       new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> FastAPI:
-    """The command API app over ``gateway``. ``tokens``: ``{role: bearer token}``
-    (:func:`services.runtime.credentials.load_tokens`); ``new_request_id``: the request id of a request
-    that brings none (the edge's entropy). Raises :class:`~services.runtime.credentials.NoCredentials`
-    for no token and ``ValueError`` for an unknown role: there is no default credential."""
-    check_roles(tokens, ROLES)
-    tokens = dict(tokens)
+def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Credentials,
+                       new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+                       bettors: Mapping[str, Iterable[str]] | None = None) -> FastAPI:
+    """The command API app over ``gateway``. ``tokens``: ``{role: bearer token}``, or every credential
+    (:func:`services.runtime.credentials.load_credentials`); ``bettors``: ``{token: players}``, the bettor
+    credentials (besides those of ``tokens``); ``new_request_id``: the request id of a request that brings
+    none (the edge's entropy). Raises :class:`~services.runtime.credentials.NoCredentials` for no credential
+    at all, ``ValueError`` for an unknown role and :class:`~services.runtime.credentials.BadCredentials`
+    for a token two callers share or a short bettor token: there is no default credential."""
+    creds = tokens if isinstance(tokens, Credentials) else Credentials(tokens)
+    bound = {**creds.bettors, **{t: frozenset(p) for t, p in (bettors or {}).items()}}
+    check_roles(creds.roles, ROLES, bound)
+    creds = Credentials(creds.roles, bound)
     api = FastAPI(
         title="Croupier command API",
         version="1",
+        docs_url=None,
+        redoc_url=None,
         description="A person's action at a table (dealer console, pit, betting terminal) as a command on "
                     "Kafka, answered with the events it caused or its rejection and reason code. Send an "
                     "`Idempotency-Key` with each request: a retry with the same key gets the same answer and "
                     "sends no second command.",
     )
     bearer = HTTPBearer(auto_error=False, scheme_name="bearer",
-                        description="A role's API token (CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE)")
+                        description="A role's API token (CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE), "
+                                    "or a betting terminal's bettor credential (bettor:<player_id>=<token>)")
 
-    async def caller(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:
-        role = role_of(tokens, creds.credentials) if creds is not None else None
-        if role is None:
+    async def identify(given: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Caller:
+        who = creds.identify(given.credentials) if given is not None else None
+        if who is None:
             raise _error(401, "unauthenticated", "this route needs a valid bearer token",
                          headers={"WWW-Authenticate": "Bearer"})
-        return role
+        return who
 
-    # TODO(per-player bettor credentials): the bettor token is shared by every terminal, so its holder can act
-    # for any player_id (README, Known limits); binding a token to its player is a design change for later.
-    async def run(role: str, action: Any, table_id: str, request_id: str | None, wait_ms: int | None) -> Any:
+    async def caller(who: Caller = Depends(identify)) -> str:
+        return who.role
+
+    async def run(who: Caller, action: Any, table_id: str, request_id: str | None, wait_ms: int | None) -> Any:
         rid = request_id or new_request_id()
         try:
-            answer = await gateway.submit(action, table_id, rid, role=role,
+            # a bettor credential acts only for its own players: the gateway refuses any other (not_your_player)
+            answer = await gateway.submit(action, table_id, rid, role=who.role, players=who.players,
                                           timeout_s=None if wait_ms is None else wait_ms / 1000)
         except CommandApiError as e:
             raise _error(e.status, e.reason, e.detail, e.field) from None
@@ -106,7 +124,8 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
         404: {"description": "unknown_table: no TableOpened read for the table (nothing sent)"},
         500: {"description": "internal_error: an unexpected failure of the API (logged); retry with the same "
                              "Idempotency-Key"},
-        403: {"description": "the role may not send this action (nothing sent)"},
+        403: {"description": "role_not_allowed: the role may not send this action, or not_your_player: a bettor "
+                             "credential's action for a player it is not bound to (nothing sent)"},
         409: {"description": "rejected by the service (reason code), or the request id was used for another "
                              "request", "content": answer_content},
         422: {"description": "input that cannot become a command (nothing sent)"},
@@ -121,13 +140,13 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
         who = sorted(r for r, acts in A.ROLE_ACTIONS.items() if name in acts)
 
         async def endpoint(table_id: str, body: model,  # type: ignore[valid-type]
-                           role: str = Depends(caller),
+                           who: Caller = Depends(identify),
                            idempotency_key: str | None = Header(None, description="The request id (1-64 of "
                                                                 "letters, digits, . _ : -): a retry repeats it"),
                            wait_ms: int | None = Query(None, ge=0, le=MAX_WAIT_MS,
                                                        description="How long to wait for the answer (ms)")
                            ) -> Any:
-            return await run(role, body, table_id, idempotency_key, wait_ms)
+            return await run(who, body, table_id, idempotency_key, wait_ms)
 
         endpoint.__name__ = name
         api.post(path, summary=summary, description=f"{model.__doc__}\n\nRoles: {', '.join(who)}.",
@@ -150,6 +169,10 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
     route("/tables/{table_id}/bets", "place_bet", "Place a bet (betting terminal)")
     route("/tables/{table_id}/bets/withdraw", "withdraw_bet", "Withdraw a bet (betting terminal)")
     route("/tables/{table_id}/commission/collect", "collect_commission", "Collect the commission a player owes")
+    route("/tables/{table_id}/options/expire", "expire_option", "The table clock: an option not decided in time "
+                                                               "(chemin de fer)")
+    route("/tables/{table_id}/options/decide", "decide_option", "Decide an option: draw or stand (chemin de fer, "
+                                                               "the hand's controller)")
 
     def reader(allowed: frozenset[str], what: str) -> Callable[..., Awaitable[str]]:
         async def check(role: str = Depends(caller)) -> str:
@@ -169,8 +192,9 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
         return await gateway.round_view(table_id, round_id, wait_s=wait_ms / 1000)
 
     @api.get("/actions", summary="Every action, its command and who may send it", operation_id="list_actions")
-    async def list_actions(role: str = Depends(caller)) -> dict[str, Any]:
-        return {"role": role, "may_send": sorted(A.ROLE_ACTIONS.get(role, ())),
+    async def list_actions(who: Caller = Depends(identify)) -> dict[str, Any]:
+        role = who.role
+        return {"role": role, "may_send": sorted(A.ROLE_ACTIONS.get(role, ())), "players": sorted(who.players),
                 "actions": {n: sorted(r for r, acts in A.ROLE_ACTIONS.items() if n in acts) for n in A.ACTIONS},
                 "profiles": sorted(A.TABLE_PROFILES)}
 
@@ -178,6 +202,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str],
     async def live() -> dict[str, bool]:
         return {"live": True}
 
+    mount_docs(api)
     return api
 
 

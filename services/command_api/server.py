@@ -23,6 +23,7 @@ from services.command_api.gateway import (
     since_for,
 )
 from services.command_api.http import create_command_api
+from services.runtime.credentials import Credentials
 from services.runtime.settings import Settings
 
 
@@ -49,15 +50,20 @@ async def open_gateway(settings: Settings, writers: Mapping[str, Settings] | Non
         await bus.stop()
 
 
-async def serve_command_api(settings: Settings, host: str, port: int, tokens: Mapping[str, str],
+async def serve_command_api(settings: Settings, host: str, port: int, tokens: Mapping[str, str] | Credentials,
                             writers: Mapping[str, Settings] | None = None, stop: asyncio.Event | None = None,
                             timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
     """Serve the command API on ``host:port`` until ``stop`` is set (or SIGINT/SIGTERM). ``tokens``: the
-    roles' bearer tokens (checked before anything connects: ``NoCredentials`` / ``ValueError``)."""
+    roles' bearer tokens, or every credential with the bettor credentials
+    (:func:`services.runtime.credentials.load_credentials`); checked before anything connects
+    (``NoCredentials`` / ``ValueError``)."""
     from services.runtime.credentials import ROLES, check_roles
     from services.runtime.ops import serve_http
 
-    check_roles(tokens, ROLES)
+    if isinstance(tokens, Credentials):
+        check_roles(tokens.roles, ROLES, tokens.bettors)
+    else:
+        check_roles(tokens, ROLES)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     import signal

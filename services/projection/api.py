@@ -1,4 +1,5 @@
-"""The projection's query API: a small ASGI app (FastAPI, OpenAPI at ``/openapi.json``, docs at ``/docs``).
+"""The projection's query API: a small ASGI app (FastAPI, OpenAPI at ``/openapi.json``, docs at ``/docs``,
+served from the package: :mod:`services.runtime.docs_ui`).
 
 Reads the live state of a projection host (the projection service itself, or a read-only replica that
 folds the same streams and publishes nothing). Public views (``/health``, ``/tables``, public odds, roads)
@@ -43,6 +44,7 @@ from services.projection.journal import MAX_LIMIT, BadCursor, Journal, KafkaJour
 from services.projection.ledger_state import ENTRY_WINDOW
 from services.projection.pit_api import pit_router
 from services.runtime import metrics
+from services.runtime.docs_ui import mount_docs
 from services.runtime.host import ServiceHost
 
 
@@ -69,6 +71,8 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
     api = FastAPI(
         title="Croupier projection",
         version="1",
+        docs_url=None,
+        redoc_url=None,
         description="Live odds (public and surveillance views), roadmaps, cage ledgers and surveillance "
                     "alerts of every table, as folded from the event streams. Ledgers need the cage, pit or "
                     "surveillance role; the surveillance view and alerts the surveillance role.",
@@ -280,6 +284,7 @@ def create_api(host: ServiceHost, tokens: Mapping[str, str], ready: Callable[[],
                 bets, stake, gain = bets + w.bets, stake + w.stake_cents, gain + w.expected_gain_cents
         return {"player_id": player_id, "flagged_bets": bets, "stake_cents": stake, "expected_gain_cents": gain}
 
+    mount_docs(api)  # Swagger UI from the package, not a CDN
     return api
 
 

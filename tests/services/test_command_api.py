@@ -34,8 +34,10 @@ from services.runtime.memory import MemoryBus
 from services.runtime.settings import Settings
 from tests.services.helpers import events, floor_bus, payloads
 
-TOKENS = {"dealer": "dealer-token-0123456789", "bettor": "bettor-token-0123456789",
-          "cage": "cage-token-01234567890", "pit": "pit-token-012345678901"}
+TOKENS = {"dealer": "dealer-token-0123456789", "cage": "cage-token-01234567890", "pit": "pit-token-012345678901"}
+#: each betting terminal's bettor credential, bound to its player(s)
+BETTORS = {"bettor-p1-token-012345": {"p-1"}, "bettor-p2-token-012345": {"p-2"}}
+BETTOR_OF = {"p-1": "bettor-p1-token-012345", "p-2": "bettor-p2-token-012345"}
 DEALER = "dealer-ana"
 
 
@@ -75,15 +77,19 @@ def test_every_action_maps_to_the_command_its_topic_carries_under_its_one_writer
         "collect_commission": A.CollectCommissionAction(actor=DEALER, seat=3, player_id="p-9"),
         "place_bet": A.PlaceBetAction(round_id="R1", seat=3, player_id="p-9", wager="banker", amount_cents=2500),
         "withdraw_bet": A.WithdrawBetAction(round_id="R1", bet_id="b1", player_id="p-9"),
+        "expire_option": A.ExpireOptionAction(actor=DEALER, round_id="R1", hand="banker"),
+        "decide_option": A.DecideOptionAction(round_id="R1", hand="player", draw=False, seat=3, player_id="p-9"),
     }
     assert set(samples) == set(A.ACTIONS)
     writers = {}
     for name, action in samples.items():
         p = A.to_command(action, "d0")
         tag = type(p.command).__struct_config__.tag
-        assert p.action == name and T.TOPIC_OF[tag] == p.topic
+        assert p.action == name and T.TOPIC_OF[tag] == p.topic and A.COMMAND_OF[name] == tag
         writers[name] = p.writer
-    assert {n for n, w in writers.items() if w == "bettor"} == {"place_bet", "withdraw_bet"}
+        assert A.writer_of(name) == p.writer
+    assert {n for n, w in writers.items() if w == "bettor"} == {"place_bet", "withdraw_bet", "decide_option"} \
+        == A.BETTOR_ACTIONS
     assert {w for w in writers.values()} == {"console", "bettor"}
     # the bettor's command acts as the player; the console's as the dealer
     assert A.to_command(samples["place_bet"], "d0").actor == "p-9"
@@ -137,11 +143,11 @@ async def test_a_full_round_through_the_gateway_is_dealt_and_settled():
     rnd = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe.shoe_id), "T1", "round-1", role="dealer")
     assert types(rnd) == ["round_opened", "betting_opened"] and rnd.round_id.startswith("round-")
     bet = await gw.submit(A.PlaceBetAction(round_id=rnd.round_id, seat=2, player_id="p-2", wager="player",
-                                           amount_cents=5000), "T1", "bet-1", role="bettor")
+                                           amount_cents=5000), "T1", "bet-1", role="bettor", players={"p-2"})
     assert types(bet) == ["bet_placed"] and bet.bet_id == bet.command_id == bet.events[0]["payload"]["bet_id"]
     assert bet.events[0]["actor"] == "p-2"
     tie = await gw.submit(A.PlaceBetAction(round_id=rnd.round_id, seat=2, player_id="p-2", wager="tie",
-                                           amount_cents=100), "T1", "bet-2", role="bettor")
+                                           amount_cents=100), "T1", "bet-2", role="bettor", players={"p-2"})
     assert (tie.status, tie.reason) == ("rejected", "under_table_min") and types(tie) == ["bet_rejected"]
     close = await gw.submit(A.NoMoreBetsAction(actor=DEALER, round_id=rnd.round_id), "T1", "nmb-1", role="dealer")
     assert types(close) == ["betting_closed"] and close.events[0]["payload"]["bets"][0]["amount_cents"] == 5000
@@ -153,7 +159,7 @@ async def test_a_full_round_through_the_gateway_is_dealt_and_settled():
     total = next(e.payload for e in events(bus, T.SETTLEMENT_EVENTS) if isinstance(e.payload, RoundSettled))
     assert view["settled"]["stakes"] == total.stakes == 5000
     late = await gw.submit(A.PlaceBetAction(round_id=rnd.round_id, seat=2, player_id="p-2", wager="banker",
-                                            amount_cents=5000), "T1", "bet-late", role="bettor")
+                                            amount_cents=5000), "T1", "bet-late", role="bettor", players={"p-2"})
     assert (late.status, late.reason) == ("rejected", "betting_closed")
 
 
@@ -255,12 +261,13 @@ def test_writers_connect_as_the_topic_principals_on_a_secured_broker(tmp_path):
 # ---- HTTP ----------------------------------------------------------------------------------------------------
 def client(gw: CommandGateway, ids: list[str] | None = None) -> httpx.AsyncClient:
     fresh = iter(ids or [f"auto-{i}" for i in range(100)])
-    app = create_command_api(gw, TOKENS, new_request_id=lambda: next(fresh))
+    app = create_command_api(gw, TOKENS, new_request_id=lambda: next(fresh), bettors=BETTORS)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api")
 
 
-def auth(role: str, key: str | None = None) -> dict[str, str]:
-    h = {"Authorization": f"Bearer {TOKENS[role]}"}
+def auth(role: str, key: str | None = None, player: str = "p-1") -> dict[str, str]:
+    """Headers of ``role``'s token (``bettor``: ``player``'s terminal) and the request id ``key``."""
+    h = {"Authorization": f"Bearer {BETTOR_OF[player] if role == 'bettor' else TOKENS[role]}"}
     if key:
         h["Idempotency-Key"] = key
     return h
@@ -323,7 +330,8 @@ async def test_openapi_declares_the_bearer_scheme_and_there_is_no_default_creden
         doc = (await c.get("/openapi.json")).json()
     assert doc["components"]["securitySchemes"]["bearer"] == {
         "type": "http", "scheme": "bearer",
-        "description": "A role's API token (CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE)"}
+        "description": "A role's API token (CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE), or a betting "
+                       "terminal's bettor credential (bettor:<player_id>=<token>)"}
     post = doc["paths"]["/tables/{table_id}/bets"]["post"]
     assert post["security"] == [{"bearer": []}] and "Roles: bettor." in post["description"]
     with pytest.raises(NoCredentials):
@@ -561,7 +569,7 @@ async def _round_with_a_bet(gw: CommandGateway) -> tuple[str, object]:
     opened = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe_id), "T1", "round-1", role="dealer")
     assert (await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), "T1", "seat-1")).accepted
     first = await gw.submit(A.PlaceBetAction(round_id=opened.round_id, seat=1, player_id="p-1", wager="player",
-                                             amount_cents=5000), "T1", "bet-1", role="bettor")
+                                             amount_cents=5000), "T1", "bet-1", role="bettor", players={"p-1"})
     assert first.accepted and types(first) == ["bet_placed"]
     return opened.round_id, first
 
@@ -576,24 +584,24 @@ async def test_a_reused_request_id_with_another_body_is_409_from_a_fresh_gateway
     gw2 = CommandGateway(fresh, Clock(), timeout_s=0.2)
     other = A.PlaceBetAction(round_id=round_id, seat=1, player_id="p-1", wager="banker", amount_cents=90000)
     with pytest.raises(RequestIdReused, match="'bet-1' was used at table T1 for another request"):
-        await gw2.submit(other, "T1", "bet-1", role="bettor")
+        await gw2.submit(other, "T1", "bet-1", role="bettor", players={"p-1"})
     assert fresh.sent == []  # the first use was read: nothing sent
     # the first request's retry is still answered with its own events, by the same fresh gateway
     again = await gw2.submit(A.PlaceBetAction(round_id=round_id, seat=1, player_id="p-1", wager="player",
-                                              amount_cents=5000), "T1", "bet-1", role="bettor")
+                                              amount_cents=5000), "T1", "bet-1", role="bettor", players={"p-1"})
     assert again.accepted and again.events == first.events  # type: ignore[attr-defined]
     assert [(p.wager, p.amount_cents) for p in payloads(bus, T.WAGERING_EVENTS, BetPlaced)] == [("player", 5000)]
     # a wager named as the service does not record it (" Banker ": "banker") is still the same command
     spelt = A.PlaceBetAction(round_id=round_id, seat=1, player_id="p-1", wager=" Banker ", amount_cents=2500)
-    assert (await gw.submit(spelt, "T1", "bet-2", role="bettor")).accepted
+    assert (await gw.submit(spelt, "T1", "bet-2", role="bettor", players={"p-1"})).accepted
     assert (await CommandGateway(MemoryCommandBus(bus), Clock(), timeout_s=0.2).submit(
-        spelt, "T1", "bet-2", role="bettor")).events[0]["payload"]["wager"] == "banker"
+        spelt, "T1", "bet-2", role="bettor", players={"p-1"})).events[0]["payload"]["wager"] == "banker"
     # a refused bet records the words sent: its retry from a fresh gateway is the same command too
     odd = A.PlaceBetAction(round_id=round_id, seat=1, player_id="p-1", wager=" Banker ", amount_cents=1)
-    refused = await gw.submit(odd, "T1", "bet-3", role="bettor")
+    refused = await gw.submit(odd, "T1", "bet-3", role="bettor", players={"p-1"})
     assert refused.status == "rejected" and refused.events[0]["payload"]["wager"] == " Banker "
     assert (await CommandGateway(MemoryCommandBus(bus), Clock(), timeout_s=0.2).submit(
-        odd, "T1", "bet-3", role="bettor")).events == refused.events
+        odd, "T1", "bet-3", role="bettor", players={"p-1"})).events == refused.events
     # over HTTP: 409 request_id_reused
     async with client(CommandGateway(MemoryCommandBus(bus), Clock(), timeout_s=0.2)) as c:
         r = await c.post("/tables/T1/bets", json={"round_id": round_id, "seat": 1, "player_id": "p-1",
@@ -615,7 +623,7 @@ async def test_a_reused_request_id_learnt_only_from_the_services_refusal_is_409_
     gw3 = CommandGateway(late, Clock(), timeout_s=0.5)
     with pytest.raises(RequestIdReused):
         await gw3.submit(A.PlaceBetAction(round_id=round_id, seat=1, player_id="p-1", wager="banker",
-                                          amount_cents=90000), "T1", "bet-1", role="bettor")
+                                          amount_cents=90000), "T1", "bet-1", role="bettor", players={"p-1"})
     assert len(late.sent) == 1  # sent (the first use was not read), refused command_id_reused by the service
     assert [(p.wager, p.amount_cents) for p in payloads(bus, T.WAGERING_EVENTS, BetPlaced)] == [("player", 5000)]
 

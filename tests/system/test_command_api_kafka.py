@@ -1,7 +1,9 @@
 """The command API against a real broker: a table opened from a profile, a shuffled shoe, a full round
 through the HTTP API (seat, bet, "No more bets", the dealing service deals) and its settlement; a retried
 request answered identically with no second command on the topic, a wrong role refused 403, a late bet
-answered with its rejection reason ``betting_closed``; the log audited clean."""
+answered with its rejection reason ``betting_closed``; the log audited clean. A chemin de fer table opened from
+its profile deals two rounds through it (the bank, wagers and a banco, an option decided by its controller's
+terminal and one expired by the table clock), audited clean."""
 
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ from services.runtime.kafka import ensure_topics, read_log
 from tests.services.helpers import make_cores
 from tests.system.conftest import broker_settings
 
-TOKENS = {"dealer": "dealer-token-0123456789", "bettor": "bettor-token-0123456789",
-          "cage": "cage-token-01234567890"}
+TOKENS = {"dealer": "dealer-token-0123456789", "cage": "cage-token-01234567890"}
+#: the betting terminal of player p-1: a bettor credential bound to p-1
+P1_TERMINAL = "terminal-p-1-0123456789"
 TABLE = "CA1"
 DEALER = "dealer-ana"
 
@@ -81,11 +84,12 @@ async def floor(kafka_bootstrap: str) -> AsyncIterator[ApiFloor]:
 
 
 def auth(role: str, key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {TOKENS[role]}", "Idempotency-Key": key}
+    """``role``'s token (``bettor``: p-1's terminal) and the request id ``key``."""
+    return {"Authorization": f"Bearer {P1_TERMINAL if role == 'bettor' else TOKENS[role]}", "Idempotency-Key": key}
 
 
 async def test_a_round_through_the_command_api_on_kafka(floor: ApiFloor):
-    app = create_command_api(floor.gateway, TOKENS)
+    app = create_command_api(floor.gateway, TOKENS, bettors={P1_TERMINAL: {"p-1"}})
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api", timeout=60) as c:
         r = await c.post(f"/tables/{TABLE}/open", json={"actor": DEALER, "profile": "punto_banco"},
                          headers=auth("dealer", "open"))
@@ -225,7 +229,8 @@ async def test_on_a_secured_broker_each_topic_is_written_as_its_one_writer_princ
         assert (await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), table, "p", role="pit")).accepted
         rnd = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe.shoe_id), table, "r", role="dealer")
         bet = await gw.submit(A.PlaceBetAction(round_id=rnd.round_id, seat=1, player_id="p-1", wager="player",
-                                               amount_cents=2_500), table, "b", role="bettor")
+                                               amount_cents=2_500), table, "b", role="bettor",
+                              players={"p-1"})
         close = await gw.submit(A.NoMoreBetsAction(actor=DEALER, round_id=rnd.round_id), table, "n", role="dealer")
         assert bet.accepted and close.accepted, (bet, close)
         assert (bet.events[0]["principal"], bet.events[0]["actor"]) == ("bettor", "p-1")
@@ -236,3 +241,103 @@ async def test_on_a_secured_broker_each_topic_is_written_as_its_one_writer_princ
         await bus.stop()
         for svc in reversed(services):
             await svc.stop()
+
+
+async def test_a_chemin_de_fer_table_through_the_command_api_on_kafka(floor: ApiFloor):
+    """A chemin de fer table opened from its profile (its own option time: 1 s) deals two rounds over HTTP on the
+    real broker: the Banker and the bank named at the round's opening, wagers then a banco against it, the
+    player_5 option decided by the Dominant Player's own terminal (another terminal refused 403), the banker_3_9
+    option left to the table clock's ``expire_option``, the result, each bet's and the bank's settlement; the
+    cards are a physical shoe's reads (so the options are known); the log audited clean."""
+    import asyncio
+
+    table = f"CF{uuid.uuid4().hex[:6]}"
+    bettors = {"terminal-ann-0123456789": {"ann"}, "terminal-ben-0123456789": {"ben"}}
+    ann, ben = "terminal-ann-0123456789", "terminal-ben-0123456789"
+    app = create_command_api(floor.gateway, TOKENS, bettors=bettors)
+
+    def h(token: str, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}", "Idempotency-Key": key}
+
+    dealer = TOKENS["dealer"]
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api", timeout=60) as c:
+        async def post(path: str, body: dict, token: str, key: str, status: int = 200) -> dict:  # type: ignore[type-arg]
+            r = await c.post(f"/tables/{table}/{path}", json=body, headers=h(token, key))
+            assert r.status_code == status, (path, r.text)
+            return r.json()  # type: ignore[no-any-return]
+
+        async def pending(round_id: str) -> dict:  # type: ignore[type-arg]
+            for _ in range(300):  # the dealing service offers the option once it has read the card
+                view = (await c.get(f"/tables/{table}/rounds/{round_id}", headers=h(dealer, "v"))).json()
+                if view["option_pending"]:
+                    return view["option_pending"]  # type: ignore[no-any-return]
+                await asyncio.sleep(0.1)
+            raise AssertionError(f"no option offered in {round_id}: {view}")
+
+        async def cards(round_id: str, read: tuple[str, ...], first: int = 1) -> None:
+            for n, card in enumerate(read, first):
+                got = await post("shoe/cards", {"actor": DEALER, "shoe_id": "PS", "round_id": round_id,
+                                                "card_number": n, "card": card}, dealer, f"{round_id}-c{n}")
+                assert [e["payload"]["type"] for e in got["events"]] == ["card_drawn"]
+
+        opened = await post("open", {"actor": DEALER, "profile": "chemin_de_fer", "chemin": {"option_seconds": 1}},
+                            dealer, "open")
+        assert opened["events"][0]["payload"]["config"]["chemin"]["option_seconds"] == 1
+        loaded = await post("shoe", {"actor": DEALER, "shoe_id": "PS", "physical": True}, dealer, "shoe")
+        assert [e["payload"]["type"] for e in loaded["events"]] == ["shoe_loaded"]
+        for seat, player in ((1, "bank-1"), (2, "ann"), (3, "ben")):
+            await post("seats", {"actor": DEALER, "seat": seat, "player_id": player}, dealer, f"seat-{seat}")
+        # round 1: bank-1's $1,000 bank, ann $300 and ben $500 against it: ben is the Dominant Player
+        r1 = await post("rounds", {"actor": DEALER, "shoe_id": "PS", "round_id": "R1", "banker_seat": 1,
+                                   "banker_player_id": "bank-1", "bank_cents": 100_000}, dealer, "r1")
+        assert [e["payload"]["type"] for e in r1["events"]] == ["round_opened", "betting_opened"]
+        for seat, player, token, cents in ((2, "ann", ann, 30_000), (3, "ben", ben, 50_000)):
+            await post("bets", {"round_id": "R1", "seat": seat, "player_id": player, "wager": "player",
+                                "amount_cents": cents}, token, f"bet-{player}")
+        await post("rounds/no-more-bets", {"actor": DEALER, "round_id": "R1"}, dealer, "nmb-1")
+        await cards("R1", ("3s", "2s", "2h", "Ks"))
+        offer = await pending("R1")
+        assert (offer["cell"], offer["player_id"]) == ("player_5", "ben")
+        decide = {"round_id": "R1", "hand": "player", "draw": False, "seat": 3, "player_id": "ben"}
+        refused = await post("options/decide", decide, ann, "d-ann", status=403)
+        assert refused["detail"]["reason"] == "not_your_player"
+        stood = await post("options/decide", decide, ben, "d-ben")
+        assert [(e["payload"]["type"], e["payload"]["by"], e["principal"], e["actor"]) for e in stood["events"]] == \
+            [("option_decided", "participant", "bettor", "ben")]
+        await cards("R1", ("9s",), first=5)
+        view = (await c.get(f"/tables/{table}/rounds/R1", params={"wait_ms": 30_000}, headers=h(dealer, "v1"))).json()
+        assert (view["status"], view["result"]["winner"], view["bank_settled"]["won_cents"]) == \
+            ("settled", "player", -80_000), view
+        # round 2: the bank passed to ann; ben bancos; the Banker's option is left to the table clock
+        await post("rounds", {"actor": DEALER, "shoe_id": "PS", "round_id": "R2", "banker_seat": 2,
+                              "banker_player_id": "ann", "bank_cents": 100_000}, dealer, "r2")
+        await post("bets", {"round_id": "R2", "seat": 3, "player_id": "ben", "wager": "banco",
+                            "amount_cents": 100_000}, ben, "banco-ben")
+        await post("rounds/no-more-bets", {"actor": DEALER, "round_id": "R2"}, dealer, "nmb-2")
+        await cards("R2", ("Kh", "2d", "2c", "Ad", "9d"))
+        offer = await pending("R2")
+        assert (offer["cell"], offer["player_id"], offer["default_draw"]) == ("banker_3_9", "ann", True)
+        expired = None
+        for attempt in range(40):  # the deadline is the broker's log time of the card plus 1 s
+            await asyncio.sleep(0.25)
+            answer = await c.post(f"/tables/{table}/options/expire",
+                                  json={"actor": DEALER, "round_id": "R2", "hand": "banker"},
+                                  headers=h(dealer, f"expire-{attempt}"))
+            if answer.status_code == 200:
+                expired = answer.json()
+                break
+            assert answer.json()["reason"] == "option_not_expired", answer.text
+        assert expired is not None and expired["events"][0]["payload"]["by"] == "default"
+        await cards("R2", ("5d",), first=6)
+        view2 = (await c.get(f"/tables/{table}/rounds/R2", params={"wait_ms": 30_000}, headers=h(dealer, "v2"))).json()
+        assert (view2["status"], view2["result"]["winner"], view2["dominant_player"]["rule"]) == \
+            ("settled", "banker", "banco"), view2
+        assert (view2["bank_settled"]["won_cents"], view2["bank_settled"]["commission_cents"]) == (100_000, 5_000)
+        assert [(s["player_id"], s["result"]) for s in view2["settlements"]] == [("ben", "lose")]
+    log = [e for e in await floor.log() if e.table_id == table]
+    decided = [e.payload for e in log if type(e.payload).__name__ == "OptionDecided"]
+    assert [(d.cell, d.by, d.draw) for d in decided] == [("player_5", "participant", False),
+                                                         ("banker_3_9", "default", True)]
+    rep = audit(log)
+    assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
+    assert (rep.rounds_checked, rep.bets_checked) == (2, 3)

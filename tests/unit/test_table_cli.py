@@ -182,3 +182,81 @@ def test_the_curator_commands_on_the_command_line(memory_floor):
     assert r.exit_code == 2 and "error: rejected out_of_turn" in r.stderr
     r = run("pass-shoe", "--actor", "fm-1", "--ordered-by", "pit")
     assert r.exit_code == 2 and "ordered_by: Input should be" in r.stderr
+
+
+def test_a_chemin_de_fer_round_on_the_command_line(memory_floor):
+    import json
+
+    bus, seen = memory_floor
+
+    def ok(*args: str) -> dict:  # type: ignore[type-arg]
+        r = croupier(*args, "--table", "T1", "--json")
+        assert r.exit_code == 0, (r.stdout, r.stderr)
+        return json.loads(r.stdout)  # type: ignore[no-any-return]
+
+    opened = ok("open", "--actor", "d-1", "--profile", "chemin_de_fer", "--option-seconds", "9",
+                "--bank-min-cents", "20000")
+    chem = opened["events"][0]["payload"]["config"]["chemin"]
+    assert (chem["option_seconds"], chem["bank_min_cents"]) == (9, 20_000)
+    ok("load-shoe", "--actor", "d-1", "--physical", "--shoe-id", "PS")
+    for seat, player in ((1, "bank-1"), (2, "ann")):
+        ok("seat", "--actor", "d-1", "--seat", str(seat), "--player", player)
+    rnd = ok("open-round", "--actor", "d-1", "--shoe-id", "PS", "--round", "R1", "--banker-seat", "1",
+             "--banker", "bank-1", "--bank-cents", "100000")
+    assert rnd["events"][0]["payload"]["bank_cents"] == 100_000
+    r = croupier("open-round", "--table", "T1", "--actor", "d-1", "--shoe-id", "PS", "--bank-cents", "100000")
+    assert r.exit_code == 2 and "banker_player_id, banker_seat missing" in r.stderr
+    ok("bet", "--round", "R1", "--seat", "2", "--player", "ann", "--wager", "player", "--amount-cents", "30000")
+    ok("no-more-bets", "--actor", "d-1", "--round", "R1")
+    for n, card in enumerate(("3s", "2s", "2h", "Ks"), 1):  # the Player's 5: ann's option (player_5)
+        ok("card", "--actor", "d-1", "--shoe-id", "PS", "--round", "R1", "--number", str(n), "--card", card)
+    r = croupier("expire-option", "--table", "T1", "--actor", "d-1", "--round", "R1", "--hand", "player")
+    assert r.exit_code == 2 and "error: rejected option_not_expired" in r.stderr
+    assert seen[-1][2] == (T.DEALING_EVENTS,)
+    r = croupier("decide-option", "--table", "T1", "--round", "R1", "--hand", "player", "--stand", "--seat", "2",
+                 "--player", "ann")
+    assert (r.exit_code, r.stdout) == (0, "accepted decide_option at T1: option_decided (round=R1)\n"), r.stderr
+    assert seen[-1][2] == (T.DEALING_EVENTS,)  # the bettor principal reads its answer on dealing.events
+    ok("card", "--actor", "d-1", "--shoe-id", "PS", "--round", "R1", "--number", "5", "--card", "9s")
+    r = croupier("round", "--table", "T1", "--round", "R1", "--wait", "0")
+    view = json.loads(r.stdout)
+    assert r.exit_code == 0 and (view["status"], view["result"]["winner"]) == ("settled", "player")
+    assert [(o["cell"], o["decided"]) for o in view["options"]] == [("player_5", {"draw": False, "by": "participant"})]
+    assert view["bank_settled"]["won_cents"] == -30_000
+    r = croupier("decide-option", "--table", "T1", "--round", "R1", "--hand", "tie", "--draw", "--seat", "2",
+                 "--player", "ann")
+    assert r.exit_code == 2 and "hand: Input should be 'player' or 'banker'" in r.stderr
+
+
+def test_the_api_loads_bettor_credentials_and_writes_only_as_the_principals_its_callers_need(monkeypatch, tmp_path):
+    import os
+
+    for key in [k for k in os.environ if k.startswith(("CROUPIER_API_TOKEN", "KAFKA_", "CROUPIER_KAFKA"))]:
+        monkeypatch.delenv(key)
+    served: list = []  # type: ignore[type-arg]
+
+    async def serve(settings, host, port, tokens, writers, timeout_s=10.0):  # type: ignore[no-untyped-def]
+        served.append((tokens, writers))
+
+    monkeypatch.setattr(server, "serve_command_api", serve)
+    monkeypatch.setattr(topics, "require_prefix", _prefix_exists)
+    f = tmp_path / "tokens"
+    f.write_text("bettor:p-1=terminal-one-0123456\nbettor:p-2=terminal-one-0123456\n")
+    monkeypatch.setenv("CROUPIER_API_TOKENS_FILE", str(f))
+    monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+    monkeypatch.setenv("KAFKA_SASL_USERNAME", "console")
+    monkeypatch.setenv("KAFKA_SASL_PASSWORD", "console-password")
+    # only betting terminals: the API writes as bettor alone, and needs its password
+    r = croupier("api", "--port", "18297")
+    assert r.exit_code == 2 and "set CROUPIER_KAFKA_PASSWORD_BETTOR" in r.stderr and served == []
+    monkeypatch.setenv("CROUPIER_KAFKA_PASSWORD_BETTOR", "bettor-password")
+    r = croupier("api", "--port", "18297")
+    assert r.exit_code == 0, r.stderr
+    tokens, writers = served[-1]
+    assert tokens.bettors == {"terminal-one-0123456": frozenset({"p-1", "p-2"})} and tokens.roles == {}
+    assert {k: s.sasl_username for k, s in writers.items()} == {"bettor": "bettor"}
+    # a shared bettor token: said to act for no player in the command API
+    f.write_text("dealer=dealer-token-0123456789\nbettor=shared-bettor-token-0123\n")
+    r = croupier("api", "--port", "18297")
+    assert r.exit_code == 0 and "acts for no player in the command API" in r.stderr
+    assert {k: s.sasl_username for k, s in served[-1][1].items()} == {"console": "console"}
