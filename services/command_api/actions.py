@@ -56,8 +56,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from baccarat.errors import BaccaratError
 from baccarat.drawing import Variant
+from baccarat.errors import BaccaratError
 from baccarat.table import TABLE_PROFILES, Limits, profile
 from baccarat.wagers import Wager
 from contracts import topics as T
@@ -212,7 +212,7 @@ class OpenRoundAction(ConsoleAction):
     bank_cents: Cents | None = None
 
     @model_validator(mode="after")
-    def _bank_whole(self) -> "OpenRoundAction":
+    def _bank_whole(self) -> OpenRoundAction:
         given = [f for f in ("banker_seat", "banker_player_id", "bank_cents") if getattr(self, f) is not None]
         if given and len(given) != 3:
             missing = sorted({"banker_seat", "banker_player_id", "bank_cents"} - set(given))

@@ -137,7 +137,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Cred
 
     def route(path: str, name: str, summary: str) -> None:
         model = A.ACTIONS[name]
-        who = sorted(r for r, acts in A.ROLE_ACTIONS.items() if name in acts)
+        senders = sorted(r for r, acts in A.ROLE_ACTIONS.items() if name in acts)
 
         async def endpoint(table_id: str, body: model,  # type: ignore[valid-type]
                            who: Caller = Depends(identify),
@@ -149,7 +149,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Cred
             return await run(who, body, table_id, idempotency_key, wait_ms)
 
         endpoint.__name__ = name
-        api.post(path, summary=summary, description=f"{model.__doc__}\n\nRoles: {', '.join(who)}.",
+        api.post(path, summary=summary, description=f"{model.__doc__}\n\nRoles: {', '.join(senders)}.",
                  responses=responses, response_model=None, operation_id=name)(endpoint)
 
     route("/tables/{table_id}/open", "open_table", "Open the table from a named profile")

@@ -7,7 +7,7 @@ decide for player B."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import httpx
 import pytest
@@ -23,7 +23,7 @@ from tests.services.helpers import events, floor_bus, payloads
 
 DEALER = "dealer-ana"
 SEATS = ((1, "bank-1"), (2, "ann"), (3, "ben"))
-START = datetime(2026, 12, 1, 17, tzinfo=timezone.utc)
+START = datetime(2026, 12, 1, 17, tzinfo=UTC)
 
 
 def types(answer) -> list[str]:  # type: ignore[no-untyped-def]

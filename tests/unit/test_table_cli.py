@@ -187,7 +187,7 @@ def test_the_curator_commands_on_the_command_line(memory_floor):
 def test_a_chemin_de_fer_round_on_the_command_line(memory_floor):
     import json
 
-    bus, seen = memory_floor
+    _, seen = memory_floor
 
     def ok(*args: str) -> dict:  # type: ignore[type-arg]
         r = croupier(*args, "--table", "T1", "--json")
