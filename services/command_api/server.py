@@ -15,6 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime, timezone
 
+from contracts import topics as T
 from services.command_api.gateway import (
     DEFAULT_TIMEOUT_S,
     WATCHED,
@@ -25,6 +26,15 @@ from services.command_api.gateway import (
 from services.command_api.http import create_command_api
 from services.runtime.credentials import Credentials
 from services.runtime.settings import Settings
+
+
+def reader_streams(writers: Mapping[str, Settings] | None) -> tuple[str, ...]:
+    """The event topics the API's reader reads: all four (:data:`~services.command_api.gateway.WATCHED`),
+    except when it connects as the ``bettor`` principal alone (an API serving only betting terminals on a
+    secured broker), which may read only ``dealing.events`` and ``wagering.events``, where its answers come."""
+    if writers and "console" not in writers and "bettor" in writers:
+        return (T.DEALING_EVENTS, T.WAGERING_EVENTS)
+    return WATCHED
 
 
 def wall_clock() -> datetime:
@@ -72,8 +82,8 @@ async def serve_command_api(settings: Settings, host: str, port: int, tokens: Ma
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     async with contextlib.AsyncExitStack() as stack:
-        opening = asyncio.ensure_future(stack.enter_async_context(open_gateway(settings, writers,
-                                                                               timeout_s=timeout_s)))
+        opening = asyncio.ensure_future(stack.enter_async_context(open_gateway(
+            settings, writers, timeout_s=timeout_s, streams=reader_streams(writers))))
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait({opening, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()

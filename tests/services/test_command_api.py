@@ -256,6 +256,12 @@ def test_writers_connect_as_the_topic_principals_on_a_secured_broker(tmp_path):
     assert w["console"] is console and w["bettor"].sasl_username == "bettor"
     # a console action alone needs only the console's credential
     assert writer_settings(console, {}, kinds=("console",)) == {"console": console}
+    # an API serving only betting terminals reads as bettor: only the topics that principal may read
+    from services.command_api.server import reader_streams
+
+    assert reader_streams({"bettor": w["bettor"]}) == (T.DEALING_EVENTS, T.WAGERING_EVENTS)
+    assert reader_streams(w) == reader_streams({}) == (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS,
+                                                       T.SETTLEMENT_EVENTS)
 
 
 # ---- HTTP ----------------------------------------------------------------------------------------------------
