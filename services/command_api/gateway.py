@@ -835,15 +835,19 @@ class CommandGateway:
         ``OptionOffered`` with its ``offered_at`` and ``deadline``, the log's times, and ``decided``: ``{draw,
         by}`` or None), ``option_pending`` (the one awaiting a decision, or None: the table clock may send
         ``expire_option`` from its deadline on) and ``bank_settled`` (``BankSettled``); None or empty at the
-        other games. Waits up to ``wait_s`` for ``until`` (``settled``: the
+        other games. Waits up to ``wait_s`` for ``until`` (``option``: an option pending, or the round's end;
+        ``settled``: the
         ``RoundSettled``; ``resolved``: the result or a void). Never raises for an unknown round: its status
         is ``unknown`` (the gateway reads from its start only; ``croupier replay`` reads the whole log)."""
         index = self.bus.index
 
         def reached() -> bool:
             kinds = tuple(type(e.payload) for e in index.round_events(table_id, round_id))
+            ended = RoundResolved in kinds or RoundVoided in kinds or RoundSettled in kinds
             if until == "resolved":
-                return RoundResolved in kinds or RoundVoided in kinds or RoundSettled in kinds
+                return ended
+            if until == "option":  # an option awaiting its decision, or none to come
+                return ended or kinds.count(OptionOffered) > kinds.count(OptionDecided)
             return RoundSettled in kinds
 
         await self.bus.settle()

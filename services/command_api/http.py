@@ -191,6 +191,25 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Cred
                          ) -> dict[str, Any]:
         return await gateway.round_view(table_id, round_id, wait_s=wait_ms / 1000)
 
+    @api.get("/tables/{table_id}/rounds/{round_id}/option", operation_id="pending_option",
+             summary="The chemin de fer option awaiting a decision (a terminal: only its own players')")
+    async def pending_option(table_id: str, round_id: str, who: Caller = Depends(identify),
+                             wait_ms: int = Query(0, ge=0, le=MAX_WAIT_MS,
+                                                  description="Wait up to this long (ms) for an option to be "
+                                                              "offered (or the round to end)")
+                             ) -> dict[str, Any]:
+        """``option_pending``: the ``OptionOffered`` awaiting its controller's ``decide_option`` (hand, cell,
+        seat, player, ``default_draw``, ``offered_at`` and ``deadline``, the log's times), or null. The roles
+        that read a round see any; a betting terminal sees only an option one of its players controls (null
+        otherwise), so that it can ask its player to draw or stand before the deadline."""
+        if who.role not in A.ROUND_READERS and who.role != "bettor":
+            raise _error(403, "role_not_allowed", f"the {who.role} role may not read a round's options")
+        view = await gateway.round_view(table_id, round_id, wait_s=wait_ms / 1000, until="option")
+        option = view["option_pending"]
+        if who.role == "bettor" and (option is None or option["player_id"] not in who.players):
+            option = None
+        return {"table_id": table_id, "round_id": round_id, "status": view["status"], "option_pending": option}
+
     @api.get("/actions", summary="Every action, its command and who may send it", operation_id="list_actions")
     async def list_actions(who: Caller = Depends(identify)) -> dict[str, Any]:
         role = who.role

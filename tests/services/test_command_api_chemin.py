@@ -235,7 +235,18 @@ async def test_player_as_terminal_cannot_bet_withdraw_or_decide_for_player_b():
         r = await c.post("/tables/T1/rounds/no-more-bets", json={"actor": DEALER, "round_id": "R1"},
                          headers=bearer(TOKENS["dealer"], "n1"))
         assert r.status_code == 200
+        r = await c.get("/tables/T1/rounds/R1/option", headers=bearer(BEN))
+        assert (r.status_code, r.json()["option_pending"]) == (200, None)  # no option yet: none offered
         await read(gw, "R1", ("3s", "2s", "2h", "Ks"))
+        # ben's terminal sees the option he controls, with its deadline; ann's does not; the pit sees any
+        mine = (await c.get("/tables/T1/rounds/R1/option", params={"wait_ms": 100}, headers=bearer(BEN))).json()
+        assert (mine["option_pending"]["cell"], mine["option_pending"]["player_id"]) == ("player_5", "ben")
+        assert mine["option_pending"]["deadline"] > mine["option_pending"]["offered_at"]
+        theirs = (await c.get("/tables/T1/rounds/R1/option", headers=bearer(ANN))).json()
+        assert (theirs["status"], theirs["option_pending"]) == ("dealing", None)
+        pit = (await c.get("/tables/T1/rounds/R1/option", headers=bearer(TOKENS["pit"]))).json()
+        assert pit["option_pending"] == mine["option_pending"]
+        assert (await c.get("/tables/T1/rounds/R1", headers=bearer(BEN))).status_code == 403  # not the round
         decide = {"round_id": "R1", "hand": "player", "draw": True, "seat": 3, "player_id": "ben"}
         r = await c.post("/tables/T1/options/decide", json=decide, headers=bearer(ANN, "d-1"))
         assert (r.status_code, r.json()["detail"]["reason"]) == (403, "not_your_player")
@@ -246,6 +257,8 @@ async def test_player_as_terminal_cannot_bet_withdraw_or_decide_for_player_b():
         assert (r.status_code, r.json()["reason"]) == (409, "option_not_expired")
         r = await c.post("/tables/T1/options/decide", json=decide, headers=bearer(BEN, "d-3"))
         assert r.status_code == 200 and r.json()["events"][0]["payload"]["by"] == "participant"
+        after = (await c.get("/tables/T1/rounds/R1/option", headers=bearer(BEN))).json()
+        assert after["option_pending"] is None
         who = (await c.get("/actions", headers=bearer(SEAT3))).json()
         assert (who["role"], who["players"]) == ("bettor", ["ben", "cat"])
         assert "decide_option" in who["may_send"] and who["actions"]["expire_option"] == ["dealer"]
