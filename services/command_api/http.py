@@ -39,7 +39,7 @@ them (403 ``not_your_player`` otherwise). The plain ``bettor`` role token is bou
 
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from fastapi import Depends, FastAPI, Header, HTTPException, Query
@@ -96,7 +96,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Cred
                          headers={"WWW-Authenticate": "Bearer"})
         return who
 
-    async def caller(who: Caller = Depends(identify)) -> str:
+    async def caller(who: Annotated[Caller, Depends(identify)]) -> str:
         return who.role
 
     async def run(who: Caller, action: Any, table_id: str, request_id: str | None, wait_ms: int | None) -> Any:
@@ -140,7 +140,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Cred
         senders = sorted(r for r, acts in A.ROLE_ACTIONS.items() if name in acts)
 
         async def endpoint(table_id: str, body: model,  # type: ignore[valid-type]
-                           who: Caller = Depends(identify),
+                           who: Annotated[Caller, Depends(identify)],
                            idempotency_key: str | None = Header(None, description="The request id (1-64 of "
                                                                 "letters, digits, . _ : -): a retry repeats it"),
                            wait_ms: int | None = Query(None, ge=0, le=MAX_WAIT_MS,
@@ -193,7 +193,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Cred
 
     @api.get("/tables/{table_id}/rounds/{round_id}/option", operation_id="pending_option",
              summary="The chemin de fer option awaiting a decision (a terminal: only its own players')")
-    async def pending_option(table_id: str, round_id: str, who: Caller = Depends(identify),
+    async def pending_option(table_id: str, round_id: str, who: Annotated[Caller, Depends(identify)],
                              wait_ms: int = Query(0, ge=0, le=MAX_WAIT_MS,
                                                   description="Wait up to this long (ms) for an option to be "
                                                               "offered (or the round to end)")
@@ -211,7 +211,7 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Cred
         return {"table_id": table_id, "round_id": round_id, "status": view["status"], "option_pending": option}
 
     @api.get("/actions", summary="Every action, its command and who may send it", operation_id="list_actions")
-    async def list_actions(who: Caller = Depends(identify)) -> dict[str, Any]:
+    async def list_actions(who: Annotated[Caller, Depends(identify)]) -> dict[str, Any]:
         role = who.role
         return {"role": role, "may_send": sorted(A.ROLE_ACTIONS.get(role, ())), "players": sorted(who.players),
                 "actions": {n: sorted(r for r, acts in A.ROLE_ACTIONS.items() if n in acts) for n in A.ACTIONS},
