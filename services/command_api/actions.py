@@ -40,8 +40,8 @@ Roles (:data:`ROLE_ACTIONS`): ``dealer`` sends every console action (a curator's
 the console, the curator its actor; a chemin de fer option's expiry is the table clock's, on the console);
 ``pit`` (the pit boss, the floorman) opens a table, seats and unseats players, voids a round, closes a shoe and
 orders the shoe passed (13:69F-3.11(a)2); ``bettor`` (a betting terminal) places and withdraws bets and decides
-a chemin de fer option, each for a player its credential is bound to (the HTTP layer checks it:
-:mod:`services.runtime.credentials`); ``cage``, ``surveillance`` and ``analyst`` send nothing.
+a chemin de fer option, each for a player its credential is bound to (the gateway checks it, given the
+caller's players: :mod:`services.runtime.credentials`); ``cage``, ``surveillance`` and ``analyst`` send nothing.
 
 Money is integer cents; seats are 1-based; ids follow :data:`contracts.bounds.ID_PATTERN` (at most 128
 characters of letters, digits and ``. _ : -``).
