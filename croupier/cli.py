@@ -591,6 +591,39 @@ def api(
 
 
 @app.command()
+def pit(
+    port: Annotated[int, typer.Option(help="Port of the pit web app.")] = DEFAULT_API_PORT,
+    host: Annotated[str, typer.Option(help="Address it listens on (0.0.0.0: every interface).")] = DEFAULT_API_HOST,
+    bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
+    prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds a console action waits for its answer.")] = 10.0,
+    token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
+) -> None:
+    """The pit in a browser, one web app on one origin: the pages (floor, table console, surveillance, cage;
+    log in at /login with a role's token), the query API and the command API (under /command), over a
+    read-only projection replica and the command gateway. Tokens per role as for the APIs."""
+    from croupier.pit import pit_alone
+    from services.command_api.actions import BETTOR_ACTIONS, ROLE_ACTIONS
+    from services.command_api.gateway import MissingWriterCredential, writer_settings
+
+    tokens = _api_tokens(token)
+    _check_port(port)
+    if timeout <= 0:
+        raise fail(f"--timeout must be more than 0 seconds, got {timeout:g}")
+    settings = _settings(bootstrap, prefix)
+    sends = {a for role in tokens for a in ROLE_ACTIONS.get(role, ())}
+    kinds = [k for k, needed in (("console", sends - BETTOR_ACTIONS), ("bettor", sends & BETTOR_ACTIONS)) if needed]
+    try:
+        writers = writer_settings(settings, kinds=kinds)
+    except MissingWriterCredential as e:
+        raise fail(str(e)) from None
+    from services.runtime.logging import bind_process
+
+    bind_process(instance=settings.instance, service="pit")
+    _run_async(pit_alone(settings, port, host=host, tokens=tokens, writers=writers, timeout_s=timeout), settings)
+
+
+@app.command()
 def demo(
     tables: Annotated[int, typer.Option(help="Tables on the floor (1-50).")] = 8,
     shoes: Annotated[int, typer.Option(help="8-deck shoes each table deals (1-10).")] = 1,
@@ -619,6 +652,9 @@ def demo(
                                             "table no-vig dragon 7) or mixed (punto banco with a curator, "
                                             "no-vig dragon 7, casino night and chemin de fer side by "
                                             "side).")] = "standard",
+    pit_port: Annotated[int, typer.Option(help="Serve the floor's pages (read-only) on 127.0.0.1 at this port "
+                                               "while the demo runs, the next free one if taken (0: not at "
+                                               "all); tokens in var/<prefix>pit-tokens.")] = 8080,
 ) -> None:
     """A whole floor: the five services, dealers dealing real shoes to the cutting card, players with
     bankrolls betting every wager, an advantage player for surveillance to find; a live dashboard, then a
@@ -643,6 +679,8 @@ def demo(
         raise fail(f"--timeout must be more than 0 seconds, got {timeout:g}")
     if floor not in FLOORS:
         raise fail(f"--floor must be one of {', '.join(FLOORS)}, got {floor!r}")
+    if pit_port:
+        _check_port(pit_port)
     pre = _settings(None, prefix).topic_prefix if prefix is not None else None
     if not services_ and not pre:
         raise fail("--no-services needs the --prefix the running services use")
@@ -655,7 +693,8 @@ def demo(
         boot = _settings(None, None).bootstrap_servers
     try:
         code = asyncio.run(run_demo(tables, shoes, speed, boot, out, seed, prefix=pre, with_services=services_,
-                                    run_id=run, rounds=rounds or None, answer_timeout=timeout, floor=floor))
+                                    run_id=run, rounds=rounds or None, answer_timeout=timeout, floor=floor,
+                                    pit_port=pit_port or None))
     except KeyboardInterrupt:
         raise fail("interrupted", code=130) from None
     except NoSuchPrefix as e:

@@ -14,6 +14,7 @@ punto banco with a curator passing the shoe, the no-vigorish variation with drag
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import subprocess
 import time
@@ -62,6 +63,8 @@ from services.runtime.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 KAFKA_SH = REPO / "infra" / "kafka" / "kafka.sh"
+#: where the demo serves the pit's pages (the next free port when taken)
+DEFAULT_PIT_PORT = 8080
 ROUNDS_PER_SHOE = 80  # for the progress bar only: a shoe of 8 decks gives about 75-85 rounds
 
 
@@ -291,7 +294,7 @@ def _dashboard(run: FloorRun, projection: Service | None, progress: Progress, st
 async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None, console: Console,
                    seed: int | None = None, prefix: str | None = None, with_services: bool = True,
                    run_id: str | None = None, rounds: int | None = None, answer_timeout: float = 30.0,
-                   floor: str = "standard") -> int:
+                   floor: str = "standard", pit_port: int | None = DEFAULT_PIT_PORT) -> int:
     """Run the demo; returns the exit status (0 when the final audit is clean).
 
     ``prefix``: the topic prefix (default: a new ``demo-<time>-<id>.``); ``with_services`` False drives the
@@ -300,7 +303,9 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
     uuid), so the same tables can be dealt again on the same prefix. ``rounds``: close each shoe after that
     many rounds (None: deal it to the cutting card). ``answer_timeout``: seconds to wait for the services'
     answer to each table's first command when they run elsewhere. ``floor``: which games the tables deal, a
-    name of :data:`FLOORS` (``standard`` | ``mixed``; raises ``ValueError`` for another).
+    name of :data:`FLOORS` (``standard`` | ``mixed``; raises ``ValueError`` for another). ``pit_port``: serve
+    the pit's read-only pages and the query API there while the demo runs (the next free port when taken;
+    None: not at all), with fresh tokens per role in ``var/<prefix>pit-tokens`` (mode 600, printed path).
 
     Raises :class:`Unreachable` (no broker at ``bootstrap``), :class:`croupier.topics.NoSuchPrefix` (driving
     services elsewhere on a prefix that has no topics), :class:`NoAnswer` (no service answered within
@@ -335,6 +340,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
     logs = LogFile(log_path, log_file, "Service logs" if with_services else "Floor client logs")
     configure(file=log_file)  # the JSON logs go to a file, not over the dashboard
     running: list[Service] = []
+    pit_task: asyncio.Task[None] | None = None
+    pit_stop = asyncio.Event()
     io = KafkaFloorIO(settings)
     rng = random.Random(seed)
     run = FloorRun()
@@ -348,6 +355,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
             await svc.start()
             running.append(svc)
         projection = running[services.NAMES.index("projection")] if with_services else None
+        if projection is not None and pit_port is not None:
+            pit_task, pit_stop = await _start_pit(projection, settings, pit_port, console)
         await io.start()
         dealers = []
         for n in range(1, tables + 1):
@@ -408,6 +417,10 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         _summary(console, run, alerts, report, elapsed, settings, started_kafka, logs, run_id)
         return 0 if report.clean else 1
     finally:
+        if pit_task is not None:
+            pit_stop.set()
+            with contextlib.suppress(Exception):
+                await pit_task
         await io.stop()
         for svc in reversed(running):
             await svc.stop()
@@ -417,6 +430,36 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         log_file.close()
         if not existed and log_path.stat().st_size == 0:
             log_path.unlink()  # --no-services: the floor's clients had nothing to say; name no empty file
+
+
+async def _start_pit(projection: Service, settings: Settings, port: int, console: Console
+                     ) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """Serve the pit's pages over the demo's projection (read-only: the demo's dealers run the tables) on
+    127.0.0.1:``port`` (or the next free port), with fresh tokens written to ``var/<prefix>pit-tokens``
+    (mode 600); prints the address and the file. Returns the server task and its stop event."""
+    from croupier.pit import create_pit_app, serve_pit
+    from croupier.serve import PortTaken, check_port
+    from services.runtime.credentials import write_ephemeral_tokens
+
+    for candidate in range(port, port + 20):
+        try:
+            check_port("127.0.0.1", candidate)
+            break
+        except PortTaken:
+            continue
+    else:
+        console.print(f"the pit's pages are not served: ports {port}-{port + 19} are all taken", markup=False)
+        stop = asyncio.Event()
+        stop.set()
+        return asyncio.create_task(stop.wait()), stop
+    path = REPO / "var" / f"{settings.topic_prefix}pit-tokens"
+    tokens = write_ephemeral_tokens(path)
+    pit = create_pit_app(projection.host, tokens, ready=lambda: projection.ready)
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve_pit(pit, "127.0.0.1", candidate, stop))
+    console.print(f"The floor in a browser: http://127.0.0.1:{candidate}/ (served while the demo runs; log in with "
+                  f"the pit or surveillance token from {path}, mode 600: grep pit= {path})", markup=False)
+    return task, stop
 
 
 class LogFile:

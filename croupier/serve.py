@@ -55,11 +55,12 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 
 async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, str], stop: asyncio.Event,
                    probe: BrokerProbe | None = None, label: str = "projection") -> None:
-    from services.projection.api import create_api
+    from croupier.pit import create_pit_app, serve_pit
 
-    api = create_api(service.host, tokens, ready=lambda: service.ready,
-                     readiness=lambda: readiness({label: service}, probe))
-    await serve_http(api, host, port, stop, context=bind_service("api", service.host.settings.instance))
+    # the query API with the pit's read-only pages beside it (croupier/pit.py; no command API here)
+    pit = create_pit_app(service.host, tokens, ready=lambda: service.ready,
+                         readiness=lambda: readiness({label: service}, probe))
+    await serve_pit(pit, host, port, stop, context=bind_service("api", service.host.settings.instance))
 
 
 async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None = None, *,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
@@ -148,6 +149,10 @@ class Runner(Generic[S]):
         self.tables: dict[str, TableSlot[S]] = {}
         #: tables whose slot was used since the caller last cleared this set (what a checkpoint must write)
         self.touched: set[str] = set()
+        #: called with every event folded (own or input), after the table's state took it: a live view's
+        #: fan-out (:mod:`services.projection.live`); each must return at once and log its own failures (one
+        #: that raises never stops the fold)
+        self.observers: list[Callable[[Envelope], None]] = []
 
     def slot(self, table_id: str) -> TableSlot[S]:
         s = self.tables.get(table_id)
@@ -174,6 +179,7 @@ class Runner(Generic[S]):
         s.seq[env.stream] = env.seq
         s.remember(cause_key(env.principal, env.causation_id))
         s.last_event_id = env.event_id
+        self._observed(env)
         return True
 
     def absorb_input(self, env: Envelope) -> bool:
@@ -183,7 +189,15 @@ class Runner(Generic[S]):
             return False
         s.state = self.core.absorb(s.state, env)
         s.input_seq[env.stream] = env.seq
+        self._observed(env)
         return True
+
+    def _observed(self, env: Envelope) -> None:
+        for observe in self.observers:
+            try:
+                observe(env)
+            except Exception:  # noqa: BLE001 - a view's failure must never fail a fold
+                pass
 
     # -- deciding --------------------------------------------------------------------------------
     def _wrap(self, table_id: str, outs: list[Emit | Send], cause_id: str, at: datetime,

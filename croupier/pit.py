@@ -1,0 +1,150 @@
+"""The pit in a browser: the pages, the query API and the command API as one web app on one origin.
+
+:func:`create_pit_app` composes, in one ASGI app behind the session middleware
+(:class:`services.runtime.sessions.SessionAuth`: a login cookie becomes its role's bearer header, CSRF
+checked):
+
+* the pages (:class:`services.projection.pages.PitPages`: ``/``, ``/floor``, ``/console/{id}``,
+  ``/surveillance``, ``/cage``, ``/login``, ``/logout``, ``/live/...``, ``/static/...``), pushed live by the
+  :class:`~services.projection.live.LiveFeed` attached to the projection host's folds;
+* the command API (:func:`services.command_api.http.create_command_api`) under ``/command`` when a gateway is
+  given (``croupier pit``), so the dealer console's forms post to the same origin; without one (``croupier
+  serve --api-port``, ``croupier api``) the console is read-only;
+* the query API (:func:`services.projection.api.create_api`) at its usual paths (``/tables``, ``/alerts``,
+  ``/docs`` ...).
+
+:func:`serve_pit` serves it until ``stop`` (the fan-out task beside it; every live stream ended first, so the
+server stops at once). :func:`pit_alone` is ``croupier pit``: a read-only projection replica, the command
+gateway on Kafka, the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from services.projection.live import LiveFeed
+from services.projection.pages import PitPages
+from services.runtime.host import ServiceHost
+from services.runtime.sessions import SessionAuth, Sessions
+from services.runtime.settings import Settings
+
+#: where the command API is mounted in the pit app
+COMMAND_BASE = "/command"
+
+
+@dataclass
+class PitApp:
+    """The composed ASGI ``app``, its live ``feed`` (run it: :meth:`LiveFeed.run`), the ``pages`` and the
+    ``sessions``."""
+
+    app: Any
+    feed: LiveFeed
+    pages: PitPages
+    sessions: Sessions
+
+
+def create_pit_app(host: ServiceHost, tokens: Mapping[str, str], *, ready: Callable[[], bool],
+                   readiness: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
+                   gateway: Any = None, journal: Any = None, secure_cookies: bool = False,
+                   new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> PitApp:
+    """The pit app over ``host`` (the projection service's host, or a replica's). ``tokens``: the roles'
+    ``{role: token}`` (no default: ``NoCredentials`` for none, as the APIs); ``ready``: the projection has
+    restored; ``readiness``: ``/health/ready``'s ``(ok, body)`` (also what the pages' banner says: the
+    broker answers and every task is restored); ``gateway``: a started
+    :class:`~services.command_api.gateway.CommandGateway` (None: no command API, read-only console);
+    ``secure_cookies``: the session cookie only over HTTPS."""
+    from services.projection.api import create_api
+
+    query_api = create_api(host, tokens, ready=ready, journal=journal, readiness=readiness)
+    page_ready = (lambda: bool(readiness()[0])) if readiness is not None else ready
+    feed = LiveFeed(lambda: list(host.runner.tables), ready=page_ready).attach(host.runner)
+    sessions = Sessions(tokens)
+    may_send: Mapping[str, frozenset[str]] | None = None
+    profiles: tuple[str, ...] = ()
+    routes: list[Any] = []
+    if gateway is not None:
+        from baccarat.table import TABLE_PROFILES
+        from services.command_api.actions import ROLE_ACTIONS
+        from services.command_api.http import create_command_api
+
+        may_send = ROLE_ACTIONS
+        profiles = tuple(TABLE_PROFILES)
+        routes.append(Mount(COMMAND_BASE, app=create_command_api(gateway, tokens, new_request_id=new_request_id)))
+    pages = PitPages(lambda: {t: slot.state for t, slot in host.runner.tables.items()}, feed, sessions,
+                     ready=page_ready, may_send=may_send, command_base=COMMAND_BASE if gateway is not None else None,
+                     profiles=profiles, secure=secure_cookies)
+    app = Starlette(routes=[*pages.routes(), *routes, Mount("", app=query_api)])
+    return PitApp(SessionAuth(app, sessions), feed, pages, sessions)
+
+
+async def serve_pit(pit: PitApp, host: str, port: int, stop: asyncio.Event,
+                    context: contextvars.Context | None = None) -> None:
+    """Serve ``pit`` on ``host:port`` until ``stop`` is set, with its fan-out; the live streams are ended as
+    soon as ``stop`` is set (an open ``EventSource`` would hold the server's shutdown)."""
+    from services.runtime.ops import serve_http
+
+    async def close_on_stop() -> None:
+        await stop.wait()
+        pit.feed.close()
+
+    fan_out = asyncio.create_task(pit.feed.run())
+    closer = asyncio.create_task(close_on_stop())
+    try:
+        await serve_http(pit.app, host, port, stop, context=context)
+    finally:
+        pit.feed.close()
+        for task in (closer, fan_out):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def pit_alone(settings: Settings, port: int, host: str = "127.0.0.1", tokens: Mapping[str, str] | None = None,
+                    writers: Mapping[str, Settings] | None = None, stop: asyncio.Event | None = None,
+                    timeout_s: float = 10.0) -> None:
+    """``croupier pit``: a read-only projection replica (its own consumer group, publishes nothing), the
+    command gateway on Kafka (each command topic written as its writer principal: ``writers``), and the pit
+    app on ``host:port`` until ``stop`` or SIGINT/SIGTERM. Raises ``NoCredentials`` / ``BadCredentials`` for
+    the tokens, :class:`croupier.serve.PortTaken` before anything connects."""
+    from croupier.serve import _load_tokens, _stop_on_signals, check_port
+    from croupier.topics import require_prefix
+    from services.command_api.server import open_gateway
+    from services.projection.app import create_replica
+    from services.runtime.credentials import check_roles
+    from services.runtime.logging import bind_service, get_logger
+    from services.runtime.ops import BrokerProbe, readiness
+
+    tokens = tokens or _load_tokens()
+    check_roles(tokens)
+    stop = stop or asyncio.Event()
+    _stop_on_signals(stop)
+    check_port(host, port)
+    await require_prefix(settings)
+    replica = create_replica(settings, group=f"{settings.group('projection-pit')}.{uuid.uuid4().hex[:8]}")
+    probe = BrokerProbe(settings)
+    probe.start()
+    try:
+        await replica.start()
+        try:
+            async with open_gateway(settings, writers, timeout_s=timeout_s) as gateway:
+                pit = create_pit_app(replica.host, tokens, ready=lambda: replica.ready,
+                                     readiness=lambda: readiness({"projection-replica": replica}, probe),
+                                     gateway=gateway)
+                get_logger("pit").info("pit_started", url=f"http://{host}:{port}/")
+                await serve_pit(pit, host, port, stop, context=bind_service("pit", settings.instance))
+        finally:
+            await replica.stop()
+    finally:
+        await probe.stop()
+
+
+__all__ = ["COMMAND_BASE", "PitApp", "create_pit_app", "pit_alone", "serve_pit"]

@@ -1,0 +1,469 @@
+"""The pit's pages: server-rendered HTML over the projection's state, pushed live by Server-Sent Events.
+
+Pages (Jinja2 templates in ``services/projection/templates``, one small script ``static/pit.js``; nothing
+fetched from elsewhere):
+
+=================== ===================================================== ===================================
+path                what                                                  roles
+=================== ===================================================== ===================================
+``/``, ``/floor``   every table: status, variant, shoe and round, cards   every role (public information)
+                    out, last result, table result, the five scoreboards
+``/console/{id}``   one table: the round (cards with the rule behind       every role; bets, seats and
+                    each, points, result, bets and settlement), seats,     settlements for dealer, pit,
+                    public odds, scoreboards, recent rounds; the dealer's   surveillance and cage; forms for
+                    console forms (through the command API)                 what the role may send (dealer,
+                                                                            bettor); read-only otherwise
+``/surveillance``   per table the surveillance odds (true remaining         surveillance
+                    composition) beside the public ones; alerts; players
+                    by expected gain; voided rounds
+``/cage``           ledger balances per table (``?gaming_day=`` /           cage, pit
+                    ``?shoe_id=``), latest entries
+``/login``          enter a role's token; a session cookie                  anyone
+                    (:mod:`services.runtime.sessions`); ``/logout``
+``/live/{page}``    the page's Server-Sent Events (``frag`` frames: an      as the page
+                    element's new HTML; ``status``: ready or not)
+=================== ===================================================== ===================================
+
+A page the role may not see is a 403 page saying so; no session is a redirect to ``/login``. Each live
+stream is a :class:`~services.projection.live.Subscriber` of the :class:`~services.projection.live.LiveFeed`
+keyed by what it shows (the surveillance odds only under the surveillance page's key, which only the
+surveillance role may open), so no frame of the surveillance view is ever rendered for another role.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import urllib.parse
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from baccarat.money import format_cents
+from services.projection.core import ProjectionState
+from services.projection.live import HEARTBEAT_S, LiveFeed, RoundLive, TableLive
+from services.projection.roadsvg import scoreboard
+from services.runtime.credentials import role_of
+from services.runtime.sessions import (
+    SCOPE_ROLE,
+    Sessions,
+    clear_cookie_header,
+    cookie_value,
+    same_origin,
+    set_cookie_header,
+)
+
+ALL_ROLES = frozenset({"dealer", "bettor", "analyst", "cage", "pit", "surveillance"})
+#: who may open each page
+PAGE_ROLES: Mapping[str, frozenset[str]] = {
+    "floor": ALL_ROLES,
+    "console": ALL_ROLES,
+    "surveillance": frozenset({"surveillance"}),
+    "cage": frozenset({"cage", "pit"}),
+}
+#: roles shown a round's bets, seats and settlements (player ids), as the command API's round view
+ROUND_READERS = frozenset({"dealer", "pit", "surveillance", "cage"})
+#: the forms the console offers, in order: (action, command API path under the table, title)
+FORMS: tuple[tuple[str, str, str], ...] = (
+    ("open_table", "open", "Open table"),
+    ("load_shoe", "shoe", "Load shoe"),
+    ("read_burn", "shoe/burn", "Read burn (physical shoe)"),
+    ("seat_player", "seats", "Seat player"),
+    ("leave_seat", "seats/leave", "Player leaves"),
+    ("open_round", "rounds", "Open round"),
+    ("place_bet", "bets", "Place bet"),
+    ("withdraw_bet", "bets/withdraw", "Withdraw bet"),
+    ("no_more_bets", "rounds/no-more-bets", '"No more bets"'),
+    ("read_card", "shoe/cards", "Read card (physical shoe)"),
+    ("void_round", "rounds/void", "Void round"),
+    ("close_shoe", "shoe/close", "Close shoe"),
+    ("collect_commission", "commission/collect", "Collect commission"),
+)
+#: roles that get the console's forms (the others see it read-only, the pit included)
+FORM_ROLES = frozenset({"dealer", "bettor"})
+_TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+STATUS_WORDS = {"betting": "Betting open", "dealing": '"No more bets": dealing', "resolved": "Resolved",
+                "settled": "Settled", "voided": "Voided"}
+PAGE_TITLES = {"floor": "Floor", "console": "Table console", "surveillance": "Surveillance", "cage": "Cage"}
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.3f} %"
+
+
+def _env() -> Environment:
+    env = Environment(loader=PackageLoader("services.projection", "templates"),
+                      autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+    env.filters["money"] = format_cents
+    env.filters["pct"] = _pct
+    env.filters["status_words"] = lambda s: STATUS_WORDS.get(s, s)
+    return env
+
+
+def frame(event: str, data: Any) -> str:
+    """One Server-Sent Event (``data`` as one JSON line)."""
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+class PitPages:
+    """The pages over one projection host. ``tables()``: ``{table id: ProjectionState}`` now;
+    ``feed``: the live fan-out (its render is set here); ``sessions``: logins; ``ready()``: readiness;
+    ``may_send``: ``{role: actions}`` of the command API (None: no command API here, the console is read-only);
+    ``command_base``: where the command API is mounted (``/command``); ``profiles``: table profiles for the
+    open form; ``secure``: cookies with ``Secure`` (HTTPS)."""
+
+    def __init__(self, tables: Callable[[], Mapping[str, ProjectionState]], feed: LiveFeed, sessions: Sessions,
+                 ready: Callable[[], bool], may_send: Mapping[str, frozenset[str]] | None = None,
+                 command_base: str | None = None, profiles: tuple[str, ...] = (), secure: bool = False):
+        self.tables = tables
+        self.feed = feed
+        self.sessions = sessions
+        self.ready = ready
+        self.may_send = may_send
+        self.command_base = command_base if may_send is not None else None
+        self.profiles = profiles
+        self.secure = secure
+        self.env = _env()
+        feed.set_render(self.render)
+
+    # -- data ------------------------------------------------------------------------------------
+    def _state(self, table_id: str) -> ProjectionState | None:
+        s = self.tables().get(table_id)
+        return s if s is not None and s.config is not None else None
+
+    def summary(self, table_id: str, s: ProjectionState, live: TableLive) -> dict[str, Any]:
+        """What the floor shows of one table (cents)."""
+        assert s.config is not None
+        shoe = s.shoe
+        results = s.results(shoe.shoe_id) if shoe else ()
+        r = live.round
+        if shoe is None:
+            status = "No shoe"
+        elif live.shoe_closed and live.shoe_id == shoe.shoe_id:
+            status = "Shoe closed"
+        elif r is None or r.shoe_id != shoe.shoe_id:
+            status = "Shoe loaded: no round yet"
+        else:
+            status = STATUS_WORDS.get(r.status, r.status)
+        last = results[-1] if results else ""
+        return {"table_id": table_id, "variant": s.config.variant.value.replace("_", " "),
+                "wagers": sorted(w.value for w in s.config.wagers),
+                "shoe_id": shoe.shoe_id if shoe else "", "shoe_number": shoe.number if shoe else 0,
+                "cards_out": shoe.cards_out if shoe else 0, "rounds": len(results),
+                "round_number": r.number if r is not None else 0, "status": status,
+                "last_result": {"B": "Banker", "P": "Player", "T": "Tie"}.get(last, "-"), "last_letter": last,
+                "table_result_cents": s.ledger.table_result(table_id),
+                "curator": s.curator, "results": "".join(results)}
+
+    def _boards(self, s: ProjectionState, compact: bool) -> dict[str, str]:
+        return scoreboard(s.results(s.shoe.shoe_id) if s.shoe else (), compact=compact)
+
+    def _odds(self, s: ProjectionState, view: str) -> dict[str, Any] | None:
+        o = s.last_odds.get(view)
+        if o is None:
+            return None
+        return {"view": view, "trigger": o.trigger, "step": o.step, "cards_out": o.cards_out,
+                "composition": list(o.composition), "cards_left": sum(o.composition), "total": o.total,
+                "wagers": [{"wager": w.wager, "p_win": w.p_win, "ev": w.ev} for w in o.wagers]}
+
+    # -- fragments -------------------------------------------------------------------------------
+    def _t(self, name: str, **ctx: Any) -> str:
+        return self.env.get_template(name).render(**ctx)
+
+    def table_card(self, table_id: str) -> str | None:
+        s = self._state(table_id)
+        if s is None:
+            return None
+        return self._t("frag_table_card.html", t=self.summary(table_id, s, self.feed.table(table_id)),
+                       boards=self._boards(s, compact=True))
+
+    def console_frags(self, table_id: str, view: str) -> dict[str, str]:
+        """The console's live parts of one table: ``{element id: html}``."""
+        s = self._state(table_id)
+        live = self.feed.table(table_id)
+        full = view == "full"
+        out = {f"round-{table_id}": self._t("frag_round.html", table_id=table_id, r=live.round, full=full,
+                                            shoe_id=s.shoe.shoe_id if s and s.shoe else "",
+                                            opened=s is not None)}
+        out[f"seats-{table_id}"] = self._t("frag_seats.html", table_id=table_id, seats=sorted(live.seats.items()),
+                                           owed=sorted(live.owed.items()), full=full)
+        out[f"history-{table_id}"] = self._t("frag_history.html", table_id=table_id, rounds=list(live.history),
+                                             full=full)
+        if s is not None:
+            out[f"head-{table_id}"] = self._t("frag_head.html", t=self.summary(table_id, s, live))
+            out[f"odds-{table_id}"] = self._t("frag_odds.html", table_id=table_id, o=self._odds(s, "public"),
+                                              id_prefix="odds")
+            out[f"roads-{table_id}"] = self._t("frag_roads.html", table_id=table_id,
+                                               boards=self._boards(s, compact=False))
+        return out
+
+    def surveillance_frag(self, table_id: str) -> str | None:
+        """Surveillance only: the true remaining composition's odds beside the public ones."""
+        s = self._state(table_id)
+        if s is None:
+            return None
+        return self._t("frag_surv.html", table_id=table_id, surv=self._odds(s, "surveillance"),
+                       pub=self._odds(s, "public"), voids=list(self.feed.table(table_id).voids))
+
+    def alerts_frag(self) -> str:
+        """Surveillance only: the alerts the state holds (newest first, 50) and players by expected gain."""
+        alerts: list[dict[str, Any]] = []
+        players: dict[str, list[int]] = {}
+        for t, s in sorted(self.tables().items()):
+            for a in s.alerts:
+                alerts.append({"table_id": t, "round_id": a.round_id, "player_id": a.player_id, "seat": a.seat,
+                               "wager": a.wager, "stake_cents": a.stake_cents, "ev": a.ev,
+                               "expected_gain_cents": a.expected_gain_cents, "cards_left": a.cards_left})
+            for pid, w in s.watch.items():
+                acc = players.setdefault(pid, [0, 0, 0])
+                acc[0] += w.bets
+                acc[1] += w.stake_cents
+                acc[2] += w.expected_gain_cents
+        ranked = sorted(players.items(), key=lambda kv: (-kv[1][2], kv[0]))[:20]
+        return self._t("frag_alerts.html", alerts=list(reversed(alerts))[:50], total=len(alerts), players=ranked)
+
+    def cage_frag(self, table_id: str, day: str | None, shoe: str | None) -> str | None:
+        s = self._state(table_id)
+        if s is None:
+            return None
+        balances = s.ledger.balances(shoe_id=shoe, gaming_day=day)
+        entries = list(s.ledger.entries(shoe_id=shoe, gaming_day=day))[-8:]
+        return self._t("frag_cage.html", table_id=table_id, balances=balances,
+                       result=s.ledger.table_result(table_id, shoe_id=shoe, gaming_day=day),
+                       entries=[{"kind": e.kind, "round_id": e.round_id or "", "seat": e.seat or "",
+                                 "player_id": e.player_id or "", "at": e.occurred_at.strftime("%H:%M:%S"),
+                                 "lines": [(ln[0], ln[1]) for ln in e.lines]} for e in reversed(entries)],
+                       dropped=s.ledger.dropped)
+
+    # -- the live feed's render --------------------------------------------------------------------
+    def render(self, key: Hashable, tables: list[str]) -> list[str]:
+        """Frames for subscribers of ``key`` about ``tables`` (see :data:`services.projection.live.Render`)."""
+        assert isinstance(key, tuple)
+        out: list[str] = []
+        kind = key[0]
+        if kind == "floor":
+            for t in tables:
+                html = self.table_card(t)
+                if html is not None:
+                    out.append(frame("frag", {"id": f"table-{t}", "html": html, "parent": "tables"}))
+        elif kind == "console":
+            table_id, view = key[1], key[2]
+            if table_id in tables:
+                for eid, html in self.console_frags(table_id, view).items():
+                    out.append(frame("frag", {"id": eid, "html": html}))
+        elif kind == "surveillance":
+            for t in tables:
+                html = self.surveillance_frag(t)
+                if html is not None:
+                    out.append(frame("frag", {"id": f"surv-{t}", "html": html, "parent": "surv-tables"}))
+            if tables:
+                out.append(frame("frag", {"id": "alerts", "html": self.alerts_frag()}))
+        elif kind == "cage":
+            for t in tables:
+                html = self.cage_frag(t, key[1], key[2])
+                if html is not None:
+                    out.append(frame("frag", {"id": f"cage-{t}", "html": html, "parent": "cage-tables"}))
+        return out
+
+    # -- requests --------------------------------------------------------------------------------
+    def role(self, request: Request) -> str | None:
+        """The caller's role: its session cookie's, else its bearer token's."""
+        got = request.scope.get(SCOPE_ROLE)
+        if got:
+            return str(got)
+        auth = request.headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            return role_of(self.sessions.tokens, auth[7:].strip())
+        return None
+
+    def _page(self, name: str, request: Request, role: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        html = self._t(name, role=role, ready=self.ready(), path=request.url.path, **ctx)
+        return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
+
+    def _gate(self, request: Request, page: str) -> tuple[str | None, Response | None]:
+        role = self.role(request)
+        if role is None:
+            nxt = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return None, RedirectResponse("/login?" + urllib.parse.urlencode({"next": nxt}), status_code=303)
+        if role not in PAGE_ROLES[page]:
+            return role, self._page("refused.html", request, role, status=403, page=PAGE_TITLES[page],
+                                    allowed=sorted(PAGE_ROLES[page]))
+        return role, None
+
+    async def floor(self, request: Request) -> Response:
+        role, refused = self._gate(request, "floor")
+        if refused is not None:
+            return refused
+        assert role is not None
+        cards = [c for c in (self.table_card(t) for t in sorted(self.tables())) if c is not None]
+        return self._page("floor.html", request, role, cards=cards, stream="/live/floor")
+
+    async def console(self, request: Request) -> Response:
+        table_id = request.path_params["table_id"]
+        role, refused = self._gate(request, "console")
+        if refused is not None:
+            return refused
+        assert role is not None
+        if not _TABLE_ID.match(table_id):
+            return self._page("refused.html", request, role, status=422, page=PAGE_TITLES["console"],
+                              allowed=[], reason=f"table_id {table_id[:140]!r} is not a table id (1-128 letters, "
+                                                 "digits, '.', '_', ':' or '-')")
+        view = "full" if role in ROUND_READERS else "public"
+        s = self._state(table_id)
+        sends = sorted(self.may_send.get(role, frozenset())) if self.may_send is not None and role in FORM_ROLES \
+            else []
+        forms = [f for f in FORMS if f[0] in sends]
+        wagers = sorted(w.value for w in s.config.wagers) if s is not None and s.config is not None else []
+        return self._page("console.html", request, role, table_id=table_id, frags=self.console_frags(table_id, view),
+                          forms=forms, wagers=wagers, profiles=self.profiles,
+                          command_base=self.command_base, stream=f"/live/console/{table_id}",
+                          read_only=not forms)
+
+    async def surveillance(self, request: Request) -> Response:
+        role, refused = self._gate(request, "surveillance")
+        if refused is not None:
+            return refused
+        assert role is not None
+        frags = [f for f in (self.surveillance_frag(t) for t in sorted(self.tables())) if f is not None]
+        return self._page("surveillance.html", request, role, frags=frags, alerts=self.alerts_frag(),
+                          stream="/live/surveillance")
+
+    def _cage_filters(self, request: Request) -> tuple[str | None, str | None, str]:
+        day = request.query_params.get("gaming_day") or None
+        shoe = request.query_params.get("shoe_id") or None
+        if day is not None and not _DAY.match(day):
+            return None, None, f"gaming_day: {day[:40]!r} is not a date YYYY-MM-DD"
+        if shoe is not None and not _TABLE_ID.match(shoe):
+            return None, None, f"shoe_id: {shoe[:140]!r} is not a shoe id"
+        return day, shoe, ""
+
+    async def cage(self, request: Request) -> Response:
+        role, refused = self._gate(request, "cage")
+        if refused is not None:
+            return refused
+        assert role is not None
+        day, shoe, error = self._cage_filters(request)
+        if error:
+            return self._page("cage.html", request, role, status=422, frags=[], error=error, day="", shoe="",
+                              stream="")
+        frags = [f for f in (self.cage_frag(t, day, shoe) for t in sorted(self.tables())) if f is not None]
+        q = urllib.parse.urlencode({k: v for k, v in (("gaming_day", day), ("shoe_id", shoe)) if v})
+        return self._page("cage.html", request, role, frags=frags, error="", day=day or "", shoe=shoe or "",
+                          stream="/live/cage" + (f"?{q}" if q else ""))
+
+    async def live(self, request: Request) -> Response:
+        page = request.path_params["page"]
+        table_id = request.path_params.get("table_id", "")
+        if page not in PAGE_ROLES:
+            return JSONResponse({"detail": f"no live page {page!r}"}, status_code=404)
+        role = self.role(request)
+        if role is None:
+            return JSONResponse({"detail": "log in first (/login)"}, status_code=401)
+        if role not in PAGE_ROLES[page]:
+            return JSONResponse({"detail": f"the {role} role may not see the {PAGE_TITLES[page]} page"},
+                                status_code=403)
+        key: tuple[Any, ...]
+        if page == "console":
+            if not _TABLE_ID.match(table_id):
+                return JSONResponse({"detail": "table_id is not a table id"}, status_code=422)
+            key = ("console", table_id, "full" if role in ROUND_READERS else "public")
+        elif page == "cage":
+            day, shoe, error = self._cage_filters(request)
+            if error:
+                return JSONResponse({"detail": error}, status_code=422)
+            key = ("cage", day, shoe)
+        else:
+            key = (page,)
+        sub = self.feed.subscribe(key)
+        everything = [key[1]] if page == "console" else sorted(self.tables())
+
+        async def stream() -> Any:
+            try:
+                yield "retry: 1000\n\n"
+                yield frame("status", {"ready": bool(self.ready())})
+                for f in self.render(key, everything):  # the whole state first: a reconnect re-renders
+                    yield f
+                while True:
+                    try:
+                        got = await asyncio.wait_for(sub.queue.get(), HEARTBEAT_S)
+                    except TimeoutError:
+                        yield frame("status", {"ready": bool(self.ready())})
+                        continue
+                    if got is None:
+                        return
+                    yield got
+            finally:
+                self.feed.unsubscribe(sub)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    async def login_form(self, request: Request) -> Response:
+        nxt = _safe_next(request.query_params.get("next", ""))
+        return self._page("login.html", request, self.role(request) or "", next=nxt, error="")
+
+    async def login(self, request: Request) -> Response:
+        if not same_origin(request.scope):
+            return self._page("login.html", request, "", status=403, next="/",
+                              error="The login must be sent from this server's own login page.")
+        form = urllib.parse.parse_qs((await request.body())[:8192].decode("utf-8", "replace"))
+        token = (form.get("token") or [""])[0].strip()
+        nxt = _safe_next((form.get("next") or [""])[0])
+        if not token:
+            return self._page("login.html", request, "", status=422, next=nxt,
+                              error="token: enter the token of your role (dealer, pit, surveillance, cage, ...).")
+        got = self.sessions.login(token)
+        if got is None:
+            return self._page("login.html", request, "", status=401, next=nxt,
+                              error="That token is not any role's token: nothing was opened.")
+        sid, role = got
+        if nxt == "/" and role == "surveillance":
+            nxt = "/surveillance"
+        elif nxt == "/" and role == "cage":
+            nxt = "/cage"
+        r = RedirectResponse(nxt, status_code=303)
+        r.headers["Set-Cookie"] = set_cookie_header(sid, self.sessions.ttl_s, self.secure)
+        return r
+
+    async def logout(self, request: Request) -> Response:
+        if not same_origin(request.scope):
+            return JSONResponse({"detail": "log out from this server's own pages"}, status_code=403)
+        self.sessions.logout(cookie_value(list(request.scope.get("headers", []))))
+        r = RedirectResponse("/login", status_code=303)
+        r.headers["Set-Cookie"] = clear_cookie_header(self.secure)
+        return r
+
+    def routes(self) -> list[BaseRoute]:
+        """The pages' routes (mount them before the APIs: ``/`` and these paths are theirs)."""
+        static = StaticFiles(packages=[("services.projection", "static")])
+        return [
+            Route("/", self.floor), Route("/floor", self.floor),
+            Route("/console/{table_id:path}", self.console),
+            Route("/surveillance", self.surveillance), Route("/cage", self.cage),
+            Route("/login", self.login_form, methods=["GET"]), Route("/login", self.login, methods=["POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Route("/live/console/{table_id:path}", self.live_console),
+            Route("/live/{page}", self.live),
+            Mount("/static", app=static, name="static"),
+        ]
+
+    async def live_console(self, request: Request) -> Response:
+        request.path_params["page"] = "console"
+        return await self.live(request)
+
+
+def _safe_next(nxt: str) -> str:
+    """A local path to go to after login (never another site: ``//host`` or a scheme is refused)."""
+    if not nxt.startswith("/") or nxt.startswith("//") or "\\" in nxt or "\n" in nxt or "\r" in nxt:
+        return "/"
+    return nxt[:500]
+
+
+__all__ = ["FORMS", "PAGE_ROLES", "ROUND_READERS", "PitPages", "frame"]

@@ -1,0 +1,144 @@
+// Croupier pit pages: live updates by Server-Sent Events, and the console's forms through the command API.
+// Hand-written, no dependencies. Every element the server pushes ("frag" events) replaces the element of the
+// same id (or is appended to its parent); "status" says whether the projection is ready.
+(function () {
+  "use strict";
+  var banner = document.getElementById("live-banner");
+  var stream = document.body.dataset.stream;
+  var lost = false, notReady = document.body.dataset.ready === "false";
+
+  function showBanner() {
+    if (lost) {
+      banner.textContent = "Live updates lost: the server cannot be reached. Reconnecting by itself...";
+    } else if (notReady) {
+      banner.textContent = "The projection is not ready (restoring, or the broker cannot be reached): " +
+        "what you see may be out of date. The page recovers by itself.";
+    }
+    banner.hidden = !(lost || notReady);
+    document.body.dataset.live = lost ? "lost" : (notReady ? "not-ready" : "ok");
+  }
+
+  function autofill() {
+    var round = document.querySelector("[data-round-id]");
+    if (!round) return;
+    var values = {shoe: round.dataset.shoeId, round: round.dataset.roundId, card_number: round.dataset.nextCard};
+    document.querySelectorAll("[data-auto]").forEach(function (input) {
+      if (input.dataset.edited !== "1") input.value = values[input.dataset.auto] || "";
+    });
+  }
+
+  function apply(f) {
+    var t = document.createElement("template");
+    t.innerHTML = f.html.trim();
+    var node = t.content.firstElementChild;
+    if (!node) return;
+    var el = document.getElementById(f.id);
+    if (el) {
+      el.replaceWith(node);
+    } else if (f.parent) {
+      var parent = document.getElementById(f.parent);
+      if (parent) parent.appendChild(node);
+      var empty = document.getElementById("no-tables");
+      if (empty) empty.remove();
+    }
+  }
+
+  if (stream) {
+    var es = new EventSource(stream);
+    es.addEventListener("open", function () { lost = false; showBanner(); });
+    es.addEventListener("error", function () { lost = true; showBanner(); });
+    es.addEventListener("status", function (e) {
+      lost = false;
+      notReady = !JSON.parse(e.data).ready;
+      showBanner();
+    });
+    es.addEventListener("frag", function (e) {
+      apply(JSON.parse(e.data));
+      autofill();
+      document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
+    });
+  }
+
+  // ---- the console's forms -------------------------------------------------------------------------
+  function requestId() {
+    if (window.crypto && crypto.getRandomValues) {
+      var b = new Uint8Array(12);
+      crypto.getRandomValues(b);
+      return "web-" + Array.prototype.map.call(b, function (x) { return ("0" + x.toString(16)).slice(-2); }).join("");
+    }
+    return "web-" + Date.now().toString(16) + "-" + Math.floor(Math.random() * 1e9).toString(16);
+  }
+
+  function body(form) {
+    var out = {};
+    if (form.dataset.console === "true") {
+      var actor = document.getElementById("actor");
+      if (actor && actor.value.trim()) out.actor = actor.value.trim();
+    }
+    form.querySelectorAll("input[name], select[name]").forEach(function (el) {
+      var kind = el.dataset.type;
+      if (kind === "bool") { out[el.name] = el.checked; return; }
+      var v = el.value.trim();
+      if (v === "") return; // left out: the server says whether it is required
+      if (kind === "int") { out[el.name] = /^-?\d+$/.test(v) ? Number(v) : v; return; }
+      if (kind === "list") { out[el.name] = v.split(/[\s,]+/).filter(Boolean); return; }
+      out[el.name] = v;
+    });
+    return out;
+  }
+
+  function words(status, data) {
+    if (status === 200 && data && data.status === "accepted") {
+      var kinds = (data.events || []).map(function (e) { return e.payload.type; }).join(", ");
+      var ids = ["shoe_id", "round_id", "bet_id"].filter(function (k) { return data[k]; })
+        .map(function (k) { return k + " " + data[k]; }).join(", ");
+      return ["ok", "accepted: " + kinds + (ids ? " (" + ids + ")" : "")];
+    }
+    if (data && data.status === "rejected") {
+      return ["bad", "rejected: " + data.reason + " - " + data.detail];
+    }
+    var d = data && data.detail;
+    if (Array.isArray(d)) { // 422 from request validation: one line per field
+      return ["bad", "invalid input: " + d.map(function (x) {
+        var loc = (x.loc || []).filter(function (p) { return p !== "body"; }).join(".");
+        return (loc || "body") + ": " + x.msg;
+      }).join("; ")];
+    }
+    if (d && typeof d === "object") {
+      return ["bad", (status === 422 ? "invalid input: " : "refused (" + status + "): ") + (d.reason || "") +
+        (d.field ? " [" + d.field + "]" : "") + (d.detail ? " - " + d.detail : "")];
+    }
+    return ["bad", "refused (" + status + "): " + (d || "no answer")];
+  }
+
+  document.querySelectorAll("form.act").forEach(function (form) {
+    form.querySelectorAll("[data-auto]").forEach(function (el) {
+      el.addEventListener("input", function () { el.dataset.edited = "1"; });
+    });
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var out = form.querySelector("output.answer");
+      out.className = "answer pending";
+      out.textContent = "sending...";
+      fetch(form.dataset.path, {
+        method: "POST", credentials: "same-origin",
+        headers: {"Content-Type": "application/json", "Idempotency-Key": requestId()},
+        body: JSON.stringify(body(form))
+      }).then(function (r) {
+        return r.text().then(function (t) {
+          var data = null;
+          try { data = JSON.parse(t); } catch (e) { data = {detail: t.slice(0, 300)}; }
+          return words(r.status, data);
+        });
+      }).catch(function (e) {
+        return ["bad", "the server could not be reached (" + e + "): retry"];
+      }).then(function (w) {
+        out.className = "answer " + w[0];
+        out.textContent = w[1];
+        if (w[0] === "ok") form.querySelectorAll("[data-auto]").forEach(function (el) { delete el.dataset.edited; });
+        autofill();
+      });
+    });
+  });
+  autofill();
+})();
