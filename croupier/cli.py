@@ -606,10 +606,10 @@ def pit(
     from services.command_api.actions import BETTOR_ACTIONS, ROLE_ACTIONS
     from services.command_api.gateway import MissingWriterCredential, writer_settings
 
-    tokens = _api_tokens(token)
     _check_port(port)
     if timeout <= 0:
         raise fail(f"--timeout must be more than 0 seconds, got {timeout:g}")
+    tokens = _api_tokens(token)
     settings = _settings(bootstrap, prefix)
     sends = {a for role in tokens for a in ROLE_ACTIONS.get(role, ())}
     kinds = [k for k, needed in (("console", sends - BETTOR_ACTIONS), ("bettor", sends & BETTOR_ACTIONS)) if needed]

@@ -47,7 +47,7 @@ from starlette.staticfiles import StaticFiles
 
 from baccarat.money import format_cents
 from services.projection.core import ProjectionState
-from services.projection.live import HEARTBEAT_S, LiveFeed, RoundLive, TableLive
+from services.projection.live import HEARTBEAT_S, LiveFeed, TableLive
 from services.projection.roadsvg import scoreboard
 from services.runtime.credentials import role_of
 from services.runtime.sessions import (
@@ -209,8 +209,10 @@ class PitPages:
         s = self._state(table_id)
         if s is None:
             return None
-        return self._t("frag_surv.html", table_id=table_id, surv=self._odds(s, "surveillance"),
-                       pub=self._odds(s, "public"), voids=list(self.feed.table(table_id).voids))
+        pub = self._odds(s, "public")
+        return self._t("frag_surv.html", table_id=table_id, surv=self._odds(s, "surveillance"), pub=pub,
+                       pubev={w["wager"]: w["ev"] for w in pub["wagers"]} if pub else {},
+                       voids=list(self.feed.table(table_id).voids))
 
     def alerts_frag(self) -> str:
         """Surveillance only: the alerts the state holds (newest first, 50) and players by expected gain."""

@@ -77,7 +77,7 @@ def big_road_svg(r: Roads, columns: int = 24, cell: int = 14) -> str:
                 body.append(f'<text x="{x + cell / 2}" y="{y + cell / 2 + 3}" font-size="8" text-anchor="middle" '
                             f'fill="{GREEN}" font-family="sans-serif">{cellv.ties}</text>')
     if r.big_road.leading_ties and first == 0:
-        body.append(f'<line class="tie" x1="1" y1="{cell - 1}" x2="{cell - 1}" y2="1" stroke="{GREEN}" '
+        body.append(f'<line class="tie-leading" x1="1" y1="{cell - 1}" x2="{cell - 1}" y2="1" stroke="{GREEN}" '
                     f'stroke-width="1" stroke-dasharray="2 2"/>')
     return _frame(columns, r.rows, cell, body, f"big road, {r.big_road.entries} entries")
 

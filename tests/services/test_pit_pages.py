@@ -1,0 +1,245 @@
+"""The pit web app on the in-memory bus: login sessions (cookie, CSRF, logout), who may see which page, the
+pages' content after a round played through the command API mounted beside them, the live feed's
+fan-out (per-role keys, a slow subscriber dropped), and the scoreboards' SVG."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+import httpx
+import pytest
+
+from croupier.pit import create_pit_app
+from services.command_api.gateway import CommandGateway, MemoryCommandBus
+from services.floor.dealer import Clock
+from services.projection.core import ProjectionCore
+from services.projection.live import QUEUE_FRAMES, LiveFeed, Subscriber
+from services.projection.roadsvg import scoreboard
+from services.runtime.sessions import COOKIE, Sessions
+from tests.services.helpers import floor_bus
+
+TOKENS = {"dealer": "dealer-token-0123456789", "bettor": "bettor-token-0123456789",
+          "cage": "cage-token-01234567890", "pit": "pit-token-012345678901",
+          "surveillance": "surveillance-token-0123", "analyst": "analyst-token-01234567"}
+BASE = "http://pit.test"
+SAME = {"Origin": BASE}
+T = "T1"
+
+
+def pit_app():  # type: ignore[no-untyped-def]
+    bus, _ = floor_bus(7)
+    projection = bus.add(ProjectionCore())
+    mb = MemoryCommandBus(bus)
+    gw = CommandGateway(mb, Clock(datetime(2026, 12, 1, 17, tzinfo=timezone.utc)), timeout_s=0.5)
+    ids = iter(range(10_000))
+    pit = create_pit_app(projection, TOKENS, ready=lambda: True, gateway=gw,
+                         new_request_id=lambda: f"auto-{next(ids)}")
+    return pit, mb
+
+
+def client(pit) -> httpx.AsyncClient:  # type: ignore[no-untyped-def]
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=pit.app), base_url=BASE, follow_redirects=False)
+
+
+async def login(c: httpx.AsyncClient, role: str) -> None:
+    r = await c.post("/login", content=f"token={TOKENS[role]}&next=/floor",
+                     headers={**SAME, "Content-Type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 303 and r.headers["location"] == "/floor", r.text
+    assert c.cookies.get(COOKIE)  # kept by the client for the next requests
+
+
+async def play_round(c: httpx.AsyncClient) -> dict:  # type: ignore[type-arg]
+    """A round through the command API under /command with the dealer's cookie (and the bettor's bearer)."""
+    h = {**SAME}
+    r = await c.post(f"/command/tables/{T}/open", json={"actor": "d-1", "profile": "punto_banco"}, headers=h)
+    assert r.status_code == 200, r.text
+    shoe = (await c.post(f"/command/tables/{T}/shoe", json={"actor": "d-1", "cut_at": 150}, headers=h)).json()
+    assert (await c.post(f"/command/tables/{T}/seats", json={"actor": "d-1", "seat": 1, "player_id": "p-1"},
+                         headers=h)).status_code == 200
+    rnd = (await c.post(f"/command/tables/{T}/rounds", json={"actor": "d-1", "shoe_id": shoe["shoe_id"]},
+                        headers=h)).json()
+    bet = {"round_id": rnd["round_id"], "seat": 1, "player_id": "p-1", "wager": "player", "amount_cents": 2500}
+    r = await c.post(f"/command/tables/{T}/bets", json=bet, headers={"Authorization": f"Bearer {TOKENS['bettor']}"})
+    assert r.status_code == 200, r.text
+    r = await c.post(f"/command/tables/{T}/rounds/no-more-bets", json={"actor": "d-1", "round_id": rnd["round_id"]},
+                     headers=h)
+    assert r.status_code == 200, r.text
+    return {"shoe_id": shoe["shoe_id"], "round_id": rnd["round_id"], "bet": bet}
+
+
+# ---- sessions ----------------------------------------------------------------------------------------------
+def test_a_session_is_a_random_id_for_a_known_token_and_ends_at_logout_or_expiry():
+    now = [0.0]
+    s = Sessions(TOKENS, ttl_s=60, max_sessions=2, clock=lambda: now[0])
+    assert s.login("not-a-token-of-anyone") is None and s.login("") is None
+    sid, role = s.login(TOKENS["pit"])  # type: ignore[misc]
+    assert role == "pit" and sid not in TOKENS.values() and s.role(sid) == "pit"
+    s.logout(sid)
+    assert s.role(sid) is None
+    sid, _ = s.login(TOKENS["cage"])  # type: ignore[misc]
+    now[0] = 60.0
+    assert s.role(sid) is None  # expired
+    a, _ = s.login(TOKENS["dealer"])  # type: ignore[misc]
+    b, _ = s.login(TOKENS["dealer"])  # type: ignore[misc]
+    c, _ = s.login(TOKENS["dealer"])  # type: ignore[misc]
+    assert (s.role(a), s.role(b), s.role(c)) == (None, "dealer", "dealer")  # at most 2: the oldest forgotten
+
+
+async def test_login_sets_an_httponly_samesite_strict_cookie_and_refuses_bad_tokens_in_words():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        r = await c.get("/surveillance")
+        assert r.status_code == 303 and r.headers["location"] == "/login?next=%2Fsurveillance"
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        r = await c.post("/login", content="token=", headers={**SAME, **form})
+        assert r.status_code == 422 and "token: enter the token of your role" in r.text
+        r = await c.post("/login", content="token=wrong-token-0123456789", headers={**SAME, **form})
+        assert r.status_code == 401 and "not any role&#39;s token" in r.text and COOKIE not in r.headers.get(
+            "set-cookie", "")
+        r = await c.post("/login", content=f"token={TOKENS['pit']}", headers={"Origin": "http://evil.test", **form})
+        assert r.status_code == 403 and "set-cookie" not in r.headers
+        r = await c.post("/login", content=f"token={TOKENS['pit']}&next=//evil.test/x", headers={**SAME, **form})
+        cookie = r.headers["set-cookie"]
+        assert r.status_code == 303 and r.headers["location"] == "/"  # never another site
+        assert re.fullmatch(rf"{COOKIE}=[A-Za-z0-9_-]{{43}}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200", cookie)
+        assert TOKENS["pit"] not in cookie
+
+
+async def test_each_page_answers_its_roles_and_refuses_the_others_in_words():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        await login(c, "pit")
+        r = await c.get("/surveillance")
+        assert r.status_code == 403 and "may not see the Surveillance page" in r.text and "<b>pit</b>" in r.text
+        assert (await c.get("/live/surveillance")).status_code == 403
+        assert (await c.get("/cage")).status_code == 200 and (await c.get("/floor")).status_code == 200
+        assert (await c.get("/console/bad id!")).status_code == 422
+        assert (await c.get("/cage?gaming_day=yesterday")).status_code == 422
+        # the query API answers the cookie as its role's bearer: the pit reads ledgers, not alerts
+        assert (await c.get("/alerts")).status_code == 403
+        r = await c.post("/logout", headers=SAME)
+        assert r.status_code == 303 and "Max-Age=0" in r.headers["set-cookie"]
+        assert (await c.get("/cage")).status_code == 303  # logged out: to the login page
+    async with client(pit) as c:
+        await login(c, "cage")
+        assert (await c.get("/surveillance")).status_code == 403
+        await login(c, "surveillance")
+        assert (await c.get("/surveillance")).status_code == 200 and (await c.get("/alerts")).status_code == 200
+
+
+async def test_a_state_changing_request_with_the_cookie_must_come_from_this_origin():
+    pit, mb = pit_app()
+    async with client(pit) as c:
+        await login(c, "dealer")
+        body = {"actor": "d-1", "profile": "punto_banco"}
+        for headers in ({"Origin": "http://evil.test"}, {}, {"Referer": "http://evil.test/console/T1"}):
+            r = await c.post(f"/command/tables/{T}/open", json=body, headers=headers)
+            assert r.status_code == 403 and r.json()["detail"]["reason"] == "cross_origin", headers
+        assert mb.sent == []  # nothing was sent
+        r = await c.post(f"/command/tables/{T}/open", json=body, headers={"Referer": f"{BASE}/console/{T}"})
+        assert r.status_code == 200 and r.json()["status"] == "accepted"
+        assert len(mb.sent) == 1
+    async with client(pit) as c:  # a bearer header, no cookie: an API client, no origin needed
+        r = await c.post(f"/command/tables/{T}/seats", json={"actor": "d-1", "seat": 2, "player_id": "p-2"},
+                         headers={"Authorization": f"Bearer {TOKENS['dealer']}"})
+        assert r.status_code == 200, r.text
+
+
+async def test_the_console_and_the_floor_show_the_round_as_the_projection_folded_it():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        await login(c, "dealer")
+        played = await play_round(c)
+        html = (await c.get(f"/console/{T}")).text
+        assert f'data-round-id="{played["round_id"]}"' in html and 'data-status="settled"' in html
+        cards = re.findall(r'<li class="card-dealt hand-(player|banker)"><span class="playing-card">(\w\w)</span>'
+                           r'.*?<span class="why">([^<]+)</span>', html)
+        assert 4 <= len(cards) <= 6 and all(why.strip() for _, _, why in cards)
+        assert "1 bet(s), stakes $25.00" in html and "<td>p-1</td>" in html
+        assert 'id="form-no_more_bets"' in html and 'id="form-place_bet"' not in html  # the dealer's forms
+        floor = (await c.get("/floor")).text
+        assert f'id="table-{T}" data-last=' in floor and 'data-rounds="1"' in floor
+        assert len(re.findall(r'<circle class="bead bead-[BPT]"', floor)) == 1
+        # a late bet is refused with its reason, by the command API beside the pages
+        late = {**played["bet"], "amount_cents": 5000}
+        r = await c.post(f"/command/tables/{T}/bets", json=late, headers={"Authorization": f"Bearer {TOKENS['bettor']}"})
+        assert r.status_code == 409 and r.json()["reason"] == "betting_closed"
+    async with client(pit) as c:
+        await login(c, "analyst")  # read-only, no player ids
+        html = (await c.get(f"/console/{T}")).text
+        assert 'data-status="settled"' in html and "p-1" not in html and 'class="act"' not in html
+        await login(c, "bettor")
+        html = (await c.get(f"/console/{T}")).text
+        assert 'id="form-place_bet"' in html and 'id="form-no_more_bets"' not in html and "p-1" not in html
+
+
+async def test_the_feed_renders_per_key_and_the_surveillance_view_only_for_its_key():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        await login(c, "dealer")
+        await play_round(c)
+    floor = "".join(pit.pages.render(("floor",), [T]))
+    public = "".join(pit.pages.render(("console", T, "public"), [T]))
+    full = "".join(pit.pages.render(("console", T, "full"), [T]))
+    surv = "".join(pit.pages.render(("surveillance",), [T]))
+    assert "truly left" in surv and "surv-T1" in surv
+    for other in (floor, public, full):
+        assert "truly left" not in other and "surveillance view" not in other
+    assert "p-1" in full and "p-1" not in public and "p-1" not in floor
+
+
+async def test_a_slow_subscriber_is_dropped_and_the_others_keep_their_frames():
+    feed = LiveFeed(lambda: ["T1"])
+    feed.set_render(lambda key, tables: [f"event: frag\ndata: {key[0]}\n\n" for _ in tables])
+    slow, quick = feed.subscribe(("slow",)), feed.subscribe(("quick",))
+    for i in range(QUEUE_FRAMES + 1):
+        feed._dirty.add("T1")
+        feed.fan_out()
+        if i % 10 == 0:  # the quick one reads
+            while not quick.queue.empty():
+                quick.queue.get_nowait()
+    assert slow.dropped and slow not in feed.subscribers and feed.drops == 1
+    assert slow.queue.get_nowait() is None  # its stream ends: the browser reconnects
+    assert not quick.dropped and quick in feed.subscribers
+    feed.close()
+    while (got := quick.queue.get_nowait()) is not None:
+        assert got == "event: frag\ndata: quick\n\n"
+    assert isinstance(feed.subscribe(("late",)), Subscriber) and feed.subscribers == set()
+
+
+def test_a_failing_render_ends_no_stream():
+    pit, _ = pit_app()
+    feed = pit.feed
+
+    def broken(key, tables):  # type: ignore[no-untyped-def]
+        raise RuntimeError("a rendering bug")
+
+    feed.set_render(broken)
+    sub = feed.subscribe(("floor",))
+    feed._dirty.add(T)
+    assert feed.fan_out() == 0 and not sub.dropped
+
+
+@pytest.mark.parametrize("results, beads, rings, ties", [("", 0, 0, 0), ("BPT", 3, 2, 1), ("TTBBB", 5, 3, 0)])
+def test_the_scoreboards_are_drawn_one_mark_per_result(results: str, beads: int, rings: int, ties: int):
+    b = scoreboard(results)
+    assert b["bead_plate"].count("<circle class=\"bead") == beads
+    assert b["big_road"].count("<circle class=\"big") == rings
+    assert b["big_road"].count('<line class="tie" ') == ties
+    for letter, colour in (("B", "#c62828"), ("P", "#1565c0")):
+        assert b["bead_plate"].count(f'class="bead bead-{letter}"') == results.count(letter)
+        if letter in results:
+            assert f'bead-{letter}" cx' in b["bead_plate"] and colour in b["bead_plate"]
+
+
+def test_the_derived_roads_mark_as_baccarat_roads_says():
+    from baccarat.roads import roads
+
+    seq = "BBPPBPPPBB"
+    r = roads(seq)
+    b = scoreboard(seq)
+    assert b["big_eye_boy"].count('<circle class="mark') == len(r.big_eye_boy.marks)
+    assert b["small_road"].count('<circle class="mark') == len(r.small_road.marks)
+    assert b["cockroach_pig"].count('<line class="mark') == len(r.cockroach_pig.marks)
+    assert b["big_eye_boy"].count('mark-R"') == r.big_eye_boy.marks.count("R") > 0

@@ -1,0 +1,324 @@
+"""The pit in a real browser (Debian's headless Chromium driven by Selenium) against a real broker.
+
+One server for the module: the five services in a thread of their own (an event loop beside the test's
+synchronous browser calls), the command API's gateway and the pit web app (:func:`croupier.pit.create_pit_app`)
+on a free loopback port. One browser for the module, two origins (``127.0.0.1`` and ``localhost``: cookies
+are per host, so one browser holds two sessions): the dealer's console and the floor in two tabs of the
+first, a betting terminal, then the pit, the cage and surveillance in the second.
+
+A dealer opens a table, loads a shoe, seats a player and opens a round through the console's forms; the
+terminal places a bet; "No more bets"; the dealing service deals; the console shows the cards with the rule
+behind each, the result and the settlement, and the floor tab, open all along, shows the result and the
+road without a reload. A late bet shows its reason (``betting_closed``); the surveillance page refuses the
+pit role in words; surveillance and the cage see theirs. Screenshots of each view go to ``var/screenshots/``.
+
+Chromium missing: a failure when ``CROUPIER_REQUIRE_BROWSER`` (or ``CROUPIER_REQUIRE_KAFKA``) is set, as in
+``.ci/run``, else a skip with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from baccarat.money import format_cents
+from contracts import topics as T
+from croupier.pit import create_pit_app, serve_pit
+from services.command_api.gateway import CommandGateway, KafkaCommandBus
+from services.projection.core import ProjectionCore
+from services.runtime.app import Service, build_service
+from services.runtime.kafka import ensure_topics
+from tests.services.helpers import make_cores
+from tests.system.conftest import broker_settings
+
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = REPO / "var" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+DRIVER = Path("/usr/bin/chromedriver")
+TOKENS = {"dealer": "dealer-token-pitweb-0123", "bettor": "bettor-token-pitweb-0123",
+          "pit": "pit-token-pitweb-012345", "cage": "cage-token-pitweb-01234",
+          "surveillance": "surveillance-token-pitweb-0", "analyst": "analyst-token-pitweb-012"}
+TABLE = "PW1"
+WAIT_S = 90  # the most a page may take to show what the services decided (a loaded 2-core machine)
+
+
+def _required() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in {"1", "true", "yes", "on"}
+               for v in ("CROUPIER_REQUIRE_BROWSER", "CROUPIER_REQUIRE_KAFKA"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PitServer(threading.Thread):
+    """The services, the gateway and the pit app on an event loop in this thread, until :meth:`shutdown`."""
+
+    def __init__(self, bootstrap: str):
+        super().__init__(daemon=True, name="pit-server")
+        self.bootstrap = bootstrap
+        self.port = _free_port()
+        self.started = threading.Event()
+        self.error: BaseException | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stop: asyncio.Event | None = None
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            self.error = e
+            self.started.set()
+
+    async def _main(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.stop = asyncio.Event()
+        settings = broker_settings(self.bootstrap, topic_prefix=f"pitweb{uuid.uuid4().hex[:8]}.")
+        await ensure_topics(settings, T.ALL_TOPICS)
+        running: list[Service] = []
+        bus = KafkaCommandBus(settings)
+        try:
+            cores: dict[str, Any] = {**make_cores(seed=31), "projection": ProjectionCore()}
+            for name, core in cores.items():
+                extra = (T.SHOE_DRAWS,) if name == "dealing" else ()
+                svc = build_service(core, settings, extra_topics=extra)
+                await svc.start()
+                running.append(svc)
+            for svc in running:
+                await svc.wait_ready()
+            await bus.start()
+            projection = running[-1]
+            gateway = CommandGateway(bus, lambda: datetime.now(timezone.utc), timeout_s=30.0)
+            pit = create_pit_app(projection.host, TOKENS, ready=lambda: projection.ready, gateway=gateway)
+            self.started.set()
+            await serve_pit(pit, "127.0.0.1", self.port, self.stop)
+        finally:
+            await bus.stop()
+            for svc in reversed(running):
+                await svc.stop()
+
+    def shutdown(self) -> None:
+        if self.loop is not None and self.stop is not None:
+            self.loop.call_soon_threadsafe(self.stop.set)
+        self.join(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def server(kafka_bootstrap: str) -> Iterator[PitServer]:
+    srv = PitServer(kafka_bootstrap)
+    srv.start()
+    assert srv.started.wait(180), "the pit server did not start"
+    if srv.error is not None:
+        raise srv.error
+    # the port answers before the first page is asked for
+    with httpx.Client(timeout=30) as c:
+        for _ in range(300):
+            try:
+                if c.get(f"http://127.0.0.1:{srv.port}/health/live").status_code == 200:
+                    break
+            except httpx.TransportError:
+                threading.Event().wait(0.1)
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    missing = [str(p) for p in (CHROMIUM, DRIVER) if not p.exists()]
+    if missing:
+        why = (f"needs Debian's chromium and chromium-driver ({', '.join(missing)} missing): "
+               "apt-get install chromium chromium-driver")
+        if _required():
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    profile = tempfile.mkdtemp(prefix="croupier-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1400,1000", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=DriverService(executable_path=str(DRIVER)), options=options)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------
+def _wait(driver: Any, condition: Any, what: str) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT_S, poll_frequency=0.1).until(condition, message=what)
+
+
+def _login(driver: Any, base: str, role: str, then: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{base}/login?next={then}")
+    driver.find_element(By.ID, "token").send_keys(TOKENS[role])
+    driver.find_element(By.ID, "login").click()
+    _wait(driver, lambda d: d.find_elements(By.ID, "role") and role in d.find_element(By.ID, "role").text,
+          f"logged in as {role}")
+
+
+def _logout(driver: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.ID, "logout").click()
+    _wait(driver, lambda d: d.find_elements(By.ID, "token"), "the login page after logging out")
+
+
+def _act(driver: Any, action: str, **fields: str) -> str:
+    """Fill the console's form for ``action`` and send it; the answer's words."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    form = driver.find_element(By.ID, f"form-{action}")
+    for name, value in fields.items():
+        el = form.find_element(By.NAME, name)
+        if el.tag_name == "select":
+            Select(el).select_by_visible_text(value)
+        else:
+            el.clear()
+            el.send_keys(value)
+    out = form.find_element(By.CSS_SELECTOR, "output.answer")
+    driver.execute_script("arguments[0].textContent = ''", out)
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    return str(_wait(driver, lambda d: out.text not in ("", "sending...") and out.text, f"the answer to {action}"))
+
+
+def _round_attr(driver: Any, name: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    return str(driver.find_element(By.ID, f"round-{TABLE}").get_attribute(name) or "")
+
+
+def _shot(driver: Any, name: str) -> None:
+    driver.save_screenshot(str(SHOTS / name))
+
+
+# ---- the tests -------------------------------------------------------------------------------------------
+def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(server: PitServer, browser: Any):
+    from selenium.webdriver.common.by import By
+
+    d = browser
+    a, b = f"http://127.0.0.1:{server.port}", f"http://localhost:{server.port}"
+    _login(d, a, "dealer", f"/console/{TABLE}")
+    console = d.current_window_handle
+    assert d.current_url == f"{a}/console/{TABLE}"
+    d.find_element(By.ID, "actor").send_keys("dealer-ana")
+    # bad input is answered in words, naming the field, and nothing is sent
+    bad = _act(d, "seat_player", seat="0", player_id="p-1")
+    assert bad.startswith("invalid input") and "seat" in bad, bad
+    assert _act(d, "open_table", profile="punto_banco").startswith("accepted: table_opened"), "open"
+    answer = _act(d, "load_shoe", cut_at="200")
+    assert answer.startswith("accepted: shoe_loaded, shoe_cut, shoe_burned"), answer
+    _wait(d, lambda _: _round_attr(d, "data-shoe-id"), "the console shows the loaded shoe (live)")
+    assert _act(d, "seat_player", seat="1", player_id="p-1").startswith("accepted: player_seated")
+    answer = _act(d, "open_round")
+    assert answer.startswith("accepted: round_opened, betting_opened"), answer
+    _wait(d, lambda _: _round_attr(d, "data-status") == "betting", "the console shows betting open (live)")
+    round_id = _round_attr(d, "data-round-id")
+    assert round_id and round_id in answer
+
+    # the floor in a second tab of the same browser, open before the round is dealt
+    d.switch_to.new_window("tab")
+    floor = d.current_window_handle
+    d.get(f"{a}/floor")
+    card = d.find_element(By.ID, f"table-{TABLE}")
+    assert card.get_attribute("data-rounds") == "0" and "Betting open" in card.text
+    d.execute_script("window.__pitMarker = 42")  # gone if the page reloads
+
+    # the betting terminal: a second origin, so a second session
+    d.switch_to.new_window("tab")
+    terminal = d.current_window_handle
+    _login(d, b, "bettor", f"/console/{TABLE}")
+    _wait(d, lambda _: _round_attr(d, "data-round-id") == round_id, "the terminal knows the round")
+    answer = _act(d, "place_bet", seat="1", player_id="p-1", wager="banker", amount_cents="10000")
+    assert answer.startswith("accepted: bet_placed"), answer
+
+    d.switch_to.window(console)
+    _wait(d, lambda _: d.find_elements(By.CSS_SELECTOR, f"#round-{TABLE} tr.bet"), "the bet in the console (live)")
+    _shot(d, "console-mid-round.png")
+    assert _act(d, "no_more_bets").startswith("accepted: betting_closed")
+    totals = _wait(d, lambda _: d.find_elements(By.ID, f"totals-{TABLE}"), "the settlement in the console (live)")
+    _shot(d, "console-settled.png")
+    assert "1 bet(s), stakes $100.00" in totals[0].text, totals[0].text
+    cards = d.find_elements(By.CSS_SELECTOR, f"#round-{TABLE} li.card-dealt")
+    assert 4 <= len(cards) <= 6 and all(c.find_element(By.CLASS_NAME, "why").text for c in cards)
+    outcome = d.find_element(By.ID, f"outcome-{TABLE}").text
+    winner = "Tie" if outcome.startswith("Tie") else outcome.split(" wins")[0]
+    assert winner in ("Banker", "Player", "Tie"), outcome
+    settled = d.find_element(By.CSS_SELECTOR, f"#round-{TABLE} tr.bet").text
+    assert ("win" in settled) == (winner == "Banker") or winner == "Tie", settled
+
+    # the floor tab took the result and the road without a reload
+    d.switch_to.window(floor)
+    _wait(d, lambda _: d.find_element(By.ID, f"table-{TABLE}").get_attribute("data-rounds") == "1",
+          "the floor shows the round's result (live)")
+    card = d.find_element(By.ID, f"table-{TABLE}")
+    assert d.execute_script("return window.__pitMarker") == 42, "the floor page was reloaded"
+    assert card.find_element(By.CLASS_NAME, "last").text == winner
+    beads = card.find_elements(By.CSS_SELECTOR, "circle.bead")
+    assert len(beads) == 1 and beads[0].get_attribute("class") == f"bead bead-{winner[0]}"
+    assert len(card.find_elements(By.CSS_SELECTOR, "circle.big")) == (0 if winner == "Tie" else 1)
+    _shot(d, "floor.png")
+
+    # a late bet from the terminal shows its reason
+    d.switch_to.window(terminal)
+    late = _act(d, "place_bet", amount_cents="5000")
+    assert late.startswith("rejected: betting_closed"), late
+    _shot(d, "late-bet.png")
+
+
+def test_the_surveillance_page_refuses_the_pit_role_and_each_role_sees_its_page(server: PitServer, browser: Any):
+    from selenium.webdriver.common.by import By
+
+    d = browser
+    b = f"http://localhost:{server.port}"
+    d.switch_to.new_window("tab")
+    _login(d, b, "pit", "/surveillance")
+    refused = d.find_element(By.ID, "refused").text
+    assert "The pit role may not see the Surveillance page" in refused and "surveillance" in refused
+    _shot(d, "refusal.png")
+    with httpx.Client(base_url=b.replace("localhost", "127.0.0.1"), timeout=30) as c:
+        pit = {"Authorization": f"Bearer {TOKENS['pit']}"}
+        assert c.get("/surveillance", headers=pit).status_code == 403
+        assert c.get("/live/surveillance", headers=pit).status_code == 403
+        assert c.get("/cage", headers=pit).status_code == 200
+        result = c.get(f"/tables/{TABLE}").json()["table_result_cents"]
+
+    d.get(f"{b}/cage")
+    cage = _wait(d, lambda _: d.find_elements(By.ID, f"cage-{TABLE}"), "the cage's table")[0]
+    assert cage.find_element(By.CSS_SELECTOR, "h2 .result").text == format_cents(result)
+    assert f"table:{TABLE}:game" in cage.text and "patron:p-1" in cage.text
+    _shot(d, "cage.png")
+
+    _logout(d)
+    _login(d, b, "surveillance", "/surveillance")
+    surv = _wait(d, lambda _: d.find_elements(By.ID, f"surv-{TABLE}"), "the surveillance odds of the table")[0]
+    assert "cards truly left" in surv.text and d.find_element(By.ID, "alerts")
+    _shot(d, "surveillance.png")
+    _logout(d)
