@@ -40,6 +40,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import escape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
@@ -202,6 +203,11 @@ class PitPages:
                                               id_prefix="odds")
             out[f"roads-{table_id}"] = self._t("frag_roads.html", table_id=table_id,
                                                boards=self._boards(s, compact=False))
+        else:  # placeholders the live frames replace once the table opens
+            tid = escape(table_id)
+            out[f"head-{table_id}"] = f'<div id="head-{tid}" class="head">The table is not open yet.</div>'
+            out[f"odds-{table_id}"] = f'<section id="odds-{tid}" class="panel odds" hidden></section>'
+            out[f"roads-{table_id}"] = f'<section id="roads-{tid}" class="panel roads" hidden></section>'
         return out
 
     def surveillance_frag(self, table_id: str) -> str | None:

@@ -271,8 +271,9 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     outcome = d.find_element(By.ID, f"outcome-{TABLE}").text
     winner = "Tie" if outcome.startswith("Tie") else outcome.split(" wins")[0]
     assert winner in ("Banker", "Player", "Tie"), outcome
-    settled = d.find_element(By.CSS_SELECTOR, f"#round-{TABLE} tr.bet").text
-    assert ("win" in settled) == (winner == "Banker") or winner == "Tie", settled
+    # the banker bet: won, lost, or void on a tie (13:69F-3.2(a)2.iii)
+    expected = {"Banker": "win", "Player": "lose", "Tie": "void"}[winner]
+    assert d.find_elements(By.CSS_SELECTOR, f"#round-{TABLE} tr.bet td.settled-{expected}"), expected
 
     # the floor tab took the result and the road without a reload
     d.switch_to.window(floor)
@@ -322,3 +323,44 @@ def test_the_surveillance_page_refuses_the_pit_role_and_each_role_sees_its_page(
     assert "cards truly left" in surv.text and d.find_element(By.ID, "alerts")
     _shot(d, "surveillance.png")
     _logout(d)
+
+
+async def test_the_demo_prints_the_floor_address_and_serves_it_while_it_runs(kafka_bootstrap: str):
+    """``croupier demo`` (one table, two rounds): the floor's address is printed, the pages answer there
+    while the demo deals, with the pit token of a mode-600 file the demo wrote (no default token)."""
+    import io
+    import re
+    import stat
+
+    from rich.console import Console
+
+    from croupier.demo import run_demo
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=200, force_terminal=False)
+    port = _free_port()
+    demo = asyncio.ensure_future(run_demo(tables=1, shoes=1, speed=0, bootstrap=kafka_bootstrap, console=console,
+                                          seed=3, rounds=2, pit_port=port))
+    seen: dict[str, Any] = {}
+    async with httpx.AsyncClient(timeout=30) as c:
+        while not demo.done() and "floor" not in seen:
+            m = re.search(r"The floor in a browser: (http://127\.0\.0\.1:(\d+)/) .*? from (\S+), mode 600",
+                          buf.getvalue())
+            if m is None:
+                await asyncio.sleep(0.1)
+                continue
+            seen["url"], path = m.group(1), Path(m.group(3))
+            seen["mode"] = stat.S_IMODE(path.stat().st_mode)
+            token = dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)["pit"]
+            anonymous = await c.get(seen["url"])
+            seen["anonymous"] = (anonymous.status_code, anonymous.headers.get("location"))
+            r = await c.get(seen["url"] + "floor", headers={"Authorization": f"Bearer {token}"})
+            if "BAC-01" in r.text:
+                seen["floor"] = r.status_code
+            else:
+                await asyncio.sleep(0.2)
+    code = await demo
+    out = buf.getvalue()
+    assert code == 0, out[-3000:]
+    assert seen.get("url") == f"http://127.0.0.1:{port}/" and seen["mode"] == 0o600, (seen, out[-2000:])
+    assert seen["anonymous"] == (303, "/login?next=%2F") and seen["floor"] == 200, seen
