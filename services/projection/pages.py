@@ -92,6 +92,15 @@ _TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 STATUS_WORDS = {"betting": "Betting open", "dealing": '"No more bets": dealing', "resolved": "Resolved",
                 "settled": "Settled", "voided": "Voided"}
+#: every page: nothing cached, nothing but this origin's script and style, never inside another site's frame
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                               "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
 PAGE_TITLES = {"floor": "Floor", "console": "Table console", "surveillance": "Surveillance", "cage": "Cage"}
 
 
@@ -293,7 +302,7 @@ class PitPages:
 
     def _page(self, name: str, request: Request, role: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         html = self._t(name, role=role, ready=self.ready(), path=request.url.path, **ctx)
-        return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
+        return HTMLResponse(html, status_code=status, headers=PAGE_HEADERS)
 
     def _gate(self, request: Request, page: str) -> tuple[str | None, Response | None]:
         role = self.role(request)

@@ -113,7 +113,13 @@ async def test_each_page_answers_its_roles_and_refuses_the_others_in_words():
         r = await c.get("/surveillance")
         assert r.status_code == 403 and "may not see the Surveillance page" in r.text and "<b>pit</b>" in r.text
         assert (await c.get("/live/surveillance")).status_code == 403
-        assert (await c.get("/cage")).status_code == 200 and (await c.get("/floor")).status_code == 200
+        assert (await c.get("/cage")).status_code == 200
+        r = await c.get("/floor")
+        assert r.status_code == 200 and "frame-ancestors 'none'" in r.headers["content-security-policy"]
+        assert 'src="/static/pit.js"' in r.text and "http" not in r.text.split("<main>")[0].replace(
+            'xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched from another site
+        js = await c.get("/static/pit.js")
+        assert js.status_code == 200 and "EventSource" in js.text
         assert (await c.get("/console/bad id!")).status_code == 422
         assert (await c.get("/cage?gaming_day=yesterday")).status_code == 422
         # the query API answers the cookie as its role's bearer: the pit reads ledgers, not alerts
