@@ -267,7 +267,7 @@ class LiveFeed:
         try:
             if not isinstance(env.payload, OddsUpdated | AdvantageBetFlagged):
                 self.table(env.table_id).fold(env)
-        except Exception:  # noqa: BLE001 - a view's failure must not fail the projection's fold
+        except Exception:  # a view's failure must not fail the projection's fold
             log.exception("live_fold_failed", table_id=env.table_id, event_id=env.event_id)
         self._dirty.add(env.table_id)
         self._wake.set()
@@ -312,7 +312,7 @@ class LiveFeed:
             if got is None:
                 try:
                     got = frames[sub.key] = self.render(sub.key, dirty)
-                except Exception:  # noqa: BLE001 - a rendering bug must not end every stream
+                except Exception:  # a rendering bug must not end every stream
                     log.exception("live_render_failed", key=str(sub.key))
                     got = frames[sub.key] = []
             for frame in got:

@@ -74,17 +74,17 @@ ROUND_READERS = frozenset({"dealer", "pit", "surveillance", "cage"})
 FORMS: tuple[tuple[str, str, str], ...] = (
     ("open_table", "open", "Open table"),
     ("load_shoe", "shoe", "Load shoe"),
-    ("read_burn", "shoe/burn", "Read burn (physical shoe)"),
     ("seat_player", "seats", "Seat player"),
-    ("leave_seat", "seats/leave", "Player leaves"),
     ("open_round", "rounds", "Open round"),
     ("place_bet", "bets", "Place bet"),
     ("withdraw_bet", "bets/withdraw", "Withdraw bet"),
     ("no_more_bets", "rounds/no-more-bets", '"No more bets"'),
+    ("read_burn", "shoe/burn", "Read burn (physical shoe)"),
     ("read_card", "shoe/cards", "Read card (physical shoe)"),
     ("void_round", "rounds/void", "Void round"),
-    ("close_shoe", "shoe/close", "Close shoe"),
+    ("leave_seat", "seats/leave", "Player leaves"),
     ("collect_commission", "commission/collect", "Collect commission"),
+    ("close_shoe", "shoe/close", "Close shoe"),
 )
 #: roles that get the console's forms (the others see it read-only, the pit included)
 FORM_ROLES = frozenset({"dealer", "bettor"})
@@ -399,7 +399,7 @@ class PitPages:
         else:
             key = (page,)
         sub = self.feed.subscribe(key)
-        everything = [key[1]] if page == "console" else sorted(self.tables())
+        everything: list[str] = [table_id] if page == "console" else sorted(self.tables())
 
         async def stream() -> Any:
             try:

@@ -111,10 +111,11 @@ def scoreboard(results: Iterable[str] | str, compact: bool = False) -> dict[str,
     r = roads(results)
     n = 10 if compact else 14
     m = 18 if compact else 30
+    k = 16 if compact else 22
     return {"bead_plate": bead_plate_svg(r, columns=n), "big_road": big_road_svg(r, columns=m),
-            "big_eye_boy": derived_svg(r, "big_eye_boy", columns=m),
-            "small_road": derived_svg(r, "small_road", columns=m),
-            "cockroach_pig": derived_svg(r, "cockroach_pig", columns=m)}
+            "big_eye_boy": derived_svg(r, "big_eye_boy", columns=k),
+            "small_road": derived_svg(r, "small_road", columns=k),
+            "cockroach_pig": derived_svg(r, "cockroach_pig", columns=k)}
 
 
 __all__ = ["bead_plate_svg", "big_road_svg", "derived_svg", "scoreboard"]

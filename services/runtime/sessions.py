@@ -90,7 +90,7 @@ def cookie_value(headers: list[tuple[bytes, bytes]], name: str = COOKIE) -> str 
             try:
                 jar.load(v.decode("latin-1"))
             except Exception:  # noqa: BLE001 - a malformed Cookie header is no session
-                continue
+                jar = SimpleCookie()
             if name in jar:
                 return jar[name].value
     return None

@@ -249,3 +249,23 @@ def test_the_derived_roads_mark_as_baccarat_roads_says():
     assert b["small_road"].count('<circle class="mark') == len(r.small_road.marks)
     assert b["cockroach_pig"].count('<line class="mark') == len(r.cockroach_pig.marks)
     assert b["big_eye_boy"].count('mark-R"') == r.big_eye_boy.marks.count("R") > 0
+
+
+async def test_a_projection_not_ready_shows_the_banner_in_words():
+    bus, _ = floor_bus(7)
+    projection = bus.add(ProjectionCore())
+    ready = [False]
+    pit = create_pit_app(projection, TOKENS, ready=lambda: ready[0])
+    async with client(pit) as c:
+        await login(c, "pit")
+        html = (await c.get("/floor")).text
+        assert re.search(r'<div id="live-banner" class="banner" role="alert">The projection is not ready', html)
+        assert (await c.get("/tables")).status_code == 503  # the query API says so too
+        ready[0] = True
+        html = (await c.get("/floor")).text
+        assert '<div id="live-banner" class="banner" role="alert" hidden>' in html
+        # no command API here (croupier serve --api-port, croupier api): the console is read-only
+        await login(c, "dealer")
+        html = (await c.get(f"/console/{T}")).text
+        assert 'class="act"' not in html and (await c.post(f"/command/tables/{T}/open", headers=SAME,
+                                                           json={})).status_code == 404

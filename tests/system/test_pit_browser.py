@@ -352,9 +352,13 @@ async def test_the_demo_prints_the_floor_address_and_serves_it_while_it_runs(kaf
             seen["url"], path = m.group(1), Path(m.group(3))
             seen["mode"] = stat.S_IMODE(path.stat().st_mode)
             token = dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)["pit"]
-            anonymous = await c.get(seen["url"])
+            try:  # printed as the server starts: it may not listen yet
+                anonymous = await c.get(seen["url"])
+                r = await c.get(seen["url"] + "floor", headers={"Authorization": f"Bearer {token}"})
+            except httpx.TransportError:
+                await asyncio.sleep(0.1)
+                continue
             seen["anonymous"] = (anonymous.status_code, anonymous.headers.get("location"))
-            r = await c.get(seen["url"] + "floor", headers={"Authorization": f"Bearer {token}"})
             if "BAC-01" in r.text:
                 seen["floor"] = r.status_code
             else:
