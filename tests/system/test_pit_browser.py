@@ -68,14 +68,17 @@ def _free_port() -> int:
 class PitServer(threading.Thread):
     """The services, the gateway and the pit app on an event loop in this thread, until :meth:`shutdown`."""
 
-    def __init__(self, bootstrap: str):
+    def __init__(self, bootstrap: str, prefix: str | None = None, port: int | None = None):
         super().__init__(daemon=True, name="pit-server")
         self.bootstrap = bootstrap
-        self.port = _free_port()
+        self.prefix = prefix or f"pitweb{uuid.uuid4().hex[:8]}."
+        self.port = port or _free_port()
         self.started = threading.Event()
         self.error: BaseException | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stop: asyncio.Event | None = None
+        #: set: the pages are told the projection is not ready (as when its broker cannot be reached)
+        self.not_ready = False
 
     def run(self) -> None:
         try:
@@ -87,7 +90,7 @@ class PitServer(threading.Thread):
     async def _main(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.stop = asyncio.Event()
-        settings = broker_settings(self.bootstrap, topic_prefix=f"pitweb{uuid.uuid4().hex[:8]}.")
+        settings = broker_settings(self.bootstrap, topic_prefix=self.prefix)
         await ensure_topics(settings, T.ALL_TOPICS)
         running: list[Service] = []
         bus = KafkaCommandBus(settings)
@@ -103,7 +106,8 @@ class PitServer(threading.Thread):
             await bus.start()
             projection = running[-1]
             gateway = CommandGateway(bus, lambda: datetime.now(timezone.utc), timeout_s=30.0)
-            pit = create_pit_app(projection.host, TOKENS, ready=lambda: projection.ready, gateway=gateway)
+            pit = create_pit_app(projection.host, TOKENS, ready=lambda: projection.ready and not self.not_ready,
+                                 gateway=gateway)
             self.started.set()
             await serve_pit(pit, "127.0.0.1", self.port, self.stop)
         finally:
@@ -112,26 +116,29 @@ class PitServer(threading.Thread):
                 await svc.stop()
 
     def shutdown(self) -> None:
-        if self.loop is not None and self.stop is not None:
+        if self.is_alive() and self.loop is not None and self.stop is not None:
             self.loop.call_soon_threadsafe(self.stop.set)
         self.join(timeout=60)
 
 
-@pytest.fixture(scope="module")
-def server(kafka_bootstrap: str) -> Iterator[PitServer]:
-    srv = PitServer(kafka_bootstrap)
+def _start(srv: PitServer) -> PitServer:
     srv.start()
     assert srv.started.wait(180), "the pit server did not start"
     if srv.error is not None:
         raise srv.error
-    # the port answers before the first page is asked for
-    with httpx.Client(timeout=30) as c:
+    with httpx.Client(timeout=30) as c:  # the port answers before the first page is asked for
         for _ in range(300):
             try:
                 if c.get(f"http://127.0.0.1:{srv.port}/health/live").status_code == 200:
                     break
             except httpx.TransportError:
                 threading.Event().wait(0.1)
+    return srv
+
+
+@pytest.fixture(scope="module")
+def server(kafka_bootstrap: str) -> Iterator[PitServer]:
+    srv = _start(PitServer(kafka_bootstrap))
     try:
         yield srv
     finally:
@@ -324,6 +331,41 @@ def test_the_surveillance_page_refuses_the_pit_role_and_each_role_sees_its_page(
     _shot(d, "surveillance.png")
     _logout(d)
 
+
+def test_the_page_says_when_it_is_not_live_and_recovers_by_itself(server: PitServer, browser: Any):
+    """Not ready (forced here: what the pages are told while the broker cannot be reached) shows the banner
+    and clears it; the server gone shows that the stream is lost; the server back on the same log (its
+    sessions are in memory, so gone with it) says to log in again, and the floor is whole again after."""
+    from selenium.webdriver.common.by import By
+
+    d = browser
+    a = f"http://127.0.0.1:{server.port}"
+    d.switch_to.new_window("tab")
+    _login(d, a, "pit", "/floor")
+    banner = d.find_element(By.ID, "live-banner")
+    _wait(d, lambda _: d.find_element(By.TAG_NAME, "body").get_attribute("data-live") == "ok", "live")
+    assert not banner.is_displayed()
+    server.not_ready = True
+    _wait(d, lambda _: banner.is_displayed() and "not ready" in banner.text, "the not-ready banner")
+    _shot(d, "banner-not-ready.png")
+    server.not_ready = False
+    _wait(d, lambda _: not banner.is_displayed(), "the banner gone once ready again")
+    server.shutdown()
+    _wait(d, lambda _: banner.is_displayed() and "Live updates lost" in banner.text, "the stream-lost banner")
+    _shot(d, "banner-lost.png")
+    again = _start(PitServer(server.bootstrap, prefix=server.prefix, port=server.port))
+    try:
+        link = _wait(d, lambda _: d.find_elements(By.ID, "login-again"), "log in again, said by the page")[0]
+        assert "session has ended" in banner.text
+        link.click()
+        d.find_element(By.ID, "token").send_keys(TOKENS["pit"])
+        d.find_element(By.ID, "login").click()
+        _wait(d, lambda _: d.find_elements(By.ID, f"table-{TABLE}")
+              and d.find_element(By.ID, f"table-{TABLE}").get_attribute("data-rounds") == "1",
+              "the floor restored from the log")
+        assert d.current_url == f"{a}/floor"
+    finally:
+        again.shutdown()
 
 async def test_the_demo_prints_the_floor_address_and_serves_it_while_it_runs(kafka_bootstrap: str):
     """``croupier demo`` (one table, two rounds): the floor's address is printed, the pages answer there

@@ -5,17 +5,41 @@
   "use strict";
   var banner = document.getElementById("live-banner");
   var stream = document.body.dataset.stream;
-  var lost = false, notReady = document.body.dataset.ready === "false";
+  var lost = false, ended = false, notReady = document.body.dataset.ready === "false";
+  var es = null;
 
   function showBanner() {
-    if (lost) {
+    if (ended) {
+      var back = "/login?next=" + encodeURIComponent(location.pathname + location.search);
+      banner.textContent = "Your session has ended (the server restarted, or you logged out): ";
+      var a = document.createElement("a");
+      a.href = back;
+      a.id = "login-again";
+      a.textContent = "log in again";
+      banner.appendChild(a);
+    } else if (lost) {
       banner.textContent = "Live updates lost: the server cannot be reached. Reconnecting by itself...";
     } else if (notReady) {
       banner.textContent = "The projection is not ready (restoring, or the broker cannot be reached): " +
         "what you see may be out of date. The page recovers by itself.";
     }
-    banner.hidden = !(lost || notReady);
-    document.body.dataset.live = lost ? "lost" : (notReady ? "not-ready" : "ok");
+    banner.hidden = !(ended || lost || notReady);
+    document.body.dataset.live = ended ? "ended" : lost ? "lost" : (notReady ? "not-ready" : "ok");
+  }
+
+  // The stream refused (not a network error: EventSource gives up then): is the session gone, or the
+  // server back? Ask for the page itself, without following a redirect to the login page.
+  function probe() {
+    fetch(location.pathname + location.search, {redirect: "manual", credentials: "same-origin", cache: "no-store"})
+      .then(function (r) {
+        if (r.type === "opaqueredirect" || r.status === 401 || r.status === 403) {
+          ended = true;
+          showBanner();
+        } else {
+          connect();
+        }
+      })
+      .catch(function () { setTimeout(probe, 2000); });
   }
 
   function autofill() {
@@ -43,10 +67,17 @@
     }
   }
 
-  if (stream) {
-    var es = new EventSource(stream);
+  function connect() {
+    es = new EventSource(stream);
     es.addEventListener("open", function () { lost = false; showBanner(); });
-    es.addEventListener("error", function () { lost = true; showBanner(); });
+    es.addEventListener("error", function () {
+      lost = true;
+      showBanner();
+      if (es.readyState === EventSource.CLOSED) {  // refused (401, 403...): it will not retry by itself
+        es.close();
+        setTimeout(probe, 1000);
+      }
+    });
     es.addEventListener("status", function (e) {
       lost = false;
       notReady = !JSON.parse(e.data).ready;
@@ -58,6 +89,7 @@
       document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
     });
   }
+  if (stream) connect();
 
   // ---- the console's forms -------------------------------------------------------------------------
   function requestId() {
