@@ -6,8 +6,9 @@ fetched from elsewhere):
 =================== ===================================================== ===================================
 path                what                                                  roles
 =================== ===================================================== ===================================
-``/``, ``/floor``   every table: status, variant, shoe and round, cards   every role (public information)
-                    out, last result, table result, the five scoreboards
+``/``               every table: status, variant, shoe and round, cards   every role; drop, win, hold %
+                    out, last result, table result, the five scoreboards  and open alerts for cage, pit,
+                    (``/floor`` is the query API's JSON of the same)      surveillance
 ``/console/{id}``   one table: the round (cards with the rule behind       every role; bets, seats and
                     each, points, result, bets and settlement), seats,     settlements for dealer, pit,
                     public odds, scoreboards, recent rounds; the dealer's   surveillance and cage; forms for
@@ -37,6 +38,7 @@ import json
 import re
 import urllib.parse
 from collections.abc import Callable, Hashable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -49,6 +51,17 @@ from starlette.staticfiles import StaticFiles
 from baccarat.money import format_cents
 from services.projection.core import ProjectionState
 from services.projection.live import HEARTBEAT_S, LiveFeed, TableLive
+from services.projection.pit_state import day_and_hour
+from services.projection.pit_views import (
+    PitSettings,
+    cage_view,
+    closed_shoes,
+    cutoff_of,
+    floor_view,
+    irregularities,
+    is_held,
+    player_ranking,
+)
 from services.projection.roadsvg import scoreboard
 from services.runtime.credentials import role_of
 from services.runtime.sessions import (
@@ -70,6 +83,8 @@ PAGE_ROLES: Mapping[str, frozenset[str]] = {
 }
 #: roles shown a round's bets, seats and settlements (player ids), as the command API's round view
 ROUND_READERS = frozenset({"dealer", "pit", "surveillance", "cage"})
+#: roles shown the money figures on the floor (drop, win, hold %, open alerts), as the query API's /floor
+MONEY_ROLES = frozenset({"cage", "pit", "surveillance"})
 #: the forms the console offers, in order: (action, command API path under the table, title)
 FORMS: tuple[tuple[str, str, str], ...] = (
     ("open_table", "open", "Open table"),
@@ -127,12 +142,17 @@ class PitPages:
     ``feed``: the live fan-out (its render is set here); ``sessions``: logins; ``ready()``: readiness;
     ``may_send``: ``{role: actions}`` of the command API (None: no command API here, the console is read-only);
     ``command_base``: where the command API is mounted (``/command``); ``profiles``: table profiles for the
-    open form; ``secure``: cookies with ``Secure`` (HTTPS)."""
+    open form; ``secure``: cookies with ``Secure`` (HTTPS); ``settings``: the pit's figures' settings (default
+    from the environment: :meth:`PitSettings.from_env`, ``ValueError`` for a bad one); ``clock``: UTC now (the
+    gaming day and shift shown)."""
 
     def __init__(self, tables: Callable[[], Mapping[str, ProjectionState]], feed: LiveFeed, sessions: Sessions,
                  ready: Callable[[], bool], may_send: Mapping[str, frozenset[str]] | None = None,
-                 command_base: str | None = None, profiles: tuple[str, ...] = (), secure: bool = False):
+                 command_base: str | None = None, profiles: tuple[str, ...] = (), secure: bool = False,
+                 settings: PitSettings | None = None, clock: Callable[[], datetime] = lambda: datetime.now(UTC)):
         self.tables = tables
+        self.settings = settings if settings is not None else PitSettings.from_env()
+        self.clock = clock
         self.feed = feed
         self.sessions = sessions
         self.ready = ready
@@ -187,12 +207,36 @@ class PitPages:
     def _t(self, name: str, **ctx: Any) -> str:
         return self.env.get_template(name).render(**ctx)
 
-    def table_card(self, table_id: str) -> str | None:
+    def _configured(self) -> dict[str, ProjectionState]:
+        return {t: s for t, s in self.tables().items() if s.config is not None}
+
+    def today(self) -> str:
+        """The gaming day now, by the pages' clock."""
+        return day_and_hour(self.clock(), cutoff_of(self.tables().values()))[0]
+
+    def floor_figures(self, money: bool) -> dict[str, Any]:
+        """The query API's floor view (:func:`services.projection.pit_views.floor_view`) now."""
+        return floor_view(self._configured(), self.clock(), self.settings, money=money)
+
+    def table_card(self, table_id: str, figures: Mapping[str, Any] | None = None) -> str | None:
+        """The floor's card of one table; ``figures``: its row of :meth:`floor_figures` (money roles)."""
         s = self._state(table_id)
         if s is None:
             return None
         return self._t("frag_table_card.html", t=self.summary(table_id, s, self.feed.table(table_id)),
-                       boards=self._boards(s, compact=True))
+                       boards=self._boards(s, compact=True), f=figures)
+
+    def floor_cards(self, tables: list[str], money: bool) -> list[tuple[str, str]]:
+        """``(table id, card)`` of the given tables; with money figures for a ledger role."""
+        rows: dict[str, Any] = {}
+        if money:
+            rows = {r["table_id"]: r for r in self.floor_figures(True)["tables"]}
+        out = []
+        for t in tables:
+            html = self.table_card(t, rows.get(t))
+            if html is not None:
+                out.append((t, html))
+        return out
 
     def console_frags(self, table_id: str, view: str) -> dict[str, str]:
         """The console's live parts of one table: ``{element id: html}``."""
@@ -230,21 +274,21 @@ class PitPages:
                        voids=list(self.feed.table(table_id).voids))
 
     def alerts_frag(self) -> str:
-        """Surveillance only: the alerts the state holds (newest first, 50) and players by expected gain."""
+        """Surveillance only: players of the gaming day ranked by expected gain (raised at the threshold), the
+        alerts the state holds (newest first, 50), the shoes closed (commitment and cards verified), the voided
+        rounds and irregularities (:mod:`services.projection.pit_views`)."""
         alerts: list[dict[str, Any]] = []
-        players: dict[str, list[int]] = {}
-        for t, s in sorted(self.tables().items()):
+        states = self._configured()
+        for t, s in sorted(states.items()):
             for a in s.alerts:
                 alerts.append({"table_id": t, "round_id": a.round_id, "player_id": a.player_id, "seat": a.seat,
                                "wager": a.wager, "stake_cents": a.stake_cents, "ev": a.ev,
                                "expected_gain_cents": a.expected_gain_cents, "cards_left": a.cards_left})
-            for pid, w in s.watch.items():
-                acc = players.setdefault(pid, [0, 0, 0])
-                acc[0] += w.bets
-                acc[1] += w.stake_cents
-                acc[2] += w.expected_gain_cents
-        ranked = sorted(players.items(), key=lambda kv: (-kv[1][2], kv[0]))[:20]
-        return self._t("frag_alerts.html", alerts=list(reversed(alerts))[:50], total=len(alerts), players=ranked)
+        day = self.today()
+        ranked = player_ranking(states, day, self.settings.raise_threshold_cents)
+        return self._t("frag_alerts.html", alerts=list(reversed(alerts))[:50], total=len(alerts), players=ranked[:20],
+                       raised=sum(p["raised"] for p in ranked), threshold=self.settings.raise_threshold_cents,
+                       day=day, shoes=closed_shoes(states, day), irregular=irregularities(states, day))
 
     def cage_frag(self, table_id: str, day: str | None, shoe: str | None) -> str | None:
         s = self._state(table_id)
@@ -252,7 +296,11 @@ class PitPages:
             return None
         balances = s.ledger.balances(shoe_id=shoe, gaming_day=day)
         entries = list(s.ledger.entries(shoe_id=shoe, gaming_day=day))[-8:]
-        return self._t("frag_cage.html", table_id=table_id, balances=balances,
+        view_day = day or self.today()
+        figures = cage_view(table_id, s, view_day, self.settings) if is_held(self.tables().values(), view_day) \
+            else None
+        return self._t("frag_cage.html", table_id=table_id, balances=balances, figures=figures, view_day=view_day,
+                       csv=f"/cage/hourly.csv?{urllib.parse.urlencode({'gaming_day': view_day, 'table_id': table_id})}",
                        result=s.ledger.table_result(table_id, shoe_id=shoe, gaming_day=day),
                        entries=[{"kind": e.kind, "round_id": e.round_id or "", "seat": e.seat or "",
                                  "player_id": e.player_id or "", "at": e.occurred_at.strftime("%H:%M:%S"),
@@ -266,10 +314,8 @@ class PitPages:
         out: list[str] = []
         kind = key[0]
         if kind == "floor":
-            for t in tables:
-                html = self.table_card(t)
-                if html is not None:
-                    out.append(frame("frag", {"id": f"table-{t}", "html": html, "parent": "tables"}))
+            for t, html in self.floor_cards(tables, money=key[1]):
+                out.append(frame("frag", {"id": f"table-{t}", "html": html, "parent": "tables"}))
         elif kind == "console":
             table_id, view = key[1], key[2]
             if table_id in tables:
@@ -319,8 +365,10 @@ class PitPages:
         if refused is not None:
             return refused
         assert role is not None
-        cards = [c for c in (self.table_card(t) for t in sorted(self.tables())) if c is not None]
-        return self._page("floor.html", request, role, cards=cards, stream="/live/floor")
+        money = role in MONEY_ROLES
+        cards = [html for _, html in self.floor_cards(sorted(self.tables()), money)]
+        totals = self.floor_figures(True) if money else None
+        return self._page("floor.html", request, role, cards=cards, stream="/live/floor", totals=totals)
 
     async def console(self, request: Request) -> Response:
         table_id = request.path_params["table_id"]
@@ -396,6 +444,8 @@ class PitPages:
             if error:
                 return JSONResponse({"detail": error}, status_code=422)
             key = ("cage", day, shoe)
+        elif page == "floor":
+            key = ("floor", role in MONEY_ROLES)
         else:
             key = (page,)
         sub = self.feed.subscribe(key)
@@ -461,7 +511,7 @@ class PitPages:
         """The pages' routes (mount them before the APIs: ``/`` and these paths are theirs)."""
         static = StaticFiles(packages=[("services.projection", "static")])
         return [
-            Route("/", self.floor), Route("/floor", self.floor),
+            Route("/", self.floor),
             Route("/console/{table_id:path}", self.console),
             Route("/surveillance", self.surveillance), Route("/cage", self.cage),
             Route("/login", self.login_form, methods=["GET"]), Route("/login", self.login, methods=["POST"]),

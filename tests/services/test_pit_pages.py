@@ -43,9 +43,9 @@ def client(pit) -> httpx.AsyncClient:  # type: ignore[no-untyped-def]
 
 
 async def login(c: httpx.AsyncClient, role: str) -> None:
-    r = await c.post("/login", content=f"token={TOKENS[role]}&next=/floor",
+    r = await c.post("/login", content=f"token={TOKENS[role]}&next=/",
                      headers={**SAME, "Content-Type": "application/x-www-form-urlencoded"})
-    assert r.status_code == 303 and r.headers["location"] == "/floor", r.text
+    assert r.status_code == 303 and r.headers["location"] in ("/", "/surveillance", "/cage"), r.text
     assert c.cookies.get(COOKIE)  # kept by the client for the next requests
 
 
@@ -114,7 +114,7 @@ async def test_each_page_answers_its_roles_and_refuses_the_others_in_words():
         assert r.status_code == 403 and "may not see the Surveillance page" in r.text and "<b>pit</b>" in r.text
         assert (await c.get("/live/surveillance")).status_code == 403
         assert (await c.get("/cage")).status_code == 200
-        r = await c.get("/floor")
+        r = await c.get("/")
         assert r.status_code == 200 and "frame-ancestors 'none'" in r.headers["content-security-policy"]
         assert 'src="/static/pit.js"' in r.text and "http" not in r.text.split("<main>")[0].replace(
             'xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched from another site
@@ -164,7 +164,7 @@ async def test_the_console_and_the_floor_show_the_round_as_the_projection_folded
         assert 4 <= len(cards) <= 6 and all(why.strip() for _, _, why in cards)
         assert "1 bet(s), stakes $25.00" in html and "<td>p-1</td>" in html
         assert 'id="form-no_more_bets"' in html and 'id="form-place_bet"' not in html  # the dealer's forms
-        floor = (await c.get("/floor")).text
+        floor = (await c.get("/")).text
         assert f'id="table-{T}" data-last=' in floor and 'data-rounds="1"' in floor
         assert len(re.findall(r'<circle class="bead bead-[BPT]"', floor)) == 1
         # a late bet is refused with its reason, by the command API beside the pages
@@ -185,14 +185,16 @@ async def test_the_feed_renders_per_key_and_the_surveillance_view_only_for_its_k
     async with client(pit) as c:
         await login(c, "dealer")
         await play_round(c)
-    floor = "".join(pit.pages.render(("floor",), [T]))
+    floor = "".join(pit.pages.render(("floor", False), [T]))
+    money = "".join(pit.pages.render(("floor", True), [T]))
+    assert "drop" not in floor and 'id=\\"figures-T1\\"' in money and "$25.00" in money  # the day's drop
     public = "".join(pit.pages.render(("console", T, "public"), [T]))
     full = "".join(pit.pages.render(("console", T, "full"), [T]))
     surv = "".join(pit.pages.render(("surveillance",), [T]))
     assert "truly left" in surv and "surv-T1" in surv
-    for other in (floor, public, full):
+    for other in (floor, money, public, full):
         assert "truly left" not in other and "surveillance view" not in other
-    assert "p-1" in full and "p-1" not in public and "p-1" not in floor
+    assert "p-1" in full and "p-1" not in public and "p-1" not in floor and "p-1" not in money
 
 
 async def test_a_slow_subscriber_is_dropped_and_the_others_keep_their_frames():
@@ -222,7 +224,7 @@ def test_a_failing_render_ends_no_stream():
         raise RuntimeError("a rendering bug")
 
     feed.set_render(broken)
-    sub = feed.subscribe(("floor",))
+    sub = feed.subscribe(("floor", False))
     feed._dirty.add(T)
     assert feed.fan_out() == 0 and not sub.dropped
 
@@ -258,11 +260,11 @@ async def test_a_projection_not_ready_shows_the_banner_in_words():
     pit = create_pit_app(projection, TOKENS, ready=lambda: ready[0])
     async with client(pit) as c:
         await login(c, "pit")
-        html = (await c.get("/floor")).text
+        html = (await c.get("/")).text
         assert re.search(r'<div id="live-banner" class="banner" role="alert">The projection is not ready', html)
         assert (await c.get("/tables")).status_code == 503  # the query API says so too
         ready[0] = True
-        html = (await c.get("/floor")).text
+        html = (await c.get("/")).text
         assert '<div id="live-banner" class="banner" role="alert" hidden>' in html
         # no command API here (croupier serve --api-port, croupier api): the console is read-only
         await login(c, "dealer")

@@ -253,7 +253,7 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     # the floor in a second tab of the same browser, open before the round is dealt
     d.switch_to.new_window("tab")
     floor = d.current_window_handle
-    d.get(f"{a}/floor")
+    d.get(f"{a}/")
     card = d.find_element(By.ID, f"table-{TABLE}")
     assert card.get_attribute("data-rounds") == "0" and "Betting open" in card.text
     d.execute_script("window.__pitMarker = 42")  # gone if the page reloads
@@ -341,7 +341,7 @@ def test_the_page_says_when_it_is_not_live_and_recovers_by_itself(server: PitSer
     d = browser
     a = f"http://127.0.0.1:{server.port}"
     d.switch_to.new_window("tab")
-    _login(d, a, "pit", "/floor")
+    _login(d, a, "pit", "/")
     banner = d.find_element(By.ID, "live-banner")
     _wait(d, lambda _: d.find_element(By.TAG_NAME, "body").get_attribute("data-live") == "ok", "live")
     assert not banner.is_displayed()
@@ -363,7 +363,7 @@ def test_the_page_says_when_it_is_not_live_and_recovers_by_itself(server: PitSer
         _wait(d, lambda _: d.find_elements(By.ID, f"table-{TABLE}")
               and d.find_element(By.ID, f"table-{TABLE}").get_attribute("data-rounds") == "1",
               "the floor restored from the log")
-        assert d.current_url == f"{a}/floor"
+        assert d.current_url == f"{a}/"
     finally:
         again.shutdown()
 
