@@ -178,8 +178,9 @@ class PitPages:
             status = "No shoe"
         elif live.shoe_closed and live.shoe_id == shoe.shoe_id:
             status = "Shoe closed"
-        elif r is None or r.shoe_id != shoe.shoe_id:
-            status = "Shoe loaded: no round yet"
+        elif r is None or r.shoe_id != shoe.shoe_id:  # none yet, or not seen since this server started
+            status = "Between rounds" if results else "Shoe loaded: no round yet"
+            r = None
         else:
             status = STATUS_WORDS.get(r.status, r.status)
         last = results[-1] if results else ""
@@ -187,7 +188,7 @@ class PitPages:
                 "wagers": sorted(w.value for w in s.config.wagers),
                 "shoe_id": shoe.shoe_id if shoe else "", "shoe_number": shoe.number if shoe else 0,
                 "cards_out": shoe.cards_out if shoe else 0, "rounds": len(results),
-                "round_number": r.number if r is not None else 0, "status": status,
+                "round_number": r.number if r is not None else len(results), "status": status,
                 "last_result": {"B": "Banker", "P": "Player", "T": "Tie"}.get(last, "-"), "last_letter": last,
                 "table_result_cents": s.ledger.table_result(table_id),
                 "curator": s.curator, "results": "".join(results)}

@@ -364,6 +364,10 @@ def test_the_page_says_when_it_is_not_live_and_recovers_by_itself(server: PitSer
               and d.find_element(By.ID, f"table-{TABLE}").get_attribute("data-rounds") == "1",
               "the floor restored from the log")
         assert d.current_url == f"{a}/"
+        # the pit sees the day's figures on each card: the one $100.00 banker bet is the drop
+        figures = d.find_element(By.ID, f"figures-{TABLE}").text
+        assert "gaming day 1 $100.00" in figures, figures
+        _shot(d, "floor-pit.png")
     finally:
         again.shutdown()
 
