@@ -324,16 +324,16 @@ class PitPages:
                     out.append(frame("frag", {"id": eid, "html": html}))
         elif kind == "surveillance":
             for t in tables:
-                html = self.surveillance_frag(t)
-                if html is not None:
-                    out.append(frame("frag", {"id": f"surv-{t}", "html": html, "parent": "surv-tables"}))
+                surv = self.surveillance_frag(t)
+                if surv is not None:
+                    out.append(frame("frag", {"id": f"surv-{t}", "html": surv, "parent": "surv-tables"}))
             if tables:
                 out.append(frame("frag", {"id": "alerts", "html": self.alerts_frag()}))
         elif kind == "cage":
             for t in tables:
-                html = self.cage_frag(t, key[1], key[2])
-                if html is not None:
-                    out.append(frame("frag", {"id": f"cage-{t}", "html": html, "parent": "cage-tables"}))
+                cage = self.cage_frag(t, key[1], key[2])
+                if cage is not None:
+                    out.append(frame("frag", {"id": f"cage-{t}", "html": cage, "parent": "cage-tables"}))
         return out
 
     # -- requests --------------------------------------------------------------------------------

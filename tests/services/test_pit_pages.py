@@ -5,7 +5,7 @@ fan-out (per-role keys, a slow subscriber dropped), and the scoreboards' SVG."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -31,7 +31,7 @@ def pit_app():  # type: ignore[no-untyped-def]
     bus, _ = floor_bus(7)
     projection = bus.add(ProjectionCore())
     mb = MemoryCommandBus(bus)
-    gw = CommandGateway(mb, Clock(datetime(2026, 12, 1, 17, tzinfo=timezone.utc)), timeout_s=0.5)
+    gw = CommandGateway(mb, Clock(datetime(2026, 12, 1, 17, tzinfo=UTC)), timeout_s=0.5)
     ids = iter(range(10_000))
     pit = create_pit_app(projection, TOKENS, ready=lambda: True, gateway=gw,
                          new_request_id=lambda: f"auto-{next(ids)}")

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +105,7 @@ class PitServer(threading.Thread):
                 await svc.wait_ready()
             await bus.start()
             projection = running[-1]
-            gateway = CommandGateway(bus, lambda: datetime.now(timezone.utc), timeout_s=30.0)
+            gateway = CommandGateway(bus, lambda: datetime.now(UTC), timeout_s=30.0)
             pit = create_pit_app(projection.host, TOKENS, ready=lambda: projection.ready and not self.not_ready,
                                  gateway=gateway)
             self.started.set()
