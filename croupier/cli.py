@@ -601,18 +601,27 @@ def pit(
 ) -> None:
     """The pit in a browser, one web app on one origin: the pages (floor, table console, surveillance, cage;
     log in at /login with a role's token), the query API and the command API (under /command), over a
-    read-only projection replica and the command gateway. Tokens per role as for the APIs."""
+    read-only projection replica and the command gateway. Tokens per role as for the APIs; a betting
+    terminal logs in with its bettor credential (bettor:<player_id>=<token> lines of CROUPIER_API_TOKENS_FILE)
+    and bets for its own players only."""
     from croupier.pit import pit_alone
-    from services.command_api.actions import BETTOR_ACTIONS, ROLE_ACTIONS
+    from services.command_api.actions import BETTOR_ACTIONS, ROLE_ACTIONS, writer_of
     from services.command_api.gateway import MissingWriterCredential, writer_settings
 
     _check_port(port)
     if timeout <= 0:
         raise fail(f"--timeout must be more than 0 seconds, got {timeout:g}")
-    tokens = _api_tokens(token)
+    _api_tokens(token)  # the same checks as the APIs' (no --token, the pit settings, role tokens)
+    from services.runtime.credentials import BadCredentials, NoCredentials, load_credentials
+
+    try:
+        creds = load_credentials(what="croupier pit")  # the roles', and the betting terminals' bettor credentials
+    except (NoCredentials, BadCredentials) as e:
+        raise fail(str(e)) from None
     settings = _settings(bootstrap, prefix)
-    sends = {a for role in tokens for a in ROLE_ACTIONS.get(role, ())}
-    kinds = [k for k, needed in (("console", sends - BETTOR_ACTIONS), ("bettor", sends & BETTOR_ACTIONS)) if needed]
+    sends = {a for role in creds.roles for a in ROLE_ACTIONS.get(role, ()) if role != "bettor"}
+    sends |= BETTOR_ACTIONS if creds.bettors else set()
+    kinds = sorted({writer_of(a) for a in sends}, key=("console", "bettor").index)
     try:
         writers = writer_settings(settings, kinds=kinds)
     except MissingWriterCredential as e:
@@ -620,7 +629,7 @@ def pit(
     from services.runtime.logging import bind_process
 
     bind_process(instance=settings.instance, service="pit")
-    _run_async(pit_alone(settings, port, host=host, tokens=tokens, writers=writers, timeout_s=timeout), settings)
+    _run_async(pit_alone(settings, port, host=host, tokens=creds, writers=writers, timeout_s=timeout), settings)
 
 
 @app.command()

@@ -33,6 +33,7 @@ from starlette.routing import Mount
 
 from services.projection.live import LiveFeed
 from services.projection.pages import PitPages
+from services.runtime.credentials import Credentials
 from services.runtime.host import ServiceHost
 from services.runtime.sessions import SessionAuth, Sessions
 from services.runtime.settings import Settings
@@ -52,22 +53,25 @@ class PitApp:
     sessions: Sessions
 
 
-def create_pit_app(host: ServiceHost, tokens: Mapping[str, str], *, ready: Callable[[], bool],
+def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *, ready: Callable[[], bool],
                    readiness: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
                    gateway: Any = None, journal: Any = None, secure_cookies: bool = False,
                    new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> PitApp:
     """The pit app over ``host`` (the projection service's host, or a replica's). ``tokens``: the roles'
-    ``{role: token}`` (no default: ``NoCredentials`` for none, as the APIs); ``ready``: the projection has
+    ``{role: token}``, or every credential (:func:`services.runtime.credentials.load_credentials`: the
+    betting terminals' bettor credentials log in too, and bet for their own players only); no default
+    (``NoCredentials`` for none, as the APIs); ``ready``: the projection has
     restored; ``readiness``: ``/health/ready``'s ``(ok, body)`` (also what the pages' banner says: the
     broker answers and every task is restored); ``gateway``: a started
     :class:`~services.command_api.gateway.CommandGateway` (None: no command API, read-only console);
     ``secure_cookies``: the session cookie only over HTTPS."""
     from services.projection.api import create_api
 
-    query_api = create_api(host, tokens, ready=ready, journal=journal, readiness=readiness)
+    creds = tokens if isinstance(tokens, Credentials) else Credentials(tokens)
+    query_api = create_api(host, creds.roles, ready=ready, journal=journal, readiness=readiness)
     page_ready = (lambda: bool(readiness()[0])) if readiness is not None else ready
     feed = LiveFeed(lambda: list(host.runner.tables), ready=page_ready).attach(host.runner)
-    sessions = Sessions(tokens)
+    sessions = Sessions(creds)
     may_send: Mapping[str, frozenset[str]] | None = None
     profiles: tuple[str, ...] = ()
     routes: list[Any] = []
@@ -78,7 +82,7 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str], *, ready: Calla
 
         may_send = ROLE_ACTIONS
         profiles = tuple(TABLE_PROFILES)
-        routes.append(Mount(COMMAND_BASE, app=create_command_api(gateway, tokens, new_request_id=new_request_id)))
+        routes.append(Mount(COMMAND_BASE, app=create_command_api(gateway, creds, new_request_id=new_request_id)))
     pages = PitPages(lambda: {t: slot.state for t, slot in host.runner.tables.items()}, feed, sessions,
                      ready=page_ready, may_send=may_send, command_base=COMMAND_BASE if gateway is not None else None,
                      profiles=profiles, secure=secure_cookies)
@@ -108,23 +112,25 @@ async def serve_pit(pit: PitApp, host: str, port: int, stop: asyncio.Event,
                 await task
 
 
-async def pit_alone(settings: Settings, port: int, host: str = "127.0.0.1", tokens: Mapping[str, str] | None = None,
+async def pit_alone(settings: Settings, port: int, host: str = "127.0.0.1",
+                    tokens: Mapping[str, str] | Credentials | None = None,
                     writers: Mapping[str, Settings] | None = None, stop: asyncio.Event | None = None,
                     timeout_s: float = 10.0) -> None:
     """``croupier pit``: a read-only projection replica (its own consumer group, publishes nothing), the
     command gateway on Kafka (each command topic written as its writer principal: ``writers``), and the pit
     app on ``host:port`` until ``stop`` or SIGINT/SIGTERM. Raises ``NoCredentials`` / ``BadCredentials`` for
     the tokens, :class:`croupier.serve.PortTaken` before anything connects."""
-    from croupier.serve import _load_tokens, _stop_on_signals, check_port
+    from croupier.serve import _stop_on_signals, check_port
     from croupier.topics import require_prefix
-    from services.command_api.server import open_gateway
+    from services.command_api.server import open_gateway, reader_streams
     from services.projection.app import create_replica
-    from services.runtime.credentials import check_roles
+    from services.runtime.credentials import check_roles, load_credentials
     from services.runtime.logging import bind_service, get_logger
     from services.runtime.ops import BrokerProbe, readiness
 
-    tokens = tokens or _load_tokens()
-    check_roles(tokens)
+    creds = tokens if isinstance(tokens, Credentials) else Credentials(tokens) if tokens else load_credentials(
+        what="croupier pit")
+    check_roles(creds.roles, bettors=creds.bettors)
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
     check_port(host, port)
@@ -135,8 +141,9 @@ async def pit_alone(settings: Settings, port: int, host: str = "127.0.0.1", toke
     try:
         await replica.start()
         try:
-            async with open_gateway(settings, writers, timeout_s=timeout_s) as gateway:
-                pit = create_pit_app(replica.host, tokens, ready=lambda: replica.ready,
+            async with open_gateway(settings, writers, timeout_s=timeout_s,
+                                    streams=reader_streams(writers)) as gateway:
+                pit = create_pit_app(replica.host, creds, ready=lambda: replica.ready,
                                      readiness=lambda: readiness({"projection-replica": replica}, probe),
                                      gateway=gateway)
                 get_logger("pit").info("pit_started", url=f"http://{host}:{port}/")

@@ -63,7 +63,6 @@ from services.projection.pit_views import (
     player_ranking,
 )
 from services.projection.roadsvg import scoreboard
-from services.runtime.credentials import role_of
 from services.runtime.sessions import (
     SCOPE_ROLE,
     Sessions,
@@ -344,7 +343,8 @@ class PitPages:
             return str(got)
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
-            return role_of(self.sessions.tokens, auth[7:].strip())
+            caller = self.sessions.credentials.identify(auth[7:].strip())
+            return caller.role if caller is not None else None
         return None
 
     def _page(self, name: str, request: Request, role: str, status: int = 200, **ctx: Any) -> HTMLResponse:

@@ -2,10 +2,11 @@
 
 The APIs take ``Authorization: Bearer <token>`` (:mod:`services.runtime.credentials`). A browser cannot send
 that header on a page load or an ``EventSource``, so a person logs in with their role's token (checked with
-:func:`~services.runtime.credentials.role_of`, constant time) and gets a session cookie (:data:`COOKIE`:
+:meth:`~services.runtime.credentials.Credentials.identify`, constant time) and gets a session cookie (:data:`COOKIE`:
 ``HttpOnly``, ``SameSite=Strict``, ``Path=/``, ``Secure`` over HTTPS) holding a random session id, never the
-token. :class:`SessionAuth` (ASGI middleware) maps the cookie back to its role and, for a request that
-brings no ``Authorization`` header of its own, adds the role's bearer header, so every route behind it (the
+token. :class:`SessionAuth` (ASGI middleware) maps the cookie back to its caller and, for a request that
+brings no ``Authorization`` header of its own, adds the bearer header of the token it logged in with (a
+role's, or a betting terminal's bettor credential bound to its players), so every route behind it (the
 query API, the command API, the pages) accepts the cookie as well as the header and checks roles as it
 always did.
 
@@ -27,7 +28,7 @@ from collections.abc import Callable, Mapping
 from http.cookies import SimpleCookie
 from typing import Any
 
-from services.runtime.credentials import role_of
+from services.runtime.credentials import Credentials
 
 COOKIE = "croupier_session"
 #: ASGI scope key of the role a session cookie carried (absent when none)
@@ -37,49 +38,59 @@ DEFAULT_TTL_S = 12 * 3600
 
 
 class Sessions:
-    """Session id -> role, in memory. ``tokens``: ``{role: token}``; ``clock``: seconds (monotonic);
-    ``new_id``: the session ids' entropy (the edge's)."""
+    """Session id -> the caller who logged in, in memory. ``credentials``: ``{role: token}`` or every
+    credential (:class:`~services.runtime.credentials.Credentials`: a betting terminal's bettor credential,
+    bound to its players, logs in too, as the ``bettor`` role acting for those players); ``clock``: seconds
+    (monotonic); ``new_id``: the session ids' entropy (the edge's)."""
 
-    def __init__(self, tokens: Mapping[str, str], ttl_s: float = DEFAULT_TTL_S, max_sessions: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic,
+    def __init__(self, credentials: Mapping[str, str] | Credentials, ttl_s: float = DEFAULT_TTL_S,
+                 max_sessions: int = 10_000, clock: Callable[[], float] = time.monotonic,
                  new_id: Callable[[], str] = lambda: secrets.token_urlsafe(32)):
-        self.tokens = dict(tokens)
+        self.credentials = credentials if isinstance(credentials, Credentials) else Credentials(credentials)
+        self.tokens = dict(self.credentials.roles)
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
         self.clock = clock
         self.new_id = new_id
-        self._sessions: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        #: session id -> (role, the token it logged in with, expiry)
+        self._sessions: OrderedDict[str, tuple[str, str, float]] = OrderedDict()
 
     def login(self, presented: str) -> tuple[str, str] | None:
-        """``(session id, role)`` for a known token (compared in constant time), else None."""
-        role = role_of(self.tokens, presented) if presented else None
-        if role is None:
+        """``(session id, role)`` for a known token (every token compared in constant time), else None."""
+        caller = self.credentials.identify(presented) if presented else None
+        if caller is None:
             return None
         sid = self.new_id()
-        self._sessions[sid] = (role, self.clock() + self.ttl_s)
+        self._sessions[sid] = (caller.role, presented, self.clock() + self.ttl_s)
         while len(self._sessions) > self.max_sessions:
             self._sessions.popitem(last=False)
-        return sid, role
+        return sid, caller.role
 
-    def role(self, sid: str | None) -> str | None:
-        """The role of a live session, else None (an expired one is forgotten)."""
+    def _live(self, sid: str | None) -> tuple[str, str, float] | None:
         if not sid:
             return None
         got = self._sessions.get(sid)
         if got is None:
             return None
-        if got[1] <= self.clock():
+        if got[2] <= self.clock():
             del self._sessions[sid]
             return None
-        return got[0]
+        return got
+
+    def role(self, sid: str | None) -> str | None:
+        """The role of a live session, else None (an expired one is forgotten)."""
+        got = self._live(sid)
+        return got[0] if got is not None else None
+
+    def token(self, sid: str | None) -> str | None:
+        """The token a live session logged in with (what its requests present as their bearer), else None."""
+        got = self._live(sid)
+        return got[1] if got is not None else None
 
     def logout(self, sid: str | None) -> None:
         """Forget the session (no error for an unknown one)."""
         if sid:
             self._sessions.pop(sid, None)
-
-    def token_of(self, role: str) -> str:
-        return self.tokens[role]
 
 
 def cookie_value(headers: list[tuple[bytes, bytes]], name: str = COOKIE) -> str | None:
@@ -143,15 +154,16 @@ class SessionAuth:
             await self.app(scope, receive, send)
             return
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
-        role = self.sessions.role(cookie_value(headers))
-        if role is not None:
+        sid = cookie_value(headers)
+        role, token = self.sessions.role(sid), self.sessions.token(sid)
+        if role is not None and token is not None:
             scope = dict(scope)
             scope[SCOPE_ROLE] = role
             if _header(headers, b"authorization") is None:
                 if scope.get("method", "GET") not in SAFE_METHODS and not same_origin(scope):
                     await _refuse(send)
                     return
-                headers.append((b"authorization", f"Bearer {self.sessions.token_of(role)}".encode()))
+                headers.append((b"authorization", f"Bearer {token}".encode()))
                 scope["headers"] = headers
         await self.app(scope, receive, send)
 

@@ -16,12 +16,16 @@ from services.floor.dealer import Clock
 from services.projection.core import ProjectionCore
 from services.projection.live import QUEUE_FRAMES, LiveFeed, Subscriber
 from services.projection.roadsvg import scoreboard
+from services.runtime.credentials import Credentials
 from services.runtime.sessions import COOKIE, Sessions
 from tests.services.helpers import floor_bus
 
 TOKENS = {"dealer": "dealer-token-0123456789", "bettor": "bettor-token-0123456789",
           "cage": "cage-token-01234567890", "pit": "pit-token-012345678901",
           "surveillance": "surveillance-token-0123", "analyst": "analyst-token-01234567"}
+#: a betting terminal's credential, bound to player p-1 (the plain bettor role token sends nothing)
+TERMINAL = "terminal-p-1-token-0123"
+CREDS = Credentials(TOKENS, {TERMINAL: frozenset({"p-1"})})
 BASE = "http://pit.test"
 SAME = {"Origin": BASE}
 T = "T1"
@@ -33,7 +37,7 @@ def pit_app():  # type: ignore[no-untyped-def]
     mb = MemoryCommandBus(bus)
     gw = CommandGateway(mb, Clock(datetime(2026, 12, 1, 17, tzinfo=UTC)), timeout_s=0.5)
     ids = iter(range(10_000))
-    pit = create_pit_app(projection, TOKENS, ready=lambda: True, gateway=gw,
+    pit = create_pit_app(projection, CREDS, ready=lambda: True, gateway=gw,
                          new_request_id=lambda: f"auto-{next(ids)}")
     return pit, mb
 
@@ -60,7 +64,7 @@ async def play_round(c: httpx.AsyncClient) -> dict:  # type: ignore[type-arg]
     rnd = (await c.post(f"/command/tables/{T}/rounds", json={"actor": "d-1", "shoe_id": shoe["shoe_id"]},
                         headers=h)).json()
     bet = {"round_id": rnd["round_id"], "seat": 1, "player_id": "p-1", "wager": "player", "amount_cents": 2500}
-    r = await c.post(f"/command/tables/{T}/bets", json=bet, headers={"Authorization": f"Bearer {TOKENS['bettor']}"})
+    r = await c.post(f"/command/tables/{T}/bets", json=bet, headers={"Authorization": f"Bearer {TERMINAL}"})
     assert r.status_code == 200, r.text
     r = await c.post(f"/command/tables/{T}/rounds/no-more-bets", json={"actor": "d-1", "round_id": rnd["round_id"]},
                      headers=h)
@@ -169,15 +173,21 @@ async def test_the_console_and_the_floor_show_the_round_as_the_projection_folded
         assert len(re.findall(r'<circle class="bead bead-[BPT]"', floor)) == 1
         # a late bet is refused with its reason, by the command API beside the pages
         late = {**played["bet"], "amount_cents": 5000}
-        r = await c.post(f"/command/tables/{T}/bets", json=late, headers={"Authorization": f"Bearer {TOKENS['bettor']}"})
+        r = await c.post(f"/command/tables/{T}/bets", json=late, headers={"Authorization": f"Bearer {TERMINAL}"})
         assert r.status_code == 409 and r.json()["reason"] == "betting_closed"
     async with client(pit) as c:
         await login(c, "analyst")  # read-only, no player ids
         html = (await c.get(f"/console/{T}")).text
         assert 'data-status="settled"' in html and "p-1" not in html and 'class="act"' not in html
-        await login(c, "bettor")
+        r = await c.post("/login", content=f"token={TERMINAL}", headers={**SAME, "Content-Type":
+                                                                        "application/x-www-form-urlencoded"})
+        assert r.status_code == 303  # a betting terminal logs in with its credential, as the bettor role
         html = (await c.get(f"/console/{T}")).text
+        assert "signed in as <b>bettor</b>" in html
         assert 'id="form-place_bet"' in html and 'id="form-no_more_bets"' not in html and "p-1" not in html
+        # its cookie bets for its own player only
+        r = await c.post(f"/command/tables/{T}/bets", headers=SAME, json={**late, "player_id": "p-2"})
+        assert r.status_code == 403 and r.json()["detail"]["reason"] == "not_your_player", r.text
 
 
 async def test_the_feed_renders_per_key_and_the_surveillance_view_only_for_its_key():

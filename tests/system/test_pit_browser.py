@@ -39,6 +39,7 @@ from croupier.pit import create_pit_app, serve_pit
 from services.command_api.gateway import CommandGateway, KafkaCommandBus
 from services.projection.core import ProjectionCore
 from services.runtime.app import Service, build_service
+from services.runtime.credentials import Credentials
 from services.runtime.kafka import ensure_topics
 from tests.services.helpers import make_cores
 from tests.system.conftest import broker_settings
@@ -50,6 +51,8 @@ DRIVER = Path("/usr/bin/chromedriver")
 TOKENS = {"dealer": "dealer-token-pitweb-0123", "bettor": "bettor-token-pitweb-0123",
           "pit": "pit-token-pitweb-012345", "cage": "cage-token-pitweb-01234",
           "surveillance": "surveillance-token-pitweb-0", "analyst": "analyst-token-pitweb-012"}
+#: the betting terminal's credential, bound to player p-1 (the plain bettor role token sends nothing)
+TERMINAL = "terminal-p-1-pitweb-0123"
 TABLE = "PW1"
 WAIT_S = 90  # the most a page may take to show what the services decided (a loaded 2-core machine)
 
@@ -106,7 +109,8 @@ class PitServer(threading.Thread):
             await bus.start()
             projection = running[-1]
             gateway = CommandGateway(bus, lambda: datetime.now(UTC), timeout_s=30.0)
-            pit = create_pit_app(projection.host, TOKENS, ready=lambda: projection.ready and not self.not_ready,
+            creds = Credentials(TOKENS, {TERMINAL: frozenset({"p-1"})})
+            pit = create_pit_app(projection.host, creds, ready=lambda: projection.ready and not self.not_ready,
                                  gateway=gateway)
             self.started.set()
             await serve_pit(pit, "127.0.0.1", self.port, self.stop)
@@ -180,11 +184,11 @@ def _wait(driver: Any, condition: Any, what: str) -> Any:
     return WebDriverWait(driver, WAIT_S, poll_frequency=0.1).until(condition, message=what)
 
 
-def _login(driver: Any, base: str, role: str, then: str) -> None:
+def _login(driver: Any, base: str, role: str, then: str, token: str | None = None) -> None:
     from selenium.webdriver.common.by import By
 
     driver.get(f"{base}/login?next={then}")
-    driver.find_element(By.ID, "token").send_keys(TOKENS[role])
+    driver.find_element(By.ID, "token").send_keys(token or TOKENS[role])
     driver.find_element(By.ID, "login").click()
     _wait(driver, lambda d: d.find_elements(By.ID, "role") and role in d.find_element(By.ID, "role").text,
           f"logged in as {role}")
@@ -261,7 +265,7 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     # the betting terminal: a second origin, so a second session
     d.switch_to.new_window("tab")
     terminal = d.current_window_handle
-    _login(d, b, "bettor", f"/console/{TABLE}")
+    _login(d, b, "bettor", f"/console/{TABLE}", token=TERMINAL)
     _wait(d, lambda _: _round_attr(d, "data-round-id") == round_id, "the terminal knows the round")
     answer = _act(d, "place_bet", seat="1", player_id="p-1", wager="banker", amount_cents="10000")
     assert answer.startswith("accepted: bet_placed"), answer
