@@ -30,11 +30,26 @@ if TYPE_CHECKING:  # pragma: no cover
     from services.runtime.app import Service
 
 
+async def _ask_brokers(admin: Any) -> None:
+    """One metadata request that names no topic: the brokers and the controller, nothing else. (The admin
+    client's ``describe_cluster`` asks for every topic's metadata and drops it: on a broker holding 18,000
+    partitions that answer was a fifth of a quiet projection's CPU, every two seconds.) Falls back to
+    ``describe_cluster`` on a client without the request builder."""
+    try:
+        from aiokafka.protocol.metadata import MetadataRequest
+
+        send = admin._send_request  # noqa: SLF001 - aiokafka's admin client has no public "no topics" call
+    except (ImportError, AttributeError):
+        await admin.describe_cluster()
+        return
+    await send(MetadataRequest([], allow_auto_topic_creation=False))
+
+
 class BrokerProbe:
     """Whether the broker answers, as of the last probe (:attr:`reachable`).
 
     :meth:`start` probes every ``interval_s`` seconds in the background: an admin client's metadata
-    request (with the settings' credentials), at most ``timeout_s`` seconds; a failure closes the client,
+    request naming no topic (with the settings' credentials), at most ``timeout_s`` seconds; a failure closes the client,
     and the next probe connects afresh. :attr:`reachable` is False until the first probe answered, and
     also when the last answer is older than three intervals (the probe itself is stuck).
     """
@@ -66,7 +81,7 @@ class BrokerProbe:
                 self._admin = AIOKafkaAdminClient(**self.settings.client_options(),
                                                   request_timeout_ms=int(self.timeout_s * 1000))
                 await asyncio.wait_for(self._admin.start(), self.timeout_s)
-            await asyncio.wait_for(self._admin.describe_cluster(), self.timeout_s)
+            await asyncio.wait_for(_ask_brokers(self._admin), self.timeout_s)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - anything but an answer: unreachable
