@@ -63,7 +63,7 @@ REFUSALS_KEPT = 20
 #: frames a subscriber may have waiting before it is dropped
 QUEUE_FRAMES = 256
 #: the least time between two renders of the same tables (seconds): folds in between are coalesced
-COALESCE_S = 0.02
+COALESCE_S = 0.005
 #: how often a stream says it is alive and whether the projection is ready (seconds)
 HEARTBEAT_S = 2.0
 

@@ -160,6 +160,8 @@ class PitPages:
         self.profiles = profiles
         self.secure = secure
         self.env = _env()
+        #: per (table, compact): the results its roads were drawn from, and the drawing (one entry a table)
+        self._board_cache: dict[tuple[str, bool], tuple[tuple[str, ...], dict[str, str]]] = {}
         feed.set_render(self.render)
 
     # -- data ------------------------------------------------------------------------------------
@@ -193,7 +195,13 @@ class PitPages:
                 "curator": s.curator, "results": "".join(results)}
 
     def _boards(self, s: ProjectionState, compact: bool) -> dict[str, str]:
-        return scoreboard(s.results(s.shoe.shoe_id) if s.shoe else (), compact=compact)
+        """The table's roads as SVG, drawn again only when its results changed (a card changes none)."""
+        results = tuple(s.results(s.shoe.shoe_id)) if s.shoe else ()
+        key = (s.table_id, compact)
+        got = self._board_cache.get(key)
+        if got is None or got[0] != results:
+            got = self._board_cache[key] = (results, scoreboard(results, compact=compact))
+        return got[1]
 
     def _odds(self, s: ProjectionState, view: str) -> dict[str, Any] | None:
         o = s.last_odds.get(view)
@@ -229,8 +237,9 @@ class PitPages:
     def floor_cards(self, tables: list[str], money: bool) -> list[tuple[str, str]]:
         """``(table id, card)`` of the given tables; with money figures for a ledger role."""
         rows: dict[str, Any] = {}
-        if money:
-            rows = {r["table_id"]: r for r in self.floor_figures(True)["tables"]}
+        if money:  # the rows of these tables only (a live frame re-renders the tables that changed)
+            got = floor_view(self._configured(), self.clock(), self.settings, money=True, only=tables, totals=False)
+            rows = {r["table_id"]: r for r in got["tables"]}
         out = []
         for t in tables:
             html = self.table_card(t, rows.get(t))

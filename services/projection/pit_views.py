@@ -325,17 +325,19 @@ def irregularities(states: Mapping[str, ProjectionState], day: str) -> list[dict
 
 # ---- floor -------------------------------------------------------------------------------------------
 def floor_view(states: Mapping[str, ProjectionState], at: datetime, settings: PitSettings,
-               money: bool) -> dict[str, Any]:
+               money: bool, only: Iterable[str] | None = None, totals: bool = True) -> dict[str, Any]:
     """Every table at ``at``: its game, shoe, rounds this shoe and last result; with ``money`` (a role that
     may read ledgers) also the gaming day's and the current shift's rounds, drop, win and hold, the table's
-    result for the day and the open alert count (raised players flagged there). No player id either way."""
+    result for the day and the open alert count (raised players flagged there). No player id either way.
+    ``only``: the rows of these tables alone (the live floor re-renders the tables that changed; a player is
+    still raised by their play at every table); ``totals``: False leaves out the floor's totals."""
     cutoff = cutoff_of(states.values())
     day, hour = day_and_hour(at, cutoff)
     shift = settings.shift_of(hour)
     first, end = settings.shift_hours(shift)
     alerts = open_alerts(player_ranking(states, day, settings.raise_threshold_cents)) if money else {}
     tables = []
-    for tid in sorted(states):
+    for tid in sorted(states if only is None else set(only) & set(states)):
         s = states[tid]
         if s.config is None:
             continue
@@ -358,6 +360,7 @@ def floor_view(states: Mapping[str, ProjectionState], at: datetime, settings: Pi
                            "shift": {"shift": shift, **_span(day, first, end, cutoff)}, "tables": tables}
     if money:
         out["hold_rounding"] = HOLD_ROUNDING.value
+    if money and totals:
         out["totals"] = {"day": figures(h for s in states.values() for h in day_of(s, day).hours.values()),
                          "shift": figures(h for s in states.values() for k, h in day_of(s, day).hours.items()
                                           if first <= k < end)}

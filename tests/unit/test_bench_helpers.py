@@ -186,3 +186,25 @@ def test_restore_phases_are_the_marks_differences_summed_over_tasks_and_the_warm
     runs = [rebuild.Start(done=3.0), rebuild.Start(done=None), rebuild.Start(done=1.0)]
     assert rebuild.median_start(runs).done == 3.0  # an unfinished run counts as the slowest
     assert rebuild.median_start([rebuild.Start(done=2.0), rebuild.Start(done=1.0)]).done == 1.0
+
+
+def test_pit_latency_marks_each_card_once_when_a_screen_first_shows_it():
+    """bench/pit_latency.py: a console fragment showing ``next_card - 1`` cards puts every card not yet shown
+    on the screen at that moment; a later fragment of the same round does not move them; a new round starts
+    from its first card. Latency = screen − read; cards never shown are left out."""
+    from bench.pit_latency import ROUND_FRAG, Cards
+
+    c = Cards()
+    c.read.update({("T", "R1", 1): 100.0, ("T", "R1", 2): 110.0, ("T", "R1", 3): 120.0, ("T", "R2", 1): 500.0,
+                   ("T", "R2", 2): 510.0})
+    c.dealt.update({("T", "R1", 1): 130.0, ("T", "R2", 1): 520.0})
+    c.on_screen("T", "R1", 3, 150.0)  # cards 1 and 2 shown
+    c.on_screen("T", "R1", 3, 190.0)  # the same again (odds or seats changed): no card moves
+    c.on_screen("T", "R1", 4, 200.0)  # card 3
+    c.on_screen("T", "R2", 2, 560.0)  # the next round's first card
+    screen, kafka = c.latencies()
+    assert sorted(screen) == [40.0, 50.0, 60.0, 80.0]  # R1: 150-110, 150-100, R2: 560-500, R1: 200-120
+    assert sorted(kafka) == [20.0, 30.0]
+    html = '<section id="round-T" class="panel round" data-shoe-id="S" data-round-id="R9" data-next-card="5" x>'
+    m = ROUND_FRAG.search(html)
+    assert m is not None and (m.group(1), m.group(2)) == ("R9", "5")

@@ -233,6 +233,9 @@ def test_the_floor_at_a_moment_of_the_second_shift(day):
     assert set(public["tables"][0]) == {"table_id", "variant", "shoe_id", "cards_out", "rounds_this_shoe",
                                         "last_result"}
     assert "totals" not in public and "alice" not in repr(public)
+    # the live floor's rows of the tables that changed: the same rows (alerts still ranked over every table)
+    t2_only = floor_view(day, H(9, 30), PitSettings(), money=True, only=["T2", "T9"], totals=False)
+    assert t2_only["tables"] == [t2] and "totals" not in t2_only
 
 
 def test_the_state_is_the_same_whatever_the_order_of_the_streams():
