@@ -4,7 +4,8 @@
 (:class:`services.runtime.sessions.SessionAuth`: a login cookie becomes its role's bearer header, CSRF
 checked):
 
-* the pages (:class:`services.projection.pages.PitPages`: ``/``, ``/floor``, ``/console/{id}``,
+* the pages (:class:`services.projection.pages.PitPages`: ``/``, ``/floor``, ``/console/{id}``, ``/replay/{id}``
+  (a table's rounds and any round's story from the log, :mod:`croupier.pit_replay`),
   ``/surveillance``, ``/cage``, ``/login``, ``/logout``, ``/live/...``, ``/static/...``), pushed live by the
   :class:`~services.projection.live.LiveFeed` attached to the projection host's folds;
 * the command API (:func:`services.command_api.http.create_command_api`) under ``/command`` when a gateway is
@@ -31,6 +32,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from croupier.pit_replay import replay_reader
 from services.projection.live import LiveFeed
 from services.projection.pages import PitPages
 from services.runtime.credentials import Credentials
@@ -56,7 +58,8 @@ class PitApp:
 def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *, ready: Callable[[], bool],
                    readiness: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
                    gateway: Any = None, journal: Any = None, secure_cookies: bool = False,
-                   new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> PitApp:
+                   new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+                   replay: bool = True) -> PitApp:
     """The pit app over ``host`` (the projection service's host, or a replica's). ``tokens``: the roles'
     ``{role: token}``, or every credential (:func:`services.runtime.credentials.load_credentials`: the
     betting terminals' bettor credentials log in too, and bet for their own players only); no default
@@ -64,7 +67,8 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
     restored; ``readiness``: ``/health/ready``'s ``(ok, body)`` (also what the pages' banner says: the
     broker answers and every task is restored); ``gateway``: a started
     :class:`~services.command_api.gateway.CommandGateway` (None: no command API, read-only console);
-    ``secure_cookies``: the session cookie only over HTTPS."""
+    ``secure_cookies``: the session cookie only over HTTPS; ``replay``: serve ``/replay/...`` (a table's rounds
+    and any round's story, read from the log on ``host``'s broker: :mod:`croupier.pit_replay`)."""
     from services.projection.api import create_api
 
     creds = tokens if isinstance(tokens, Credentials) else Credentials(tokens)
@@ -85,7 +89,8 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
         routes.append(Mount(COMMAND_BASE, app=create_command_api(gateway, creds, new_request_id=new_request_id)))
     pages = PitPages(lambda: {t: slot.state for t, slot in host.runner.tables.items()}, feed, sessions,
                      ready=page_ready, may_send=may_send, command_base=COMMAND_BASE if gateway is not None else None,
-                     profiles=profiles, secure=secure_cookies)
+                     profiles=profiles, secure=secure_cookies,
+                     replay=replay_reader(host.settings) if replay else None)
     app = Starlette(routes=[*pages.routes(), *routes, Mount("", app=query_api)])
     return PitApp(SessionAuth(app, sessions), feed, pages, sessions)
 

@@ -37,7 +37,7 @@ import asyncio
 import json
 import re
 import urllib.parse
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,6 +79,8 @@ PAGE_ROLES: Mapping[str, frozenset[str]] = {
     "console": ALL_ROLES,
     "surveillance": frozenset({"surveillance"}),
     "cage": frozenset({"cage", "pit"}),
+    # a round as the log tells it (bets, player ids, settlements): the roles that read a round
+    "replay": frozenset({"dealer", "pit", "surveillance", "cage"}),
 }
 #: roles shown a round's bets, seats and settlements (player ids), as the command API's round view
 ROUND_READERS = frozenset({"dealer", "pit", "surveillance", "cage"})
@@ -115,7 +117,10 @@ PAGE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
 }
-PAGE_TITLES = {"floor": "Floor", "console": "Table console", "surveillance": "Surveillance", "cage": "Cage"}
+PAGE_TITLES = {"floor": "Floor", "console": "Table console", "surveillance": "Surveillance", "cage": "Cage",
+               "replay": "Round replay"}
+#: a round id in a replay address (contracts.bounds.ID_PATTERN)
+_ROUND_ID = _TABLE_ID
 
 
 def _pct(x: float) -> str:
@@ -148,7 +153,8 @@ class PitPages:
     def __init__(self, tables: Callable[[], Mapping[str, ProjectionState]], feed: LiveFeed, sessions: Sessions,
                  ready: Callable[[], bool], may_send: Mapping[str, frozenset[str]] | None = None,
                  command_base: str | None = None, profiles: tuple[str, ...] = (), secure: bool = False,
-                 settings: PitSettings | None = None, clock: Callable[[], datetime] = lambda: datetime.now(UTC)):
+                 settings: PitSettings | None = None, clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 replay: Callable[[str, str | None], Awaitable[dict[str, Any]]] | None = None):
         self.tables = tables
         self.settings = settings if settings is not None else PitSettings.from_env()
         self.clock = clock
@@ -160,6 +166,8 @@ class PitPages:
         self.profiles = profiles
         self.secure = secure
         self.env = _env()
+        #: the log's story of a table or a round (croupier/pit_replay.py); None: no replay pages here
+        self.replay = replay
         #: per (table, compact): the results its roads were drawn from, and the drawing (one entry a table)
         self._board_cache: dict[tuple[str, bool], tuple[tuple[str, ...], dict[str, str]]] = {}
         feed.set_render(self.render)
@@ -258,7 +266,7 @@ class PitPages:
         out[f"seats-{table_id}"] = self._t("frag_seats.html", table_id=table_id, seats=sorted(live.seats.items()),
                                            owed=sorted(live.owed.items()), full=full)
         out[f"history-{table_id}"] = self._t("frag_history.html", table_id=table_id, rounds=list(live.history),
-                                             full=full)
+                                             full=full, replay=full and self.replay is not None)
         if s is not None:
             out[f"head-{table_id}"] = self._t("frag_head.html", t=self.summary(table_id, s, live))
             out[f"odds-{table_id}"] = self._t("frag_odds.html", table_id=table_id, o=self._odds(s, "public"),
@@ -396,8 +404,12 @@ class PitPages:
             else []
         forms = [f for f in FORMS if f[0] in sends]
         wagers = sorted(w.value for w in s.config.wagers) if s is not None and s.config is not None else []
+        # the layout's wagers with their table minimum and maximum (13:69F-3.3(c)), in cents
+        limits = [(w, s.config.limits_for(w).min_cents, s.config.limits_for(w).max_cents)
+                  for w in sorted(s.config.wagers, key=lambda x: x.value)] if s is not None and s.config else []
         return self._page("console.html", request, role, table_id=table_id, frags=self.console_frags(table_id, view),
-                          forms=forms, wagers=wagers, profiles=self.profiles,
+                          forms=forms, wagers=wagers, profiles=self.profiles, limits=limits,
+                          replay=self.replay is not None and role in PAGE_ROLES["replay"],
                           command_base=self.command_base, stream=f"/live/console/{table_id}",
                           read_only=not forms)
 
@@ -524,12 +536,44 @@ class PitPages:
             Route("/", self.floor),
             Route("/console/{table_id:path}", self.console),
             Route("/surveillance", self.surveillance), Route("/cage", self.cage),
+            Route("/replay/{table_id}", self.replay_page),
+            Route("/replay/{table_id}/rounds/{round_id}", self.replay_page),
             Route("/login", self.login_form, methods=["GET"]), Route("/login", self.login, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
             Route("/live/console/{table_id:path}", self.live_console),
             Route("/live/{page}", self.live),
             Mount("/static", app=static, name="static"),
         ]
+
+    async def replay_page(self, request: Request) -> Response:
+        """``/replay/{table}``: every round the log holds for the table, each a link; ``/replay/{table}/rounds/
+        {round}``: that round's story (every card with the rule behind it, the bets, the settlement, the
+        ledger; the alerts for surveillance only). Read from Kafka at each request. 404 for a table or round the
+        log does not hold, 503 when the log cannot be read or this server has no replay."""
+        role, refused = self._gate(request, "replay")
+        if refused is not None:
+            return refused
+        assert role is not None
+        table_id = request.path_params["table_id"]
+        round_id = request.path_params.get("round_id")
+        title = PAGE_TITLES["replay"]
+        if not _TABLE_ID.match(table_id) or (round_id is not None and not _ROUND_ID.match(round_id)):
+            return self._page("refused.html", request, role, status=422, page=title, allowed=[],
+                              reason="a table or round id is 1-128 letters, digits, '.', '_', ':' or '-'")
+        if self.replay is None:
+            return self._page("refused.html", request, role, status=503, page=title, allowed=[],
+                              reason="this server does not replay rounds (croupier pit does; or use croupier "
+                                     "replay on the command line)")
+        try:
+            view = await self.replay(table_id, round_id)
+        except LookupError as e:
+            return self._page("refused.html", request, role, status=404, page=title, allowed=[], reason=str(e))
+        except (ConnectionError, OSError, TimeoutError) as e:
+            return self._page("refused.html", request, role, status=503, page=title, allowed=[],
+                              reason=f"the log could not be read: {e}")
+        if role != "surveillance":
+            view.pop("alerts", None)
+        return self._page("replay.html", request, role, table_id=table_id, v=view, stream="")
 
     async def live_console(self, request: Request) -> Response:
         request.path_params["page"] = "console"

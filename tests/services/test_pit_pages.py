@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
+from markupsafe import escape as markup_escape
 
 from croupier.pit import create_pit_app
 from services.command_api.gateway import CommandGateway, MemoryCommandBus
@@ -281,3 +282,54 @@ async def test_a_projection_not_ready_shows_the_banner_in_words():
         html = (await c.get(f"/console/{T}")).text
         assert 'class="act"' not in html and (await c.post(f"/command/tables/{T}/open", headers=SAME,
                                                            json={})).status_code == 404
+
+
+# ---- replay ------------------------------------------------------------------------------------------------
+async def test_a_round_is_replayed_from_the_log_for_the_roles_that_read_rounds_with_alerts_for_surveillance():
+    """``/replay/{table}`` lists the rounds the log holds (each a link), ``/replay/{table}/rounds/{round}`` tells
+    the round in words: every card with the rule behind it, the bets, the settlement. The surveillance alerts
+    are shown to surveillance only; an analyst is refused; an unknown round is a 404 in words; a server with
+    no replay says so (503)."""
+    from croupier.pit_replay import story
+    from tests.services.helpers import events
+
+    bus, _ = floor_bus(7)
+    projection = bus.add(ProjectionCore())
+    gw = CommandGateway(MemoryCommandBus(bus), Clock(datetime(2026, 12, 1, 17, tzinfo=UTC)), timeout_s=0.5)
+    pit = create_pit_app(projection, CREDS, ready=lambda: True, gateway=gw)
+    streams = ("shoe.events", "dealing.events", "wagering.events", "settlement.events", "projection.ledger",
+               "projection.alerts")
+
+    async def from_bus(table_id: str, round_id: str | None) -> dict:  # type: ignore[type-arg]
+        return story([e for e in events(bus, *streams) if e.table_id == table_id], table_id, round_id)
+
+    pit.pages.replay = from_bus
+    async with client(pit) as c:
+        await login(c, "dealer")
+        played = await play_round(c)
+        rid = played["round_id"]
+        await bus.pump()
+        listing = await c.get(f"/replay/{T}")
+        assert listing.status_code == 200 and f'href="/replay/{T}/rounds/{rid}"' in listing.text
+        page = await c.get(f"/replay/{T}/rounds/{rid}")
+        assert page.status_code == 200, page.text
+        dealt = [e for e in events(bus, "dealing.events") if type(e.payload).__name__ == "CardDealt"]
+        assert len(dealt) >= 4
+        for e in dealt:  # every card, with the rule behind it, in words
+            assert str(markup_escape(e.payload.why)) in page.text
+        assert "p-1" in page.text and "settled" in page.text.lower()
+        console = await c.get(f"/console/{T}")
+        assert f'href="/replay/{T}/rounds/{rid}"' in console.text or 'id="replay-link"' in console.text
+        assert 'id="limits-T1"' in console.text and "$25.00" in console.text  # the wagers' table minimum
+        missing = await c.get(f"/replay/{T}/rounds/nope")
+        assert missing.status_code == 404 and "unknown round" in missing.text
+        bad = await c.get(f"/replay/{T}/rounds/bad%20id")
+        assert bad.status_code == 422
+    async with client(pit) as c:
+        await login(c, "analyst")
+        assert (await c.get(f"/replay/{T}/rounds/{rid}")).status_code == 403
+    pit.pages.replay = None
+    async with client(pit) as c:
+        await login(c, "pit")
+        r = await c.get(f"/replay/{T}")
+        assert r.status_code == 503 and "does not replay" in r.text

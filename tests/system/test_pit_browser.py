@@ -304,6 +304,16 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     assert late.startswith("rejected: betting_closed"), late
     _shot(d, "late-bet.png")
 
+    # the round replayed from the log (the console's history links to it): every card with its rule
+    d.switch_to.window(console)
+    d.get(f"{a}/replay/{TABLE}/rounds/{round_id}")
+    rows = _wait(d, lambda _: d.find_elements(By.CSS_SELECTOR, "#timeline tr.ev-card"), "the replay's cards")
+    assert len(rows) == len(cards), [r.text for r in rows]
+    whys = [c.find_element(By.CLASS_NAME, "why").text for c in cards]
+    assert all(why in row.text for why, row in zip(whys, rows, strict=True)), [r.text for r in rows]
+    assert d.find_elements(By.CSS_SELECTOR, "#timeline tr.ev-round_settled"), "the settlement in the replay"
+    _shot(d, "replay-round.png")
+
 
 def test_the_surveillance_page_refuses_the_pit_role_and_each_role_sees_its_page(server: PitServer, browser: Any):
     from selenium.webdriver.common.by import By
