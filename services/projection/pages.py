@@ -261,6 +261,7 @@ class PitPages:
         live = self.feed.table(table_id)
         full = view == "full"
         out = {f"round-{table_id}": self._t("frag_round.html", table_id=table_id, r=live.round, full=full,
+                                            replay=full and self.replay is not None,
                                             shoe_id=s.shoe.shoe_id if s and s.shoe else "",
                                             opened=s is not None)}
         out[f"seats-{table_id}"] = self._t("frag_seats.html", table_id=table_id, seats=sorted(live.seats.items()),

@@ -306,10 +306,12 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
 
     # the round replayed from the log (the console's history links to it): every card with its rule
     d.switch_to.window(console)
-    d.get(f"{a}/replay/{TABLE}/rounds/{round_id}")
+    whys = [c.find_element(By.CLASS_NAME, "why").text  # the console's cards again (live frames replaced them)
+            for c in d.find_elements(By.CSS_SELECTOR, f"#round-{TABLE} li.card-dealt")]
+    assert len(whys) == len(cards), whys
+    d.find_element(By.CSS_SELECTOR, f"#round-{TABLE} a.replay-round").click()
     rows = _wait(d, lambda _: d.find_elements(By.CSS_SELECTOR, "#timeline tr.ev-card"), "the replay's cards")
-    assert len(rows) == len(cards), [r.text for r in rows]
-    whys = [c.find_element(By.CLASS_NAME, "why").text for c in cards]
+    assert len(rows) == len(whys), [r.text for r in rows]
     assert all(why in row.text for why, row in zip(whys, rows, strict=True)), [r.text for r in rows]
     assert d.find_elements(By.CSS_SELECTOR, "#timeline tr.ev-round_settled"), "the settlement in the replay"
     _shot(d, "replay-round.png")
