@@ -405,7 +405,7 @@ async def partitions_ready(settings: Settings, names: tuple[str, ...], timeout: 
     level = client_log.level
     client_log.setLevel(logging.ERROR)
     try:
-        tps = [TopicPartition(settings.topic(n), p) for n in names for p in range(T.PARTITIONS)]
+        tps = [TopicPartition(settings.topic(n), p) for n in names for p in range(settings.partitions)]
         await asyncio.wait_for(consumer.end_offsets(tps), timeout)
     finally:
         client_log.setLevel(level)
