@@ -125,13 +125,11 @@ async def pit_alone(settings: Settings, port: int, host: str = "127.0.0.1",
     command gateway on Kafka (each command topic written as its writer principal: ``writers``), and the pit
     app on ``host:port`` until ``stop`` or SIGINT/SIGTERM. Raises ``NoCredentials`` / ``BadCredentials`` for
     the tokens, :class:`croupier.serve.PortTaken` before anything connects."""
-    from croupier.serve import _stop_on_signals, check_port
-    from croupier.topics import require_prefix
+    from croupier.serve import _stop_on_signals, check_port, projection_replica
     from services.command_api.server import open_gateway, reader_streams
-    from services.projection.app import create_replica
     from services.runtime.credentials import check_roles, load_credentials
     from services.runtime.logging import bind_service, get_logger
-    from services.runtime.ops import BrokerProbe, readiness
+    from services.runtime.ops import readiness
 
     creds = tokens if isinstance(tokens, Credentials) else Credentials(tokens) if tokens else load_credentials(
         what="croupier pit")
@@ -139,24 +137,12 @@ async def pit_alone(settings: Settings, port: int, host: str = "127.0.0.1",
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
     check_port(host, port)
-    await require_prefix(settings)
-    replica = create_replica(settings, group=f"{settings.group('projection-pit')}.{uuid.uuid4().hex[:8]}")
-    probe = BrokerProbe(settings)
-    probe.start()
-    try:
-        await replica.start()
-        try:
-            async with open_gateway(settings, writers, timeout_s=timeout_s,
-                                    streams=reader_streams(writers)) as gateway:
-                pit = create_pit_app(replica.host, creds, ready=lambda: replica.ready,
-                                     readiness=lambda: readiness({"projection-replica": replica}, probe),
-                                     gateway=gateway)
-                get_logger("pit").info("pit_started", url=f"http://{host}:{port}/")
-                await serve_pit(pit, host, port, stop, context=bind_service("pit", settings.instance))
-        finally:
-            await replica.stop()
-    finally:
-        await probe.stop()
+    async with projection_replica(settings, "pit") as (replica, probe), \
+            open_gateway(settings, writers, timeout_s=timeout_s, streams=reader_streams(writers)) as gateway:
+        pit = create_pit_app(replica.host, creds, ready=lambda: replica.ready,
+                             readiness=lambda: readiness({"projection-replica": replica}, probe), gateway=gateway)
+        get_logger("pit").info("pit_started", url=f"http://{host}:{port}/")
+        await serve_pit(pit, host, port, stop, context=bind_service("pit", settings.instance))
 
 
 __all__ = ["COMMAND_BASE", "PitApp", "create_pit_app", "pit_alone", "serve_pit"]

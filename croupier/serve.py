@@ -12,7 +12,7 @@ import contextlib
 import signal
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import services
@@ -138,26 +138,35 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
         log.info("stopped", services=names)
 
 
-async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1",
-                    tokens: Mapping[str, str] | None = None, stop: asyncio.Event | None = None) -> None:
-    """The query API over a read-only projection replica (its own consumer group; publishes nothing).
-    ``tokens`` as in :func:`serve` (checked before anything starts)."""
+@contextlib.asynccontextmanager
+async def projection_replica(settings: Settings, name: str) -> AsyncIterator[tuple[Service, BrokerProbe]]:
+    """A started read-only projection replica (its own consumer group ``<projection-NAME group>.<hex>``;
+    publishes nothing) and a started broker probe, both stopped on exit. Refuses a prefix with no topics
+    first (:func:`croupier.topics.require_prefix`): a replica must not create topics under a mistyped one."""
     from services.projection.app import create_replica
 
-    tokens = tokens or _load_tokens()
-    stop = stop or asyncio.Event()
-    _stop_on_signals(stop)
-    check_port(host, port)
-    await require_prefix(settings)  # a read-only replica must not create topics under a mistyped prefix
-    replica = create_replica(settings, group=f"{settings.group('projection-api')}.{uuid.uuid4().hex[:8]}")
+    await require_prefix(settings)
+    replica = create_replica(settings, group=f"{settings.group(f'projection-{name}')}.{uuid.uuid4().hex[:8]}")
     probe = BrokerProbe(settings)
     probe.start()
     try:
         await replica.start()
         try:
-            get_logger("api").info("api_started", url=f"http://{host}:{port}/docs")
-            await _run_api(replica, host, port, tokens, stop, probe, label="projection-replica")
+            yield replica, probe
         finally:
             await replica.stop()
     finally:
         await probe.stop()
+
+
+async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1",
+                    tokens: Mapping[str, str] | None = None, stop: asyncio.Event | None = None) -> None:
+    """The query API over a read-only projection replica (its own consumer group; publishes nothing).
+    ``tokens`` as in :func:`serve` (checked before anything starts)."""
+    tokens = tokens or _load_tokens()
+    stop = stop or asyncio.Event()
+    _stop_on_signals(stop)
+    check_port(host, port)
+    async with projection_replica(settings, "api") as (replica, probe):
+        get_logger("api").info("api_started", url=f"http://{host}:{port}/docs")
+        await _run_api(replica, host, port, tokens, stop, probe, label="projection-replica")
