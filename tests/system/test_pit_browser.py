@@ -179,9 +179,13 @@ def browser() -> Iterator[Any]:
 
 # ---- helpers ---------------------------------------------------------------------------------------------
 def _wait(driver: Any, condition: Any, what: str) -> Any:
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, WAIT_S, poll_frequency=0.1).until(condition, message=what)
+    # a live frame may replace the element a condition is reading: read it again at the next poll
+    return WebDriverWait(driver, WAIT_S, poll_frequency=0.1,
+                         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+                         ).until(condition, message=what)
 
 
 def _login(driver: Any, base: str, role: str, then: str, token: str | None = None) -> None:
@@ -258,8 +262,8 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     d.switch_to.new_window("tab")
     floor = d.current_window_handle
     d.get(f"{a}/")
-    card = d.find_element(By.ID, f"table-{TABLE}")
-    assert card.get_attribute("data-rounds") == "0" and "Betting open" in card.text
+    _wait(d, lambda _: (lambda c: c.get_attribute("data-rounds") == "0" and "Betting open" in c.text)(
+        d.find_element(By.ID, f"table-{TABLE}")), "the floor shows the table betting, no round yet")
     d.execute_script("window.__pitMarker = 42")  # gone if the page reloads
 
     # the betting terminal: a second origin, so a second session
