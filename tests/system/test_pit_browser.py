@@ -294,12 +294,18 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     d.switch_to.window(floor)
     _wait(d, lambda _: d.find_element(By.ID, f"table-{TABLE}").get_attribute("data-rounds") == "1",
           "the floor shows the round's result (live)")
-    card = d.find_element(By.ID, f"table-{TABLE}")
     assert d.execute_script("return window.__pitMarker") == 42, "the floor page was reloaded"
-    assert card.find_element(By.CLASS_NAME, "last").text == winner
-    beads = card.find_elements(By.CSS_SELECTOR, "circle.bead")
-    assert len(beads) == 1 and beads[0].get_attribute("class") == f"bead bead-{winner[0]}"
-    assert len(card.find_elements(By.CSS_SELECTOR, "circle.big")) == (0 if winner == "Tie" else 1)
+
+    def floor_card(_: Any) -> tuple[str, list[str], int]:  # read at once, again if a live frame replaced it
+        card = d.find_element(By.ID, f"table-{TABLE}")
+        return (card.find_element(By.CLASS_NAME, "last").text,
+                [b.get_attribute("class") for b in card.find_elements(By.CSS_SELECTOR, "circle.bead")],
+                len(card.find_elements(By.CSS_SELECTOR, "circle.big")))
+
+    last, beads, big = _wait(d, floor_card, "the floor card read whole")
+    assert last == winner
+    assert beads == [f"bead bead-{winner[0]}"]
+    assert big == (0 if winner == "Tie" else 1)
     _shot(d, "floor.png")
 
     # a late bet from the terminal shows its reason
