@@ -3,7 +3,7 @@ dealing, wagering and settlement services, against a raw aiokafka read-process-w
 transactional hops per round (``bench/rawloop.py``) in the same process on the same broker (issue 8).
 
 Run: ``.venv/bin/python bench/pipeline.py [--tables 20] [--rounds 15] [--pace 2] [--paced-rounds 10]
-[--bootstrap HOST:PORT] [--cprofile FILE]``
+[--betting 0.5] [--bootstrap HOST:PORT] [--cprofile FILE]``
 (bootstrap default: ``KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:19092``; exit status 2 with one line on
 stderr when the broker cannot be reached).
 
@@ -25,10 +25,13 @@ stderr when the broker cannot be reached).
   task wakes). Per-hop hints come from the arrival stamps of the round's intermediate events at the floor;
 * rounds per second: timed rounds settled / wall time of the timed phase (every table's rounds);
 * then a paced phase: ``--paced-rounds`` rounds per table, one round start every ``--pace`` s per table
-  (tables spread over the period): "No more bets" → ``RoundSettled`` there is ``close_to_settled`` (from
+  (tables spread over the period), "No more bets" called ``--betting`` s after the round's last bet, as a
+  dealer calls it once the layout is set (at full speed it follows the bets at once, so it queues behind
+  their transactions): "No more bets" → ``RoundSettled`` there is ``close_to_settled`` (from
   the floor's ``CloseBetting`` send, so the wagering hop that makes ``BettingClosed`` is included; the
   ``BettingClosed`` seen → settled figure is printed too);
-* then the services are stopped and the raw loop runs the same tables, rounds and pace, each raw round with
+* then the services are stopped and the raw loop runs the same tables, rounds, pace and betting time, on
+  the services' partition count and producer settings, each raw round with
   the bets and card count of one real timed round (so the same hops: 7, 9 or 11 transactions on the round's
   path); ``ratio`` = pipeline rounds/s / raw rounds/s at full speed. ``--cprofile FILE``: profile the
   pipeline's timed phase (cProfile, this process) and print the top functions by own time.
@@ -122,6 +125,8 @@ class TimedDealer(TableDealer):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        #: seconds from the last bet to "No more bets" (the paced phase's betting time; 0 at full speed)
+        self.betting_s = 0.0
         self.close_sent: dict[str, float] = {}
         self.close_acked: dict[str, float] = {}
         self.shoe_no = 0
@@ -130,6 +135,8 @@ class TimedDealer(TableDealer):
 
     async def _send(self, topic: str, payload: Command, correlation: str = "", actor: str = "") -> str:
         if isinstance(payload, CloseBetting):
+            if self.betting_s:
+                await asyncio.sleep(self.betting_s)
             self.close_sent[payload.round_id] = clock()
             cid = await super()._send(topic, payload, correlation, actor)
             self.close_acked[payload.round_id] = clock()
@@ -579,6 +586,8 @@ async def run(args: argparse.Namespace) -> int:
                 paced_ids[d.table_id].add(await d.next_round())
                 await asyncio.sleep(max(0.0, args.pace - (clock() - start)))
 
+        for d in dealers:
+            d.betting_s = args.betting
         t = clock()
         await all_or_cancel([paced(d, i) for i, d in enumerate(dealers)])
         paced_wall = clock() - t
@@ -597,7 +606,7 @@ async def run(args: argparse.Namespace) -> int:
 
         # 5. the raw read-process-write loop: same tables, rounds, bets, cards and pace; services stopped
         shapes = [(s.bets, s.cards) for s in samples]
-        raw_loop = RawLoop(args.bootstrap, prefix)
+        raw_loop = RawLoop(args.bootstrap, prefix, partitions=bench.settings.partitions)
         await raw_loop.start()
         await run_raw(raw_loop, args.tables, args.warmup, shapes, tag="w")
         tx0, ner0 = raw_loop.transactions, NOT_ENOUGH_REPLICAS.n
@@ -609,7 +618,8 @@ async def run(args: argparse.Namespace) -> int:
               f"{raw_tx / len(raw_lat):.1f} per round; spurious NotEnoughReplicas produce retries (aiokafka#1172): "
               f"{NOT_ENOUGH_REPLICAS.n - ner0}")
         print(f"  raw close -> settled, full speed: {summary(raw_lat)}")
-        raw_paced, _ = await run_raw(raw_loop, args.tables, args.paced_rounds, shapes, pace=args.pace, tag="p")
+        raw_paced, _ = await run_raw(raw_loop, args.tables, args.paced_rounds, shapes, pace=args.pace,
+                                     betting_s=args.betting, tag="p")
         print(f"  raw close -> settled, paced ({args.pace} s): {summary(raw_paced)}; NotEnoughReplicas retries "
               f"so far (services and raw): {NOT_ENOUGH_REPLICAS.n}")
         ratio = rounds_per_s / raw_rps
@@ -672,6 +682,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pace", type=float, default=2.0,
                     help="paced phase: seconds between one table's round starts (default %(default)s)")
     ap.add_argument("--paced-rounds", type=int, default=10, help="rounds per table in the paced phase")
+    ap.add_argument("--betting", type=float, default=0.5,
+                    help="paced phase: seconds from a round's last bet to its \"No more bets\" (default %(default)s)")
     ap.add_argument("--cprofile", metavar="FILE", default="",
                     help="profile the timed phase with cProfile into FILE and print the top functions")
     ap.add_argument("--no-ready-wait", action="store_true",

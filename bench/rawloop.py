@@ -2,7 +2,8 @@
 baseline of ``bench/pipeline.py``, issue 8).
 
 Four stages stand for the four services (``dealing``, ``wagering``, ``shoe``, ``settlement``). Each is a
-``read_committed`` consumer of its own input topic (4 partitions, keyed by table, as ``contracts.topics``)
+``read_committed`` consumer of its own input topic (the services' partition count, keyed by table, as
+``contracts.topics``)
 and a transactional producer: it takes what ``getmany`` returns (at most 500 records, as the runtime's batch
 mode), and in one transaction writes each record's next hop and commits the consumed offsets
 (``send_offsets_to_transaction``). A record carries its remaining route; the last hop goes to the floor's
@@ -114,7 +115,10 @@ class RawLoop:
         await self._writable(names)
         for stage in STAGES:
             consumer = await self._consumer(stage, group=f"{self.prefix}raw.{stage}")
+            # the services' producer settings (services/runtime/tasks.py): a spurious NOT_ENOUGH_REPLICAS
+            # is retried after 10 ms, not the default 100 ms, so the baseline is not slowed where they are not
             producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=True, linger_ms=0,
+                                        acks="all", retry_backoff_ms=10,
                                         transactional_id=f"{self.prefix}raw.{stage}")
             await producer.start()
             self.clients.append(producer)
@@ -190,11 +194,14 @@ class RawLoop:
                                           key=T.key(table))
         return None if fut is None else await asyncio.wait_for(fut, 60)
 
-    async def round(self, table: str, round_id: str, bets: int, cards: int) -> float:
-        """One round as the floor plays it; returns "No more bets" sent → settled seen (s)."""
+    async def round(self, table: str, round_id: str, bets: int, cards: int, betting_s: float = 0.0) -> float:
+        """One round as the floor plays it; returns "No more bets" sent → settled seen (s). ``betting_s``:
+        seconds between the last bet and "No more bets" (0: at once)."""
         await self._send(table, round_id, "opened", ["dealing", "wagering", FLOOR], wait=True)
         for i in range(bets):
             await self._send(table, f"{round_id}/bet{i}", "bet", ["wagering", SINK], wait=False)
+        if betting_s:
+            await asyncio.sleep(betting_s)
         t0 = clock()
         settled = await self._send(table, round_id, "settled", close_route(cards), wait=True)
         assert settled is not None
@@ -212,10 +219,11 @@ class RawLoop:
 
 
 async def run_raw(loop: RawLoop, tables: int, rounds: int, shapes: Sequence[tuple[int, int]], *, pace: float = 0.0,
-                  tag: str = "") -> tuple[list[float], float]:
+                  betting_s: float = 0.0, tag: str = "") -> tuple[list[float], float]:
     """``rounds`` rounds at each of ``tables`` tables concurrently; round *k* of table *t* takes the
     (bets, cards) of ``shapes[(t * rounds + k) % len(shapes)]``. ``pace``: at least that many seconds
-    between one table's round starts (0: back to back). Returns (latencies s, wall s)."""
+    between one table's round starts (0: back to back); ``betting_s``: seconds from the last bet to "No
+    more bets". Returns (latencies s, wall s)."""
     lat: list[float] = []
 
     async def table(t: int) -> None:
@@ -224,7 +232,7 @@ async def run_raw(loop: RawLoop, tables: int, rounds: int, shapes: Sequence[tupl
         for k in range(rounds):
             start = clock()
             bets, cards = shapes[(t * rounds + k) % len(shapes)]
-            lat.append(await loop.round(f"R{t:03d}", f"R{t:03d}-{tag}{k}", bets, cards))
+            lat.append(await loop.round(f"R{t:03d}", f"R{t:03d}-{tag}{k}", bets, cards, betting_s))
             if pace:
                 await asyncio.sleep(max(0.0, pace - (clock() - start)))
 

@@ -189,6 +189,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self._strikes: dict[int, dict[tuple[str, int], int]] = {}
         #: records that failed alone twice with an error no retry can fix: dead-lettered when next read
         self._poison: dict[int, dict[tuple[str, int], str]] = {}
+        #: held while the host decides one task's records (tasks of a batch commit concurrently)
+        self._deciding = asyncio.Lock()
 
     # -- names ---------------------------------------------------------------------------------------
     @property
@@ -541,30 +543,43 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
     # -- batches -------------------------------------------------------------------------------------
     async def on_records(self, records: Iterable[Any]) -> None:
         """Handle a batch from the consumer: per task, one transaction with the batch's offsets. A task's
-        records are taken in the order of the log's time (:func:`in_log_order`)."""
+        records are taken in the order of the log's time (:func:`in_log_order`).
+
+        The tasks of one batch commit concurrently (each through its own producer: their transactions are
+        independent), so a batch that spans k tasks costs about one transaction's round trips, not k. Their
+        decisions are made one task at a time (:attr:`_deciding`). The host's lock is held for the whole
+        batch, so a revocation or a restore's hand-over still waits for every transaction in flight."""
         by_task: dict[int, list[Any]] = {}
         for r in records:
             by_task.setdefault(r.partition, []).append(r)
-        for p, recs in by_task.items():
-            await self._process(p, in_log_order(recs))
+        async with self.host.lock:
+            if len(by_task) == 1:
+                (p, recs), = by_task.items()
+                await self._process(p, in_log_order(recs))
+                return
+            outcomes = await asyncio.gather(*(self._process(p, in_log_order(recs)) for p, recs in by_task.items()),
+                                            return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     async def _process(self, p: int, recs: list[Any]) -> None:
-        async with self.host.lock:
-            if self.state.get(p) != "ready":
-                return  # not ours, or being restored: the restore seeks back to the committed offsets
-            positions = self.positions.setdefault(p, {})
-            fresh = [r for r in recs if r.offset >= positions.get(TopicPartition(r.topic, p), 0)]
-            if not fresh:
+        """Task ``p``'s records of one batch (the caller holds the host's lock)."""
+        if self.state.get(p) != "ready":
+            return  # not ours, or being restored: the restore seeks back to the committed offsets
+        positions = self.positions.setdefault(p, {})
+        fresh = [r for r in recs if r.offset >= positions.get(TopicPartition(r.topic, p), 0)]
+        if not fresh:
+            return
+        if p not in self._careful:
+            await self._handle_and_commit(p, fresh)
+            return
+        # after a failed transaction: one record per transaction, so a record whose outcome can never
+        # be published is found, dead-lettered, and the partition goes on
+        for r in fresh:
+            if not await self._handle_and_commit(p, [r], single=True):
                 return
-            if p not in self._careful:
-                await self._handle_and_commit(p, fresh)
-                return
-            # after a failed transaction: one record per transaction, so a record whose outcome can never
-            # be published is found, dead-lettered, and the partition goes on
-            for r in fresh:
-                if not await self._handle_and_commit(p, [r], single=True):
-                    return
-            self._careful.discard(p)
+        self._careful.discard(p)
 
     async def _handle_and_commit(self, p: int, recs: list[Any], single: bool = False) -> bool:
         """Handle ``recs`` of task ``p`` and commit what they caused with their offsets. False (and the task
@@ -586,8 +601,9 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                                   error=f"unpublishable outcome: {error}", original=r.value or b"",
                                   received_at=self.host.clock())]
         else:
-            decisions, letters = await self.host.collect(
-                [(r.topic, r.partition, r.offset, r.key, r.value, _log_time(r)) for r in recs])
+            async with self._deciding:  # the host collects one batch at a time
+                decisions, letters = await self.host.collect(
+                    [(r.topic, r.partition, r.offset, r.key, r.value, _log_time(r)) for r in recs])
         if not self.transactional:
             self.positions[p].update(offsets)
             self.host.metrics.settle(True)
