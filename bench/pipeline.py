@@ -33,7 +33,10 @@ stderr when the broker cannot be reached).
 * then the services are stopped and the raw loop runs the same tables, rounds, pace and betting time, on
   the services' partition count and producer settings, each raw round with
   the bets and card count of one real timed round (so the same hops: 7, 9 or 11 transactions on the round's
-  path); ``ratio`` = pipeline rounds/s / raw rounds/s at full speed. ``--cprofile FILE``: profile the
+  path); ``ratio`` = pipeline rounds/s / raw rounds/s at full speed. The raw loop runs a second time with
+  a producer per stage and partition, a batch's partitions committed concurrently (the runtime's writer
+  fenced per task), printed on its own line: how much of the gap is that shape and how much the runtime;
+  ``ratio`` stays against the first. ``--cprofile FILE``: profile the
   pipeline's timed phase (cProfile, this process) and print the top functions by own time.
 
 Service logs (one JSON line per event) are rendered as usual but written to /dev/null (``--service-logs``);
@@ -622,6 +625,23 @@ async def run(args: argparse.Namespace) -> int:
                                      betting_s=args.betting, tag="p")
         print(f"  raw close -> settled, paced ({args.pace} s): {summary(raw_paced)}; NotEnoughReplicas retries "
               f"so far (services and raw): {NOT_ENOUGH_REPLICAS.n}")
+        await raw_loop.stop()
+        raw_loop = None
+        # the same loop with the runtime's fencing shape: a producer per stage and partition, a batch's
+        # partitions committed concurrently (what a writer fenced per task costs, apart from the game work)
+        raw_loop = RawLoop(args.bootstrap, prefix, partitions=bench.settings.partitions, per_partition=True)
+        await raw_loop.start()
+        await run_raw(raw_loop, args.tables, args.warmup, shapes, tag="W")
+        tx0 = raw_loop.transactions
+        pp_lat, pp_wall = await run_raw(raw_loop, args.tables, args.rounds, shapes, tag="T")
+        pp_tx = raw_loop.transactions - tx0
+        pp_rps = len(pp_lat) / pp_wall
+        pp_paced, _ = await run_raw(raw_loop, args.tables, args.paced_rounds, shapes, pace=args.pace,
+                                    betting_s=args.betting, tag="P")
+        print(f"raw loop, a producer per partition (the runtime's fencing shape): {pp_rps:.1f} rounds/s; "
+              f"{pp_tx / len(pp_lat):.1f} transactions per round; close -> settled full speed p99 "
+              f"{pct(pp_lat, 99) * 1000:.1f} ms, paced {summary(pp_paced)}; pipeline / this loop: "
+              f"{100 * rounds_per_s / pp_rps:.0f}%")
         ratio = rounds_per_s / raw_rps
         print(f"pipeline / raw: {100 * ratio:.0f}% of the raw loop's rate (target >= 50%); close_to_settled p99 "
               f"{pct(close_lat, 99) * 1000:.1f} ms at {args.tables} tables (target <= 100 ms)")

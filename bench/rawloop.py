@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -99,6 +100,10 @@ class RawLoop:
     waiters: dict[tuple[str, str], asyncio.Future[float]] = field(default_factory=dict)
     transactions: int = 0
     producer: AIOKafkaProducer | None = None
+    #: a transactional producer per stage *and partition*, the partitions of a batch committed concurrently:
+    #: the runtime's shape (a fenced writer per task, services/runtime/tasks.py) without its game work; False:
+    #: one producer per stage, one transaction per batch across all partitions (no per-task fencing)
+    per_partition: bool = False
 
     def topic(self, stage: str) -> str:
         return f"{self.prefix}raw.{stage}"
@@ -117,12 +122,16 @@ class RawLoop:
             consumer = await self._consumer(stage, group=f"{self.prefix}raw.{stage}")
             # the services' producer settings (services/runtime/tasks.py): a spurious NOT_ENOUGH_REPLICAS
             # is retried after 10 ms, not the default 100 ms, so the baseline is not slowed where they are not
-            producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=True, linger_ms=0,
-                                        acks="all", retry_backoff_ms=10,
-                                        transactional_id=f"{self.prefix}raw.{stage}")
-            await producer.start()
-            self.clients.append(producer)
-            self.tasks.append(asyncio.create_task(self._stage(stage, consumer, producer)))
+            shape = "pp" if self.per_partition else "stage"
+            producers = []
+            for p in range(self.partitions if self.per_partition else 1):
+                producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=True, linger_ms=0,
+                                            acks="all", retry_backoff_ms=10,
+                                            transactional_id=f"{self.prefix}raw.{stage}.{shape}-{p}")
+                await producer.start()
+                self.clients.append(producer)
+                producers.append(producer)
+            self.tasks.append(asyncio.create_task(self._stage(stage, consumer, producers)))
         floor = await self._consumer(FLOOR, group=None)
         self.tasks.append(asyncio.create_task(self._floor(floor)))
         self.producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=True, linger_ms=0)
@@ -157,22 +166,30 @@ class RawLoop:
             await c.position(tp)
         return c
 
-    async def _stage(self, stage: str, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer) -> None:
+    async def _stage(self, stage: str, consumer: AIOKafkaConsumer, producers: list[AIOKafkaProducer]) -> None:
         group = f"{self.prefix}raw.{stage}"
-        while True:
-            batch = await consumer.getmany(timeout_ms=100, max_records=500)
-            if not batch:
-                continue
+
+        async def commit(producer: AIOKafkaProducer, batch: dict[TopicPartition, list[Any]]) -> None:
             async with producer.transaction():
                 for records in batch.values():
                     for r in records:
                         hop = _dec.decode(r.value)
                         nxt = hop.route[0] if hop.route else SINK
                         out = Hop(hop.table, hop.round, hop.kind, hop.route[1:], PAD)
-                        await producer.send(self.topic(nxt), _enc.encode(out), key=T.key(hop.table))
+                        await producer.send(self.topic(nxt), _enc.encode(out), key=T.key(hop.table),
+                                            partition=r.partition if self.per_partition else None)
                 await producer.send_offsets_to_transaction(
                     {tp: recs[-1].offset + 1 for tp, recs in batch.items()}, group)
             self.transactions += 1
+
+        while True:
+            batch = await consumer.getmany(timeout_ms=100, max_records=500)
+            if not batch:
+                continue
+            if self.per_partition:
+                await asyncio.gather(*(commit(producers[tp.partition], {tp: recs}) for tp, recs in batch.items()))
+            else:
+                await commit(producers[0], batch)
 
     async def _floor(self, consumer: AIOKafkaConsumer) -> None:
         while True:
