@@ -3,7 +3,7 @@ dealing, wagering and settlement services, against a raw aiokafka read-process-w
 transactional hops per round (``bench/rawloop.py``) in the same process on the same broker (issue 8).
 
 Run: ``.venv/bin/python bench/pipeline.py [--tables 20] [--rounds 15] [--pace 2] [--paced-rounds 10]
-[--betting 0.5] [--bootstrap HOST:PORT] [--cprofile FILE]``
+[--betting 0.5] [--processes] [--bootstrap HOST:PORT] [--cprofile FILE]``
 (bootstrap default: ``KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:19092``; exit status 2 with one line on
 stderr when the broker cannot be reached).
 
@@ -13,7 +13,8 @@ stderr when the broker cannot be reached).
   already assigned and positioned at the end, receives it; ``--raw`` times sequentially. Also, as a hint
   for one service hop, the same through a transactional producer and a ``read_committed`` consumer;
 * then the four services start in this process (``services.create(name, settings)`` and ``start()``, as
-  ``croupier serve``), plus a :class:`KafkaFloorIO`. The bench waits until every service has restored
+  ``croupier serve``), plus a :class:`KafkaFloorIO` (``--processes``: each service as its own ``croupier
+  serve --services NAME`` process instead, as deployed; the floor and the raw loop stay in this one). The bench waits until every service has restored
   (``bench/readiness.py``: its readiness flag if it has one, else its "rebuilt" log line) before the first
   command (``--no-ready-wait``: don't; a service's rebuild then races the messages its subscriber already
   hands it). Each table is driven by a
@@ -57,7 +58,9 @@ import os
 import random
 import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -74,6 +77,7 @@ import services
 from baccarat.table import punto_banco_full
 from bench.rawloop import NOT_ENOUGH_REPLICAS, RawLoop, run_raw, transactions_on_path
 from bench.readiness import LogWatch, wait_restored, watch_service_logs
+from bench.serveprocs import free_port, start_serve, stop_all, wait_ready
 from contracts import topics as T
 from contracts.commands import CloseBetting, CloseShoe, Command, LoadShoe
 from contracts.envelope import Envelope
@@ -369,17 +373,48 @@ async def raw_roundtrip(bootstrap: str, topic: str, n: int, *, transactional_id:
 # -- the pipeline -------------------------------------------------------------------------------------
 @dataclass
 class Bench:
-    """The four services in this process (``services.create``, as ``croupier serve``) and the floor IO."""
+    """The four services in this process (``services.create``, as ``croupier serve``) and the floor IO.
+
+    ``processes``: instead, each service as its own ``croupier serve --services NAME`` process (the shape
+    they are deployed in), started once each answers ``/health/ready``; their logs go to ``logdir``."""
 
     settings: Settings
     wait_ready: bool = True
+    processes: bool = False
+    logdir: Path | None = None
     services: dict[str, Service] = field(default_factory=dict)
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     io: KafkaFloorIO | None = None
     restored_s: dict[str, tuple[float, str]] = field(default_factory=dict)
 
     async def start(self) -> None:
         await ensure_topics(self.settings, T.ALL_TOPICS)
         await partitions_ready(self.settings, T.ALL_TOPICS)
+        if self.processes:
+            await self._start_processes()
+        else:
+            await self._start_here()
+        self.io = KafkaFloorIO(self.settings)
+        self.io.log = TimedEventLog()
+        await self.io.start()
+
+    async def _start_processes(self) -> None:
+        logdir = self.logdir or Path(tempfile.mkdtemp(prefix="pipeline-"))
+        self.logdir = logdir
+        env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": self.settings.bootstrap_servers,
+               "CROUPIER_PARTITIONS": str(self.settings.partitions)}
+        urls: dict[str, str] = {}
+        t0 = clock()
+        for name in DECIDERS:
+            port = free_port()
+            self.procs.append(start_serve(["--services", name, "--prefix", self.settings.topic_prefix,
+                                           "--metrics-port", str(port)], env, logdir / f"{name}.log"))
+            urls[name] = f"http://127.0.0.1:{port}/health/ready"
+        for name, url in urls.items():
+            await wait_ready(url, self.procs, 120)
+            self.restored_s[name] = (clock() - t0, "/health/ready")
+
+    async def _start_here(self) -> None:
         started: dict[str, float] = {}
         for name in DECIDERS:
             svc = services.create(name, self.settings)
@@ -394,9 +429,6 @@ class Bench:
                     self.restored_s[name] = await wait_restored(svc, name, SERVICE_LOGS, started[name], 60)
             except TimeoutError as e:
                 raise RuntimeError(f"services not restored after 60 s: {e}") from None
-        self.io = KafkaFloorIO(self.settings)
-        self.io.log = TimedEventLog()
-        await self.io.start()
 
     async def stop(self) -> None:
         if self.io is not None:
@@ -404,6 +436,9 @@ class Bench:
             self.io = None
         for name in list(self.services):
             await self.services.pop(name).stop()
+        if self.procs:
+            await asyncio.to_thread(stop_all, self.procs)
+            self.procs.clear()
 
 
 async def partitions_ready(settings: Settings, names: tuple[str, ...], timeout: float = 30.0) -> None:
@@ -467,6 +502,8 @@ def round_samples(io: KafkaFloorIO, dealers: list[TimedDealer], timed: dict[str,
 
 
 def service_health(bench: Bench) -> str:
+    if bench.processes:
+        return f"services: in their own processes (dead letters and warnings in their logs, {bench.logdir})"
     parts = [f"{name} dead letters {svc.host.dead_letters}, skipped {svc.host.skipped}"
              for name, svc in bench.services.items()]
     return f"services: {'; '.join(parts)}; service log warnings/errors: {SERVICE_LOGS.problems}"
@@ -486,7 +523,7 @@ async def run(args: argparse.Namespace) -> int:
           f"tables={args.tables} rounds/table={args.rounds} seats={args.seats} pace={args.pace}s "
           f"paced rounds/table={args.paced_rounds}")
 
-    bench = Bench(settings, wait_ready=not args.no_ready_wait)
+    bench = Bench(settings, wait_ready=not args.no_ready_wait, processes=args.processes)
     raw_loop: RawLoop | None = None
     counters = TxnCounters()
     try:
@@ -568,8 +605,11 @@ async def run(args: argparse.Namespace) -> int:
         c = counters.counts
         tx = c["end_txn"]
         retried = {k: v for k, v in sorted(c.items()) if "retried" in k}
-        print(f"transactions (EndTxn, all services, timed phase): {tx} = {tx / max(n, 1):.1f} per round, "
-              f"{tx / wall:.0f}/s; AddPartitionsToTxn {c['add_partitions']}, retried {retried or 'never'}")
+        if bench.processes:
+            print("transactions: not counted (the services run in their own processes)")
+        else:
+            print(f"transactions (EndTxn, all services, timed phase): {tx} = {tx / max(n, 1):.1f} per round, "
+                  f"{tx / wall:.0f}/s; AddPartitionsToTxn {c['add_partitions']}, retried {retried or 'never'}")
         print(service_health(bench))
         ru = resource.getrusage(resource.RUSAGE_SELF)
         print(f"max RSS {ru.ru_maxrss / 1024:.0f} MiB; bets per round (mean) "
@@ -710,6 +750,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="send the first commands as soon as the services are started (as tests/system does), "
                          "without waiting for every service's first assignment and rebuild")
     ap.add_argument("--keep-topics", action="store_true", help="do not delete this run's topics")
+    ap.add_argument("--processes", action="store_true",
+                    help="each service as its own `croupier serve` process (as deployed), not in this one; "
+                         "its transactions are then not counted, nor profiled")
     args = ap.parse_args(argv)
     if args.tables < 1 or args.rounds < 1:
         ap.error("--tables and --rounds must be at least 1")

@@ -38,8 +38,6 @@ import os
 import random
 import re
 import secrets
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,17 +45,17 @@ import time
 import uuid
 from collections import defaultdict
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx  # noqa: E402
+import httpx
 from aiokafka import AIOKafkaConsumer
 
 from baccarat.table import punto_banco_full
 from bench.pipeline import TimedDealer, partitions_ready, pct, probe, quiet_client_logs
+from bench.serveprocs import free_port, start_serve, stop_all, wait_ready
 from contracts import topics as T
 from contracts.codecs import decode_event
 from contracts.events import CardDealt, CardDrawn
@@ -68,23 +66,16 @@ from services.runtime.kafka import ensure_topics
 from services.runtime.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
-CROUPIER = str(REPO / ".venv" / "bin" / "croupier")
 ROUND_FRAG = re.compile(r'data-round-id="([^"]*)" data-next-card="(\d+)"')
 
 
 def wall_clock() -> datetime:
     """Now, UTC: the floor's commands claim the real time (the services check it against the log's)."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def now_ms() -> float:
     return time.time() * 1000.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Cards:
@@ -181,42 +172,6 @@ async def watch_floor(client: httpx.AsyncClient, base: str, token: str, stop: as
                     return
                 if line.startswith("data: "):
                     frames[0] += 1
-
-
-def start_serve(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """``croupier serve ARGS`` in its own session, its output to ``log``."""
-    out = log.open("wb")
-    return subprocess.Popen([CROUPIER, "serve", *args], env=env, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-
-
-async def wait_ready(url: str, procs: list[subprocess.Popen[bytes]], timeout: float) -> None:
-    """Until ``url`` (``/health/ready``) answers 200; RuntimeError if a process exits or time runs out."""
-    t0 = time.monotonic()
-    async with httpx.AsyncClient() as client:
-        while time.monotonic() - t0 < timeout:
-            for p in procs:
-                if p.poll() is not None:
-                    raise RuntimeError(f"croupier serve exited with {p.returncode} while starting")
-            with contextlib.suppress(httpx.HTTPError):
-                if (await client.get(url, timeout=2.0)).status_code == 200:
-                    return
-            await asyncio.sleep(0.25)
-    raise RuntimeError(f"{url} not ready after {timeout:.0f} s")
-
-
-def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait(5)
 
 
 async def run(args: argparse.Namespace) -> int:
