@@ -31,6 +31,7 @@ offsets; it commits nothing and writes nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import time
 from collections import deque
@@ -52,6 +53,11 @@ from services.runtime.settings import Settings
 
 #: records folded between two returns to the event loop during a restore
 RESTORE_CHUNK = 500
+#: a batch that caused nothing (input events folded, no event, command or dead letter) commits no
+#: transaction of its own: its offsets ride with the task's next transaction, or are committed alone once
+#: the oldest of them is this old (s) or this many records wait (a restart re-reads at most that much)
+DEFER_MAX_S = 1.0
+DEFER_MAX_RECORDS = 1000
 
 
 def partition_of(table_id: str, partitions: int) -> int:
@@ -191,6 +197,12 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self._poison: dict[int, dict[tuple[str, int], str]] = {}
         #: held while the host decides one task's records (tasks of a batch commit concurrently)
         self._deciding = asyncio.Lock()
+        #: task p -> input offsets of batches that caused nothing, not committed yet (they go with the
+        #: task's next transaction); when the first of them was deferred (monotonic s) and how many records
+        self._uncommitted: dict[int, dict[TopicPartition, int]] = {}
+        self._deferred_since: dict[int, float] = {}
+        self._deferred_records: dict[int, int] = {}
+        self._flusher: asyncio.Task[None] | None = None
 
     # -- names ---------------------------------------------------------------------------------------
     @property
@@ -274,7 +286,13 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         LIVE.track(self)
 
     async def stop(self) -> None:
-        """Stop restoring and close every producer (a graceful stop; the next owner restores)."""
+        """Stop restoring and close every producer (a graceful stop; the next owner restores, and reads
+        again the few input records whose offsets were deferred)."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._flusher
+            self._flusher = None
         if self._worker is not None:
             self._worker.cancel()
             try:
@@ -308,9 +326,10 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             for p in sorted({tp.partition for tp in revoked}):
                 if self.state.get(p) == "restoring":
                     self.state[p] = "revoked"
-                elif (self.state.get(p) == "ready" and self.transactional and self.version is not None
-                      and self._since_checkpoint.get(p, 0) > 0):
-                    try:
+                elif self.state.get(p) == "ready" and self.transactional and (
+                        (self.version is not None and self._since_checkpoint.get(p, 0) > 0)
+                        or self._uncommitted.get(p)):
+                    try:  # the checkpoint's transaction carries the deferred offsets too
                         await self._commit(p, [], [], {}, force_checkpoint=True)
                     except Exception as e:  # noqa: BLE001 - fenced or away: the next owner restores more
                         self.log.info("checkpoint_on_revoke_failed", task=p, error=f"{type(e).__name__}: {e}")
@@ -338,6 +357,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         """Task ``p`` moved away: forget its tables and close its producer."""
         self.state.pop(p, None)
         self.positions.pop(p, None)
+        self._forget_deferred(p)
         self.snapshot_at.pop(p, None)
         self.host.runner.reset(self.tables_of(p))
         await self._close_producer(p)
@@ -513,6 +533,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 return  # revoked meanwhile
             self.own_next[p] = own_next
             self.positions[p] = positions
+            self._forget_deferred(p)  # whatever was deferred is read again from the committed offsets
             decisions = await self.host.collect_reactions(self.tables_of(p))
             # a long fold is worth a checkpoint at once, so the next restore starts here
             long_fold = cp is None and n > 0 or n >= self.settings.snapshot_every_records
@@ -608,6 +629,18 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             self.positions[p].update(offsets)
             self.host.metrics.settle(True)
             return True
+        if not decisions and not letters and not single and self._may_defer(p, len(recs)):
+            pending = self._uncommitted.setdefault(p, {})
+            for tp, off in offsets.items():
+                pending[tp] = max(pending.get(tp, 0), off)
+            self._deferred_since.setdefault(p, time.monotonic())
+            self._deferred_records[p] = self._deferred_records.get(p, 0) + len(recs)
+            if self._flusher is None or self._flusher.done():  # a quiet table's offsets are committed too
+                self._flusher = asyncio.create_task(self._flush_loop(), name=f"{self.service}-flush")
+            self._since_checkpoint[p] = self._since_checkpoint.get(p, 0) + len(recs)
+            self.positions[p].update(offsets)
+            self.host.metrics.settle(True)
+            return True
         try:
             await self._commit(p, decisions, letters, offsets, len(recs))
         except Exception as e:  # noqa: BLE001 - fenced, broker away, record too large...: restore, re-read
@@ -626,10 +659,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 if strikes[key] >= 2:  # the same record failed alone twice: its outcome cannot be written
                     self._poison.setdefault(p, {})[key] = f"{type(e).__name__}: {e}"
             self._careful.add(p)
-            self.state[p] = "restoring"
-            if self.consumer is not None:
-                self.consumer.pause(*self._tps(p))
-            self._enqueue(p)
+            self._restore_after_failure(p)
             return False
         self.positions[p].update(offsets)
         self._poison.get(p, {}).pop((recs[0].topic, recs[0].offset), None)
@@ -637,17 +667,75 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self.host.log_published(decisions)
         return True
 
+    def _restore_after_failure(self, p: int) -> None:
+        """Task ``p``'s transaction failed, so its state ran ahead of the log: pause it and restore it (its
+        consumer then seeks back to the committed offsets)."""
+        self.state[p] = "restoring"
+        if self.consumer is not None:
+            self.consumer.pause(*self._tps(p))
+        self._enqueue(p)
+
+    async def flush_deferred(self, now: float | None = None) -> int:
+        """Commit, alone, the deferred offsets of every ready task whose oldest deferral is at least
+        :data:`DEFER_MAX_S` old (a quiet table's last input events, which no later batch will carry).
+        Returns the number of transactions; a failed one restores its task. Run every second by
+        :meth:`observe`'s flusher."""
+        now = time.monotonic() if now is None else now
+        n = 0
+        async with self.host.lock:
+            for p, since in sorted(self._deferred_since.items()):
+                if self.state.get(p) != "ready" or now - since < DEFER_MAX_S or not self._uncommitted.get(p):
+                    continue
+                try:
+                    await self._commit(p, [], [], {})
+                    n += 1
+                except Exception as e:  # noqa: BLE001 - fenced or broker away: restore, as after any failure
+                    self.aborts += 1
+                    self.log.warning("deferred_offsets_commit_failed", task=p, error=f"{type(e).__name__}: {e}")
+                    self._restore_after_failure(p)
+        return n
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(DEFER_MAX_S)
+            try:
+                await self.flush_deferred()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - never let the flusher die; the next batch commits anyway
+                self.log.warning("deferred_flush_failed", error=f"{type(e).__name__}: {e}")
+
+    def _checkpoint_due(self, p: int) -> bool:
+        s = self.settings
+        return self.version is not None and (
+            time.monotonic() - self._last_checkpoint.get(p, 0.0) >= s.snapshot_interval_s
+            or self._since_checkpoint.get(p, 0) >= s.snapshot_every_records)
+
+    def _may_defer(self, p: int, records: int) -> bool:
+        """Whether the offsets of a batch of task ``p`` that caused nothing may wait for a later transaction:
+        not when a checkpoint is due, nor when the deferred offsets are :data:`DEFER_MAX_S` old or
+        :data:`DEFER_MAX_RECORDS` records (then this batch's transaction commits them all)."""
+        if self._checkpoint_due(p):
+            return False
+        since = self._deferred_since.get(p)
+        if since is not None and time.monotonic() - since >= DEFER_MAX_S:
+            return False
+        return self._deferred_records.get(p, 0) + records < DEFER_MAX_RECORDS
+
+    def _forget_deferred(self, p: int) -> None:
+        self._uncommitted.pop(p, None)
+        self._deferred_since.pop(p, None)
+        self._deferred_records.pop(p, None)
+
     def _checkpoint_records(self, p: int, offsets: dict[TopicPartition, int], force: bool = False,
                             ) -> list[tuple[bytes, bytes]]:
         """Snapshot records of task ``p``'s changed tables and its checkpoint, if one is due now (or
         ``force``)."""
         if self.version is None:
             return []
-        s = self.settings
-        due = force or (time.monotonic() - self._last_checkpoint.get(p, 0.0) >= s.snapshot_interval_s
-                        or self._since_checkpoint.get(p, 0) >= s.snapshot_every_records)
-        if not due:
+        if not (force or self._checkpoint_due(p)):
             return []
+        s = self.settings
         runner = self.host.runner
         changed = [t for t in runner.touched if partition_of(t, self.partitions) == p and t in runner.tables]
         out: list[tuple[bytes, bytes]] = []
@@ -674,6 +762,9 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         prod = self.producers.get(p)
         if prod is None:
             raise TaskFailed(f"task {p} has no producer")
+        deferred = self._uncommitted.get(p)
+        if deferred:  # earlier batches' offsets that caused nothing: committed with this transaction
+            offsets = {**deferred, **offsets}
         s = self.settings
         own = {self.host.core.own_stream, *self.host.core.private_streams}
         checkpoint = self._checkpoint_records(p, offsets, force_checkpoint)
@@ -698,6 +789,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 await prod.send_offsets_to_transaction(offsets, self.group_id)
             metas = await asyncio.gather(*(f for _, f in futs))
         self.host.metrics.transaction(time.perf_counter() - t0, bool(checkpoint))
+        if deferred:
+            self._forget_deferred(p)
         nxt = self.own_next.setdefault(p, {})
         for (stream, _), meta in zip(futs, metas):
             if stream in own:

@@ -1,5 +1,6 @@
-"""The tasks of one batch commit concurrently, each through its own producer with its own offsets
-(``services/runtime/tasks.py``, ``Tasks.on_records``; issue 8's pipeline latency).
+"""The tasks of one batch commit concurrently, each through its own producer with its own offsets, and a
+batch that caused nothing commits no transaction of its own (``services/runtime/tasks.py``,
+``Tasks.on_records``; issue 8's pipeline latency).
 
 The producers are fakes: a transaction's end waits at a barrier that opens only once every task of the
 batch has entered its transaction. Committed one after another, the first would wait forever (the test
@@ -10,18 +11,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from aiokafka import TopicPartition
 
+from baccarat.table import punto_banco_full
 from contracts import topics as T
+from contracts.codecs import encode
+from contracts.envelope import Envelope, event_id
+from contracts.events import BetLine, BettingClosed, RoundOpened, RoundResolved, TableOpened
+from services.runtime import snapshot as S
 from services.runtime.app import TasksOnly
 from services.runtime.host import ServiceHost
 from services.runtime.settings import Settings
-from services.runtime.tasks import Tasks
+from services.runtime.tasks import Tasks, partition_of, snapshot_topic
+from services.runtime.translate import table_spec
 from services.settlement.core import SettlementCore
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -110,3 +121,103 @@ async def test_a_failed_task_is_restored_while_the_others_commit() -> None:
     assert tasks.positions[0] == {TopicPartition(topic, 0): 6}
     # the failed task's dead letter was forgotten, so the re-read dead-letters it again
     assert tasks.host.dead_letters == 2
+
+
+# -- batches that caused nothing commit no transaction of their own -------------------------------------
+def _table_on(p: int, partitions: int) -> str:
+    return next(t for t in (f"T{i}" for i in range(1, 1000)) if partition_of(t, partitions) == p)
+
+
+def _ev(stream: str, table: str, seq: int, payload: Any, round_id: str | None = None) -> bytes:
+    return encode(Envelope(event_id=event_id(stream, table, seq), stream=stream, table_id=table, seq=seq,
+                           causation_id=f"c{seq}", correlation_id=round_id or table, occurred_at=AT,
+                           round_id=round_id, payload=payload))
+
+
+def _round_records(table: str, p: int) -> tuple[list[Record], Record]:
+    """Settlement's inputs for one round: dealing's events (folded, deciding nothing), then the book (with
+    the result already known, it settles the round)."""
+    dealing, wagering = f"t.{T.DEALING_EVENTS}", f"t.{T.WAGERING_EVENTS}"
+    result = RoundResolved(round_id="R1", shoe_id="S", player_cards=["Tc", "5d", "Td"],
+                           banker_cards=["3h", "Ks", "4c"], player_points=5, banker_points=7, winner="banker",
+                           player_natural=False, banker_natural=False, cards_required=6, dragon_7=True,
+                           panda_8=False)
+    book = BettingClosed(round_id="R1", bets=[BetLine(bet_id="b1", seat=1, player_id="p", wager="banker",
+                                                      amount_cents=2000)])
+    inputs = [Record(dealing, p, 10, T.key(table), _ev(T.DEALING_EVENTS, table, 1,
+                                                         TableOpened(config=table_spec(punto_banco_full())))),
+              Record(dealing, p, 11, T.key(table), _ev(T.DEALING_EVENTS, table, 2,
+                                                         RoundOpened(round_id="R1", shoe_id="S", number=1))),
+              Record(dealing, p, 12, T.key(table), _ev(T.DEALING_EVENTS, table, 3, result, "R1"))]
+    return inputs, Record(wagering, p, 7, T.key(table), _ev(T.WAGERING_EVENTS, table, 1, book, "R1"))
+
+
+@pytest.mark.asyncio
+async def test_offsets_of_a_batch_that_caused_nothing_ride_with_the_next_transaction() -> None:
+    tasks, producers = _tasks(3, asyncio.Barrier(1))
+    table = _table_on(2, 3)
+    inputs, book = _round_records(table, 2)
+    await tasks.on_records(inputs)
+    assert producers[2].committed == 0  # folded, nothing decided: no transaction
+    dealing = TopicPartition(f"t.{T.DEALING_EVENTS}", 2)
+    assert tasks.positions[2] == {dealing: 13}
+    await tasks.on_records([book])  # settles the round: one transaction, with both topics' offsets
+    prod = producers[2]
+    assert prod.committed == 1
+    assert prod.offsets == [{dealing: 13, TopicPartition(f"t.{T.WAGERING_EVENTS}", 2): 8}]
+    assert [t for t, _ in prod.sent] == [f"t.{T.SETTLEMENT_EVENTS}"] * 2  # BetSettled, RoundSettled
+    assert tasks._uncommitted == {}
+
+
+@pytest.mark.asyncio
+async def test_deferred_offsets_are_committed_alone_once_they_are_old(monkeypatch: pytest.MonkeyPatch) -> None:
+    from services.runtime import tasks as tasks_module
+
+    monkeypatch.setattr(tasks_module, "DEFER_MAX_S", 0.0)
+    tasks, producers = _tasks(3, asyncio.Barrier(1))
+    table = _table_on(1, 3)
+    inputs, _ = _round_records(table, 1)
+    await tasks.on_records(inputs[:2])
+    assert producers[1].committed == 0
+    await tasks.on_records(inputs[2:])  # the first deferral is now "old": committed with this batch, alone
+    dealing = TopicPartition(f"t.{T.DEALING_EVENTS}", 1)
+    assert producers[1].committed == 1
+    assert producers[1].offsets == [{dealing: 13}]
+    assert producers[1].sent == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("snapshots", [False, True])
+async def test_a_revocation_commits_the_deferred_offsets(snapshots: bool) -> None:
+    tasks, producers = _tasks(3, asyncio.Barrier(1))
+    if snapshots:
+        tasks.version = S.state_version(tasks.host.core)
+        tasks._last_checkpoint[0] = time.monotonic()  # none due yet: the batch is deferred
+    table = _table_on(0, 3)
+    inputs, _ = _round_records(table, 0)
+    await tasks.on_records(inputs)
+    assert producers[0].committed == 0
+    dealing = TopicPartition(f"t.{T.DEALING_EVENTS}", 0)
+    await tasks.on_partitions_revoked({dealing})
+    assert producers[0].offsets == [{dealing: 13}]
+    assert producers[0].committed == 1
+    assert tasks._uncommitted == {}
+    snaps = [t for t, _ in producers[0].sent if t == f"t.{snapshot_topic('settlement')}"]
+    # with snapshots, the revocation's checkpoint (the table's snapshot and the checkpoint record) is in
+    # the same transaction as the deferred offsets it names
+    assert len(snaps) == (2 if snapshots else 0)
+
+
+@pytest.mark.asyncio
+async def test_a_quiet_tasks_deferred_offsets_are_flushed_without_another_batch() -> None:
+    tasks, producers = _tasks(3, asyncio.Barrier(1))
+    table = _table_on(1, 3)
+    inputs, _ = _round_records(table, 1)
+    await tasks.on_records(inputs)
+    assert await tasks.flush_deferred() == 0  # not old yet
+    assert producers[1].committed == 0
+    assert await tasks.flush_deferred(now=time.monotonic() + 1.0) == 1
+    assert producers[1].offsets == [{TopicPartition(f"t.{T.DEALING_EVENTS}", 1): 13}]
+    assert tasks._uncommitted == {}
+    await tasks.stop()  # the flusher started by the deferral is stopped with the tasks
+    assert tasks._flusher is None
