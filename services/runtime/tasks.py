@@ -678,8 +678,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
     async def flush_deferred(self, now: float | None = None) -> int:
         """Commit, alone, the deferred offsets of every ready task whose oldest deferral is at least
         :data:`DEFER_MAX_S` old (a quiet table's last input events, which no later batch will carry).
-        Returns the number of transactions; a failed one restores its task. Run every second by
-        :meth:`observe`'s flusher."""
+        Returns the number of transactions; a failed one restores its task. Run every
+        :data:`DEFER_MAX_S` by a flusher task, started by the first deferral and stopped by :meth:`stop`."""
         now = time.monotonic() if now is None else now
         n = 0
         async with self.host.lock:
@@ -690,8 +690,12 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                     await self._commit(p, [], [], {})
                     n += 1
                 except Exception as e:  # noqa: BLE001 - fenced or broker away: restore, as after any failure
+                    fenced = "Fenced" in type(e).__name__ or "Epoch" in type(e).__name__
                     self.aborts += 1
-                    self.log.warning("deferred_offsets_commit_failed", task=p, error=f"{type(e).__name__}: {e}")
+                    self.fenced += fenced
+                    self.host.metrics.aborted(fenced)
+                    self.log.warning("deferred_offsets_commit_failed", task=p, error=f"{type(e).__name__}: {e}",
+                                     fenced=fenced)
                     self._restore_after_failure(p)
         return n
 

@@ -221,3 +221,22 @@ async def test_a_quiet_tasks_deferred_offsets_are_flushed_without_another_batch(
     assert tasks._uncommitted == {}
     await tasks.stop()  # the flusher started by the deferral is stopped with the tasks
     assert tasks._flusher is None
+
+
+@pytest.mark.asyncio
+async def test_a_failed_flush_restores_the_task() -> None:
+    tasks, producers = _tasks(3, asyncio.Barrier(1))
+    enqueued: list[int] = []
+    tasks._enqueue = enqueued.append  # type: ignore[method-assign]
+    table = _table_on(2, 3)
+    inputs, _ = _round_records(table, 2)
+    await tasks.on_records(inputs)
+
+    async def fenced(offsets: dict[TopicPartition, int], group_id: str) -> None:
+        raise RuntimeError("ProducerFenced")
+
+    producers[2].send_offsets_to_transaction = fenced  # type: ignore[method-assign]
+    assert await tasks.flush_deferred(now=time.monotonic() + 1.0) == 0
+    assert tasks.state[2] == "restoring" and enqueued == [2]
+    assert tasks.aborts == 1
+    assert tasks._uncommitted[2]  # kept until the restore: it reads them again from the committed offsets
