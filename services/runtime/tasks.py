@@ -31,6 +31,7 @@ offsets; it commits nothing and writes nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import time
 from collections import deque
@@ -52,6 +53,11 @@ from services.runtime.settings import Settings
 
 #: records folded between two returns to the event loop during a restore
 RESTORE_CHUNK = 500
+#: a batch that caused nothing (input events folded, no event, command or dead letter) commits no
+#: transaction of its own: its offsets ride with the task's next transaction, or are committed alone once
+#: the oldest of them is this old (s) or this many records wait (a restart re-reads at most that much)
+DEFER_MAX_S = 1.0
+DEFER_MAX_RECORDS = 1000
 
 
 def partition_of(table_id: str, partitions: int) -> int:
@@ -106,6 +112,15 @@ def _end(consumer: Any, tp: TopicPartition) -> int | None:
     except Exception:  # noqa: BLE001 - revoked meanwhile
         return None
     return None if end is None else int(end)
+
+
+def producer_dead(prod: Any) -> bool:
+    """Whether a transactional producer is in aiokafka's fatal state (fenced, or an unrecoverable error):
+    no transaction can begin on it again, only a new producer (``init_transactions``) serves the task.
+    False for a missing producer or one whose last transaction was merely aborted."""
+    manager = getattr(prod, "_txn_manager", None)
+    state = getattr(manager, "state", None)
+    return getattr(state, "name", "") == "FATAL_ERROR"
 
 
 class TaskFailed(Exception):
@@ -189,6 +204,14 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self._strikes: dict[int, dict[tuple[str, int], int]] = {}
         #: records that failed alone twice with an error no retry can fix: dead-lettered when next read
         self._poison: dict[int, dict[tuple[str, int], str]] = {}
+        #: held while the host decides one task's records (tasks of a batch commit concurrently)
+        self._deciding = asyncio.Lock()
+        #: task p -> input offsets of batches that caused nothing, not committed yet (they go with the
+        #: task's next transaction); when the first of them was deferred (monotonic s) and how many records
+        self._uncommitted: dict[int, dict[TopicPartition, int]] = {}
+        self._deferred_since: dict[int, float] = {}
+        self._deferred_records: dict[int, int] = {}
+        self._flusher: asyncio.Task[None] | None = None
 
     # -- names ---------------------------------------------------------------------------------------
     @property
@@ -272,7 +295,13 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         LIVE.track(self)
 
     async def stop(self) -> None:
-        """Stop restoring and close every producer (a graceful stop; the next owner restores)."""
+        """Stop restoring and close every producer (a graceful stop; the next owner restores, and reads
+        again the few input records whose offsets were deferred)."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._flusher
+            self._flusher = None
         if self._worker is not None:
             self._worker.cancel()
             try:
@@ -306,12 +335,16 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             for p in sorted({tp.partition for tp in revoked}):
                 if self.state.get(p) == "restoring":
                     self.state[p] = "revoked"
-                elif (self.state.get(p) == "ready" and self.transactional and self.version is not None
-                      and self._since_checkpoint.get(p, 0) > 0):
-                    try:
+                elif self.state.get(p) == "ready" and self.transactional and (
+                        (self.version is not None and self._since_checkpoint.get(p, 0) > 0)
+                        or self._uncommitted.get(p)):
+                    try:  # the checkpoint's transaction carries the deferred offsets too
                         await self._commit(p, [], [], {}, force_checkpoint=True)
                     except Exception as e:  # noqa: BLE001 - fenced or away: the next owner restores more
                         self.log.info("checkpoint_on_revoke_failed", task=p, error=f"{type(e).__name__}: {e}")
+                        # its producer may be fenced for good (a fatal state no transaction can leave): if
+                        # the task comes back to this member it is restored with a new one, never reused
+                        self.state[p] = "revoked"
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         numbers = {tp.partition for tp in assigned}
@@ -336,6 +369,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         """Task ``p`` moved away: forget its tables and close its producer."""
         self.state.pop(p, None)
         self.positions.pop(p, None)
+        self._forget_deferred(p)
         self.snapshot_at.pop(p, None)
         self.host.runner.reset(self.tables_of(p))
         await self._close_producer(p)
@@ -511,6 +545,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 return  # revoked meanwhile
             self.own_next[p] = own_next
             self.positions[p] = positions
+            self._forget_deferred(p)  # whatever was deferred is read again from the committed offsets
             decisions = await self.host.collect_reactions(self.tables_of(p))
             # a long fold is worth a checkpoint at once, so the next restore starts here
             long_fold = cp is None and n > 0 or n >= self.settings.snapshot_every_records
@@ -523,6 +558,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                     await self._commit(p, [], [], {}, force_checkpoint=True)
                 except Exception as e:  # noqa: BLE001 - only a cache: serve now, checkpoint later
                     self.log.warning("checkpoint_failed", task=p, error=f"{type(e).__name__}: {e}")
+                    if producer_dead(self.producers.get(p)):  # fenced: restore again (a new producer)
+                        raise TaskFailed(f"task {p}: producer fenced during its restore") from e
             for tp, off in positions.items():
                 self.consumer.seek(tp, off)
             self._last_checkpoint[p] = time.monotonic()
@@ -541,30 +578,43 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
     # -- batches -------------------------------------------------------------------------------------
     async def on_records(self, records: Iterable[Any]) -> None:
         """Handle a batch from the consumer: per task, one transaction with the batch's offsets. A task's
-        records are taken in the order of the log's time (:func:`in_log_order`)."""
+        records are taken in the order of the log's time (:func:`in_log_order`).
+
+        The tasks of one batch commit concurrently (each through its own producer: their transactions are
+        independent), so a batch that spans k tasks costs about one transaction's round trips, not k. Their
+        decisions are made one task at a time (:attr:`_deciding`). The host's lock is held for the whole
+        batch, so a revocation or a restore's hand-over still waits for every transaction in flight."""
         by_task: dict[int, list[Any]] = {}
         for r in records:
             by_task.setdefault(r.partition, []).append(r)
-        for p, recs in by_task.items():
-            await self._process(p, in_log_order(recs))
+        async with self.host.lock:
+            if len(by_task) == 1:
+                (p, recs), = by_task.items()
+                await self._process(p, in_log_order(recs))
+                return
+            outcomes = await asyncio.gather(*(self._process(p, in_log_order(recs)) for p, recs in by_task.items()),
+                                            return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     async def _process(self, p: int, recs: list[Any]) -> None:
-        async with self.host.lock:
-            if self.state.get(p) != "ready":
-                return  # not ours, or being restored: the restore seeks back to the committed offsets
-            positions = self.positions.setdefault(p, {})
-            fresh = [r for r in recs if r.offset >= positions.get(TopicPartition(r.topic, p), 0)]
-            if not fresh:
+        """Task ``p``'s records of one batch (the caller holds the host's lock)."""
+        if self.state.get(p) != "ready":
+            return  # not ours, or being restored: the restore seeks back to the committed offsets
+        positions = self.positions.setdefault(p, {})
+        fresh = [r for r in recs if r.offset >= positions.get(TopicPartition(r.topic, p), 0)]
+        if not fresh:
+            return
+        if p not in self._careful:
+            await self._handle_and_commit(p, fresh)
+            return
+        # after a failed transaction: one record per transaction, so a record whose outcome can never
+        # be published is found, dead-lettered, and the partition goes on
+        for r in fresh:
+            if not await self._handle_and_commit(p, [r], single=True):
                 return
-            if p not in self._careful:
-                await self._handle_and_commit(p, fresh)
-                return
-            # after a failed transaction: one record per transaction, so a record whose outcome can never
-            # be published is found, dead-lettered, and the partition goes on
-            for r in fresh:
-                if not await self._handle_and_commit(p, [r], single=True):
-                    return
-            self._careful.discard(p)
+        self._careful.discard(p)
 
     async def _handle_and_commit(self, p: int, recs: list[Any], single: bool = False) -> bool:
         """Handle ``recs`` of task ``p`` and commit what they caused with their offsets. False (and the task
@@ -586,9 +636,22 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                                   error=f"unpublishable outcome: {error}", original=r.value or b"",
                                   received_at=self.host.clock())]
         else:
-            decisions, letters = await self.host.collect(
-                [(r.topic, r.partition, r.offset, r.key, r.value, _log_time(r)) for r in recs])
+            async with self._deciding:  # the host collects one batch at a time
+                decisions, letters = await self.host.collect(
+                    [(r.topic, r.partition, r.offset, r.key, r.value, _log_time(r)) for r in recs])
         if not self.transactional:
+            self.positions[p].update(offsets)
+            self.host.metrics.settle(True)
+            return True
+        if not decisions and not letters and not single and self._may_defer(p, len(recs)):
+            pending = self._uncommitted.setdefault(p, {})
+            for tp, off in offsets.items():
+                pending[tp] = max(pending.get(tp, 0), off)
+            self._deferred_since.setdefault(p, time.monotonic())
+            self._deferred_records[p] = self._deferred_records.get(p, 0) + len(recs)
+            if self._flusher is None or self._flusher.done():  # a quiet table's offsets are committed too
+                self._flusher = asyncio.create_task(self._flush_loop(), name=f"{self.service}-flush")
+            self._since_checkpoint[p] = self._since_checkpoint.get(p, 0) + len(recs)
             self.positions[p].update(offsets)
             self.host.metrics.settle(True)
             return True
@@ -610,10 +673,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 if strikes[key] >= 2:  # the same record failed alone twice: its outcome cannot be written
                     self._poison.setdefault(p, {})[key] = f"{type(e).__name__}: {e}"
             self._careful.add(p)
-            self.state[p] = "restoring"
-            if self.consumer is not None:
-                self.consumer.pause(*self._tps(p))
-            self._enqueue(p)
+            self._restore_after_failure(p)
             return False
         self.positions[p].update(offsets)
         self._poison.get(p, {}).pop((recs[0].topic, recs[0].offset), None)
@@ -621,17 +681,79 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self.host.log_published(decisions)
         return True
 
+    def _restore_after_failure(self, p: int) -> None:
+        """Task ``p``'s transaction failed, so its state ran ahead of the log: pause it and restore it (its
+        consumer then seeks back to the committed offsets)."""
+        self.state[p] = "restoring"
+        if self.consumer is not None:
+            self.consumer.pause(*self._tps(p))
+        self._enqueue(p)
+
+    async def flush_deferred(self, now: float | None = None) -> int:
+        """Commit, alone, the deferred offsets of every ready task whose oldest deferral is at least
+        :data:`DEFER_MAX_S` old (a quiet table's last input events, which no later batch will carry).
+        Returns the number of transactions; a failed one restores its task. Run every
+        :data:`DEFER_MAX_S` by a flusher task, started by the first deferral and stopped by :meth:`stop`."""
+        now = time.monotonic() if now is None else now
+        n = 0
+        async with self.host.lock:
+            for p, since in sorted(self._deferred_since.items()):
+                if self.state.get(p) != "ready" or now - since < DEFER_MAX_S or not self._uncommitted.get(p):
+                    continue
+                try:
+                    await self._commit(p, [], [], {})
+                    n += 1
+                except Exception as e:  # noqa: BLE001 - fenced or broker away: restore, as after any failure
+                    fenced = "Fenced" in type(e).__name__ or "Epoch" in type(e).__name__
+                    self.aborts += 1
+                    self.fenced += fenced
+                    self.host.metrics.aborted(fenced)
+                    self.log.warning("deferred_offsets_commit_failed", task=p, error=f"{type(e).__name__}: {e}",
+                                     fenced=fenced)
+                    self._restore_after_failure(p)
+        return n
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(DEFER_MAX_S)
+            try:
+                await self.flush_deferred()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - never let the flusher die; the next batch commits anyway
+                self.log.warning("deferred_flush_failed", error=f"{type(e).__name__}: {e}")
+
+    def _checkpoint_due(self, p: int) -> bool:
+        s = self.settings
+        return self.version is not None and (
+            time.monotonic() - self._last_checkpoint.get(p, 0.0) >= s.snapshot_interval_s
+            or self._since_checkpoint.get(p, 0) >= s.snapshot_every_records)
+
+    def _may_defer(self, p: int, records: int) -> bool:
+        """Whether the offsets of a batch of task ``p`` that caused nothing may wait for a later transaction:
+        not when a checkpoint is due, nor when the deferred offsets are :data:`DEFER_MAX_S` old or
+        :data:`DEFER_MAX_RECORDS` records (then this batch's transaction commits them all)."""
+        if self._checkpoint_due(p):
+            return False
+        since = self._deferred_since.get(p)
+        if since is not None and time.monotonic() - since >= DEFER_MAX_S:
+            return False
+        return self._deferred_records.get(p, 0) + records < DEFER_MAX_RECORDS
+
+    def _forget_deferred(self, p: int) -> None:
+        self._uncommitted.pop(p, None)
+        self._deferred_since.pop(p, None)
+        self._deferred_records.pop(p, None)
+
     def _checkpoint_records(self, p: int, offsets: dict[TopicPartition, int], force: bool = False,
                             ) -> list[tuple[bytes, bytes]]:
         """Snapshot records of task ``p``'s changed tables and its checkpoint, if one is due now (or
         ``force``)."""
         if self.version is None:
             return []
-        s = self.settings
-        due = force or (time.monotonic() - self._last_checkpoint.get(p, 0.0) >= s.snapshot_interval_s
-                        or self._since_checkpoint.get(p, 0) >= s.snapshot_every_records)
-        if not due:
+        if not (force or self._checkpoint_due(p)):
             return []
+        s = self.settings
         runner = self.host.runner
         changed = [t for t in runner.touched if partition_of(t, self.partitions) == p and t in runner.tables]
         out: list[tuple[bytes, bytes]] = []
@@ -658,6 +780,11 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         prod = self.producers.get(p)
         if prod is None:
             raise TaskFailed(f"task {p} has no producer")
+        if producer_dead(prod):  # never begin a transaction on a fenced producer: restore (a new one)
+            raise TaskFailed(f"task {p}: its producer is fenced")
+        deferred = self._uncommitted.get(p)
+        if deferred:  # earlier batches' offsets that caused nothing: committed with this transaction
+            offsets = {**deferred, **offsets}
         s = self.settings
         own = {self.host.core.own_stream, *self.host.core.private_streams}
         checkpoint = self._checkpoint_records(p, offsets, force_checkpoint)
@@ -682,6 +809,8 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 await prod.send_offsets_to_transaction(offsets, self.group_id)
             metas = await asyncio.gather(*(f for _, f in futs))
         self.host.metrics.transaction(time.perf_counter() - t0, bool(checkpoint))
+        if deferred:
+            self._forget_deferred(p)
         nxt = self.own_next.setdefault(p, {})
         for (stream, _), meta in zip(futs, metas):
             if stream in own:
