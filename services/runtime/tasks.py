@@ -117,7 +117,9 @@ def _end(consumer: Any, tp: TopicPartition) -> int | None:
 def producer_dead(prod: Any) -> bool:
     """Whether a transactional producer is in aiokafka's fatal state (fenced, or an unrecoverable error):
     no transaction can begin on it again, only a new producer (``init_transactions``) serves the task.
-    False for a missing producer or one whose last transaction was merely aborted."""
+    False for a missing producer or one whose last transaction was merely aborted. aiokafka has no public
+    accessor for it, so this reads the transaction manager's state (as :func:`_position` reads the
+    subscription state)."""
     manager = getattr(prod, "_txn_manager", None)
     state = getattr(manager, "state", None)
     return getattr(state, "name", "") == "FATAL_ERROR"
