@@ -242,6 +242,7 @@ class DealingCore:
     own_stream = T.DEALING_EVENTS
     private_streams: tuple[str, ...] = ()
     command_streams = (T.DEALING_COMMANDS, T.DEALING_OPTIONS)
+    same_time_first: tuple[str, ...] = ()
     input_streams = (T.SHOE_EVENTS, T.WAGERING_EVENTS)
 
     def __init__(self, test_tables: tuple[str, ...] = ()):

@@ -84,6 +84,9 @@ class ServiceCore(Protocol[S]):
     private_streams: tuple[str, ...]
     #: the command topics it reads (base names, each in :data:`contracts.topics.ROUTES`)
     command_streams: tuple[str, ...]
+    #: the command topics whose record is decided first when records of two command topics share one log
+    #: time (milliseconds) in a batch; each as in ``command_streams``, the rest after them in log order
+    same_time_first: tuple[str, ...]
     input_streams: tuple[str, ...]
 
     def initial(self, table_id: str) -> S: ...

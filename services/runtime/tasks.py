@@ -35,7 +35,7 @@ import contextlib
 import heapq
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Collection, Iterable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
@@ -129,8 +129,10 @@ class TaskFailed(Exception):
     """A task's transaction failed; the task is being restored (its batch will be re-read)."""
 
 
-def in_log_order(records: list[Any]) -> list[Any]:
-    """One task's records of several topics, each topic's in offset order, interleaved by record timestamp.
+def in_log_order(records: list[Any], first: Collection[str] = ()) -> list[Any]:
+    """One task's records of several topics, each topic's in offset order, interleaved by record timestamp;
+    of records of two topics at one timestamp (milliseconds), those of the topics in ``first`` (full names)
+    go first, the others in the batch's order.
 
     A service reads more than one command topic (the wagering service: the console's ``wagering.commands``
     and the bettors' ``wagering.bets``), and a batch holds them topic by topic. Interleaving by timestamp
@@ -146,7 +148,7 @@ def in_log_order(records: list[Any]) -> list[Any]:
         by_topic.setdefault(r.topic, []).append(r)
     if len(by_topic) < 2:
         return records
-    return list(heapq.merge(*by_topic.values(), key=lambda r: r.timestamp))
+    return list(heapq.merge(*by_topic.values(), key=lambda r: (r.timestamp, r.topic not in first)))
 
 
 class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -172,6 +174,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         if not transactional:  # a replica's metrics are its own, apart from the service's
             host.metrics = ServiceMetrics(f"{self.service}-replica")
         self.version = S.state_version(host.core)
+        self._same_time_first = frozenset(settings.topic(t) for t in host.core.same_time_first)
         self.log = get_logger(self.service)
         self.consumer: AIOKafkaConsumer | None = None
         self.partitions = settings.partitions
@@ -592,9 +595,10 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         async with self.host.lock:
             if len(by_task) == 1:
                 (p, recs), = by_task.items()
-                await self._process(p, in_log_order(recs))
+                await self._process(p, in_log_order(recs, self._same_time_first))
                 return
-            outcomes = await asyncio.gather(*(self._process(p, in_log_order(recs)) for p, recs in by_task.items()),
+            outcomes = await asyncio.gather(*(self._process(p, in_log_order(recs, self._same_time_first))
+                                              for p, recs in by_task.items()),
                                             return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):

@@ -93,6 +93,7 @@ class SettlementCore:
     own_stream = T.SETTLEMENT_EVENTS
     private_streams: tuple[str, ...] = ()
     command_streams = (T.SETTLEMENT_COMMANDS,)
+    same_time_first: tuple[str, ...] = ()
     input_streams = (T.DEALING_EVENTS, T.WAGERING_EVENTS)
 
     def initial(self, table_id: str) -> SettlementState:

@@ -124,6 +124,7 @@ class ShoeCore:
     own_stream = T.SHOE_EVENTS
     private_streams = (T.SHOE_VAULT,)
     command_streams = (T.SHOE_COMMANDS, T.SHOE_DRAWS)
+    same_time_first: tuple[str, ...] = ()
     input_streams: tuple[str, ...] = ()
 
     def __init__(self, entropy: Entropy, vault: Vault, test_tables: tuple[str, ...] = ()):

@@ -185,6 +185,9 @@ class WageringCore:
     own_stream = T.WAGERING_EVENTS
     private_streams: tuple[str, ...] = ()
     command_streams = (T.WAGERING_COMMANDS, T.WAGERING_BETS)
+    #: a bet the log holds at the very millisecond of "No more bets" is in time (see :meth:`_close`), so of
+    #: two records of one batch at one log time the bet is decided before the call
+    same_time_first = (T.WAGERING_BETS,)
     input_streams = (T.DEALING_EVENTS,)
 
     def initial(self, table_id: str) -> WageringState:

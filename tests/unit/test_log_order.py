@@ -27,6 +27,26 @@ def test_a_bet_appended_before_no_more_bets_is_taken_before_it():
                      ("wagering.bets", 42)]
 
 
+def test_a_bet_at_the_millisecond_of_no_more_bets_is_taken_before_it():
+    # "No more bets" holds a bet logged at its very millisecond (WageringCore._close: only later ones are
+    # late), so whatever order the fetch gave the topics, the bet is decided first
+    bets = [Rec("wagering.bets", 40, 1_000_300), Rec("wagering.bets", 41, 1_000_301)]
+    close = [Rec("wagering.commands", 7, 1_000_300)]
+    for batch in (close + bets, bets + close):
+        order = [(r.topic, r.offset) for r in in_log_order(batch, first={"wagering.bets"})]
+        assert order == [("wagering.bets", 40), ("wagering.commands", 7), ("wagering.bets", 41)]
+    # without a preference a tie keeps the batch's order of topics
+    assert [r.topic for r in in_log_order(close + bets)][:1] == ["wagering.commands"]
+
+
+def test_the_wagering_service_takes_bets_first_at_one_log_time():
+    from contracts import topics as T
+    from services.wagering.core import WageringCore
+
+    assert WageringCore.same_time_first == (T.WAGERING_BETS,)
+    assert set(WageringCore.same_time_first) <= set(WageringCore.command_streams)
+
+
 def test_one_topic_is_left_as_it_is():
     batch = [Rec("dealing.events", 1, 50), Rec("dealing.events", 2, 10)]  # producer clocks may go back
     assert in_log_order(batch) == batch
