@@ -4,8 +4,9 @@ then an independent check of the raw topics, ``croupier audit`` and a fresh proj
 Run: ``.venv/bin/python bench/chaos.py [--rounds 300] [--faults 15] [--max-seconds 600] [--tables 6]
 [--instances 2] [--seed 1] [--own-broker PORT] [--bootstrap HOST:PORT] [--prefix P] [--keep-topics]``
 (bootstrap default: ``KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:19092``; ``--own-broker PORT`` starts a
-broker of this run's own on PORT (controller on PORT+1, data in /tmp/croupier-chaos-kafka-PORT), kills it
-once with ``kill -9`` mid-run, and stops it at the end; the shared broker is never touched).
+broker of this run's own on PORT (controller on PORT+1, data in /tmp/croupier-chaos-kafka-PORT, emptied when
+the run starts and kept after it), kills it once with ``kill -9`` mid-run, and stops it at the end; the
+shared broker is never touched).
 
 What it does and how the stall is measured: :mod:`croupier.chaos`; what is checked: :mod:`croupier.rawcheck`.
 The last line is exactly ``chaos: rounds=<n> faults=<k> lost=<x> doubled=<y> seq_conflicts=<z>

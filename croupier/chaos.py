@@ -226,7 +226,12 @@ class Cluster:
 
 
 class OwnBroker:
-    """A broker this run starts itself (``infra/kafka/kafka.sh`` on its own port and data dir) and may kill."""
+    """A broker this run starts itself (``infra/kafka/kafka.sh`` on its own port and data dir) and may kill.
+
+    :meth:`fresh_start` deletes what an earlier run's broker left in the data dir first: a killed broker
+    recovers every partition it holds before it serves, and one restart that found five runs' topics there
+    (1,500 partitions, 3.2 GB) took 64 s. The data of the last run is kept, for its investigation, until
+    the next run starts."""
 
     def __init__(self, port: int, data_dir: Path):
         self.port = port
@@ -243,6 +248,15 @@ class OwnBroker:
                              capture_output=True, text=True, timeout=300, check=False)
         if out.returncode != 0:
             raise RuntimeError(f"own broker did not start: {out.stderr.strip()[-300:]}")
+
+    def fresh_start(self) -> None:
+        """Delete the data dir (``kafka.sh reset``: stops a broker left running there), then :meth:`start`.
+        Raises ``RuntimeError`` when either step fails."""
+        out = subprocess.run(["bash", str(REPO / "infra" / "kafka" / "kafka.sh"), "reset"], env=self.env,
+                             capture_output=True, text=True, timeout=300, check=False)
+        if out.returncode != 0:
+            raise RuntimeError(f"own broker's data dir not reset: {out.stderr.strip()[-300:]}")
+        self.start()
 
     def kill9(self) -> None:
         pid = int((self.data_dir / "kafka.pid").read_text().strip())
@@ -626,7 +640,7 @@ async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> Cha
     broker = None
     if cfg.own_broker is not None:
         broker = OwnBroker(cfg.own_broker, Path(f"/tmp/croupier-chaos-kafka-{cfg.own_broker}"))
-        await asyncio.to_thread(broker.start)
+        await asyncio.to_thread(broker.fresh_start)
         cfg.bootstrap = broker.bootstrap
     cluster = Cluster(cfg, workdir)
     floor = FloorState()

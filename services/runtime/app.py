@@ -38,6 +38,9 @@ BATCH_TIMEOUT_MS = 5
 #: how long a member may be silent before the group hands its tasks on: the broker's minimum (a killed or
 #: paused instance's tables stall at most this long plus the rebalance), with a heartbeat every second
 SESSION_TIMEOUT_MS = 6_000
+#: the longest wait between two tries of a broker that cannot be reached (s): the tables of an instance
+#: that is waiting stall up to this long after the broker is back
+RETRY_MAX_S = 3.0
 
 
 class TasksOnly:
@@ -84,7 +87,8 @@ class Service:
     async def start(self, retry_s: float = 0.0) -> None:
         """Create the topics if needed and start consuming (restores run in the background: see
         :attr:`ready`). ``retry_s``: how long to keep retrying a broker that cannot be reached, with
-        exponential backoff from 0.5 s to 10 s (``float("inf")``: until it answers); 0 raises at once.
+        exponential backoff from 0.5 s to :data:`RETRY_MAX_S` (``float("inf")``: until it answers); 0 raises
+        at once.
         Runs in :attr:`context`, so everything the service starts logs under its name."""
         await asyncio.get_running_loop().create_task(self._start(retry_s), context=self.context)
 
@@ -109,7 +113,7 @@ class Service:
                 except Exception:  # noqa: BLE001 - a half-started broker
                     pass
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
+                delay = min(delay * 2, RETRY_MAX_S)
 
     async def stop(self) -> None:
         """Stop consuming and the tasks' producers (in :attr:`context`, like :meth:`start`)."""
