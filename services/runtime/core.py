@@ -84,8 +84,8 @@ class ServiceCore(Protocol[S]):
     private_streams: tuple[str, ...]
     #: the command topics it reads (base names, each in :data:`contracts.topics.ROUTES`)
     command_streams: tuple[str, ...]
-    #: the command topics whose record is decided first when records of two command topics share one log
-    #: time (milliseconds) in a batch; each as in ``command_streams``, the rest after them in log order
+    #: the command topics whose record is decided first when it shares one log time (milliseconds) with a
+    #: record of another topic in a batch (base names, each in ``command_streams``; see ``in_log_order``)
     same_time_first: tuple[str, ...]
     input_streams: tuple[str, ...]
 
