@@ -243,6 +243,7 @@ class DealingCore:
     private_streams: tuple[str, ...] = ()
     command_streams = (T.DEALING_COMMANDS, T.DEALING_OPTIONS)
     same_time_first: tuple[str, ...] = ()
+    catch_up: tuple[tuple[str, str], ...] = ()
     input_streams = (T.SHOE_EVENTS, T.WAGERING_EVENTS)
 
     def __init__(self, test_tables: tuple[str, ...] = ()):

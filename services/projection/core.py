@@ -245,6 +245,7 @@ class ProjectionCore:
     private_streams = (T.PROJECTION_LEDGER, T.PROJECTION_ALERTS)
     command_streams: tuple[str, ...] = ()
     same_time_first: tuple[str, ...] = ()
+    catch_up: tuple[tuple[str, str], ...] = ()
     input_streams = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
     quiet_events = True  # two odds updates per card: logged at debug
 

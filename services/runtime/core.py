@@ -87,6 +87,10 @@ class ServiceCore(Protocol[S]):
     #: the command topics whose record is decided first when it shares one log time (milliseconds) with a
     #: record of another topic in a batch (base names, each in ``command_streams``; see ``in_log_order``)
     same_time_first: tuple[str, ...]
+    #: pairs (command topic, topic read first), base names in ``command_streams``: before a record of the
+    #: first topic is decided, the task has read every record of the second that the log held when the
+    #: record was read (see ``Tasks.caught_up``); the wagering service's "No more bets" waits so for the bets
+    catch_up: tuple[tuple[str, str], ...]
     input_streams: tuple[str, ...]
 
     def initial(self, table_id: str) -> S: ...

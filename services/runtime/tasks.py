@@ -58,6 +58,10 @@ RESTORE_CHUNK = 500
 #: the oldest of them is this old (s) or this many records wait (a restart re-reads at most that much)
 DEFER_MAX_S = 1.0
 DEFER_MAX_RECORDS = 1000
+#: the longest a command waits for the task to read what another topic's log held when the command was read
+#: (``ServiceCore.catch_up``; s): past it the command is decided anyway, with a warning (that topic's
+#: leader is away, say: its records cannot be read, and the table must not wait for them for ever)
+CATCH_UP_MAX_S = 2.0
 
 
 def partition_of(table_id: str, partitions: int) -> int:
@@ -138,9 +142,10 @@ def in_log_order(records: list[Any], first: Collection[str] = ()) -> list[Any]:
     and the bettors' ``wagering.bets``), and a batch holds them topic by topic. Interleaving by timestamp
     (the broker's append time on command topics) decides a bet appended before the dealer's "No more bets"
     before the call, as the log's time says it came, when both are in one batch. Across batches a record
-    of one topic can be read before an earlier one of the other (it came in an earlier fetch); the deciders
-    that care compare the log's times themselves (the wagering service's "No more bets" returns a bet the
-    log holds after the call). Each topic's own order is kept whatever its timestamps (``heapq.merge`` takes every input in
+    of one topic can be read before an earlier one of the other (it came in an earlier fetch): a core
+    that must not decide so names the pair in ``catch_up`` and the task waits for the other topic
+    (:meth:`Tasks.caught_up`); the wagering service's "No more bets" also returns a bet the log holds
+    after the call, read before it. Each topic's own order is kept whatever its timestamps (``heapq.merge`` takes every input in
     order), so an event stream is never reordered.
     """
     by_topic: dict[str, list[Any]] = {}
@@ -175,6 +180,15 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             host.metrics = ServiceMetrics(f"{self.service}-replica")
         self.version = S.state_version(host.core)
         self._same_time_first = frozenset(settings.topic(t) for t in host.core.same_time_first)
+        #: command topic -> the topics read up to their end (as when the command was read) before deciding it
+        self._catch_up: dict[str, tuple[str, ...]] = {}
+        for cmd_topic, first_topic in getattr(host.core, "catch_up", ()):
+            full = settings.topic(cmd_topic)
+            self._catch_up[full] = (*self._catch_up.get(full, ()), settings.topic(first_topic))
+        #: task p -> {(topic, offset) of a command waiting: (ends to reach, monotonic s when first read)}
+        self._waits: dict[int, dict[tuple[str, int], tuple[dict[TopicPartition, int], float]]] = {}
+        #: batches cut before a command because another topic was not read far enough (it is read again)
+        self.held = 0
         self.log = get_logger(self.service)
         self.consumer: AIOKafkaConsumer | None = None
         self.partitions = settings.partitions
@@ -374,6 +388,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         """Task ``p`` moved away: forget its tables and close its producer."""
         self.state.pop(p, None)
         self.positions.pop(p, None)
+        self._waits.pop(p, None)
         self._forget_deferred(p)
         self.snapshot_at.pop(p, None)
         self.host.runner.reset(self.tables_of(p))
@@ -593,16 +608,91 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         for r in records:
             by_task.setdefault(r.partition, []).append(r)
         async with self.host.lock:
-            if len(by_task) == 1:
-                (p, recs), = by_task.items()
-                await self._process(p, in_log_order(recs, self._same_time_first))
+            ordered = {p: in_log_order(recs, self._same_time_first) for p, recs in by_task.items()}
+            if self._catch_up:
+                ordered = await self.caught_up(ordered)
+            if len(ordered) == 1:
+                (p, recs), = ordered.items()
+                await self._process(p, recs)
                 return
-            outcomes = await asyncio.gather(*(self._process(p, in_log_order(recs, self._same_time_first))
-                                              for p, recs in by_task.items()),
+            outcomes = await asyncio.gather(*(self._process(p, recs) for p, recs in ordered.items()),
                                             return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
+
+    async def caught_up(self, ordered: dict[int, list[Any]]) -> dict[int, list[Any]]:
+        """Each task's records of a batch (in log order), cut before the first command that must wait for
+        another topic (``ServiceCore.catch_up``): a command of topic C is decided only once the task has read
+        topic W (same partition) up to W's end as it was when the command was first read (one ListOffsets
+        request per batch, for the commands read for the first time; ``read_committed``: the last stable
+        offset). A cut task's consumer seeks back to the first record not taken of each topic, so the
+        command and what follows it are read again with W's missing records, and decided in log order.
+
+        Why: the wagering service reads the dealer's "No more bets" on ``wagering.commands`` and the bets on
+        ``wagering.bets``. On a cluster the two partitions are led by different brokers and come in
+        different fetches, so the call can be read before a bet the log holds before it; decided in read
+        order, that bet in time was refused ``betting_closed``. Kafka Streams waits on such a task too
+        (``max.task.idle.ms``, KIP-695), by known lag and a timer; asking for W's end when the command is read
+        makes the wait exact. A bet not yet acknowledged to its bettor (not replicated) when the call is read
+        is not waited for.
+
+        A command waits at most :data:`CATCH_UP_MAX_S` from its first read, then is decided anyway (logged
+        ``catch_up_timeout``); when the ends cannot be asked (the broker away) it is decided at once, logged
+        ``catch_up_unknown``. Tasks not ready, and records already handled, are left to :meth:`_process`."""
+        c = self.consumer
+        if c is None:
+            return ordered
+        firsts: dict[int, list[tuple[int, Any]]] = {}
+        ask: set[TopicPartition] = set()
+        for p, recs in ordered.items():
+            if self.state.get(p) != "ready":
+                continue
+            positions = self.positions.get(p, {})
+            waits = self._waits.setdefault(p, {})
+            for i, r in enumerate(recs):
+                if r.topic in self._catch_up and r.offset >= positions.get(TopicPartition(r.topic, p), 0):
+                    firsts.setdefault(p, []).append((i, r))
+                    if (r.topic, r.offset) not in waits:
+                        ask.update(TopicPartition(w, p) for w in self._catch_up[r.topic])
+        if not firsts:
+            return ordered
+        ends: dict[TopicPartition, int] = {}
+        if ask:
+            try:
+                ends = await c.end_offsets(sorted(ask))
+            except Exception as e:  # noqa: BLE001 - broker away: decide now rather than stall the tables
+                self.log.warning("catch_up_unknown", error=f"{type(e).__name__}: {e}")
+                return ordered
+        now = time.monotonic()
+        out = dict(ordered)
+        for p, cmds in firsts.items():
+            waits = self._waits[p]
+            for i, r in cmds:
+                key = (r.topic, r.offset)
+                need, since = waits.setdefault(key, ({tp: ends[tp] for tp in (TopicPartition(w, p) for w in
+                                                      self._catch_up[r.topic]) if tp in ends}, now))
+                behind = {}
+                for tp, end in need.items():
+                    pos = _position(c, tp)
+                    if pos is not None and pos < end:
+                        behind[tp.topic] = end - pos
+                if behind and now - since < CATCH_UP_MAX_S:
+                    recs = ordered[p]
+                    first_offset: dict[str, int] = {}
+                    for rest in recs[i:]:  # each topic's records in offset order: its first is its lowest
+                        first_offset.setdefault(rest.topic, rest.offset)
+                    for topic, offset in first_offset.items():
+                        c.seek(TopicPartition(topic, p), offset)
+                    out[p] = recs[:i]
+                    self.held += 1
+                    self.log.debug("catch_up_wait", task=p, topic=r.topic, offset=r.offset, behind=behind)
+                    break
+                if behind:
+                    self.log.warning("catch_up_timeout", task=p, topic=r.topic, offset=r.offset, behind=behind,
+                                     waited_s=round(now - since, 3))
+                del waits[key]
+        return {p: recs for p, recs in out.items() if recs}
 
     async def _process(self, p: int, recs: list[Any]) -> None:
         """Task ``p``'s records of one batch (the caller holds the host's lock)."""

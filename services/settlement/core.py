@@ -94,6 +94,7 @@ class SettlementCore:
     private_streams: tuple[str, ...] = ()
     command_streams = (T.SETTLEMENT_COMMANDS,)
     same_time_first: tuple[str, ...] = ()
+    catch_up: tuple[tuple[str, str], ...] = ()
     input_streams = (T.DEALING_EVENTS, T.WAGERING_EVENTS)
 
     def initial(self, table_id: str) -> SettlementState:

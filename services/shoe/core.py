@@ -125,6 +125,7 @@ class ShoeCore:
     private_streams = (T.SHOE_VAULT,)
     command_streams = (T.SHOE_COMMANDS, T.SHOE_DRAWS)
     same_time_first: tuple[str, ...] = ()
+    catch_up: tuple[tuple[str, str], ...] = ()
     input_streams: tuple[str, ...] = ()
 
     def __init__(self, entropy: Entropy, vault: Vault, test_tables: tuple[str, ...] = ()):

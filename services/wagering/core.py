@@ -188,6 +188,9 @@ class WageringCore:
     #: a bet the log holds at the very millisecond of "No more bets" is in time (see :meth:`_close`), so of
     #: two records of one batch at one log time the bet is decided before the call
     same_time_first = (T.WAGERING_BETS,)
+    #: a bet the log held before "No more bets" (or any dealer's command) is read before the command is
+    #: decided, even when it comes in a later fetch (its partition led by another broker)
+    catch_up = ((T.WAGERING_COMMANDS, T.WAGERING_BETS),)
     input_streams = (T.DEALING_EVENTS,)
 
     def initial(self, table_id: str) -> WageringState:

@@ -63,3 +63,68 @@ async def test_events_take_the_log_time_and_a_back_dated_command_is_refused(kafk
         assert [e.occurred_at for e in log if e.causation_id == "bet-back-dated"] == [refused.occurred_at]
     finally:
         await c.stop()
+
+
+async def test_bets_read_after_no_more_bets_but_logged_before_it_stand(kafka_bootstrap: str, monkeypatch):
+    """Bets logged before "No more bets" stand and a bet logged after it is refused ``betting_closed``,
+    when the wagering service gets one record per batch and the fetcher chooses which topic's record comes
+    first (``ServiceCore.catch_up``: a call read before bets the log held when it was read waits for
+    them, and is read again). On one broker the fetcher mostly hands out the bets first; when it hands out
+    the call first, ``Tasks.held`` counts the wait (2 of 3 rounds in the runs of the change). That the wait
+    is needed is shown with fakes in ``tests/services/test_catch_up.py``; this shows it on a real broker."""
+    import asyncio
+
+    from aiokafka import TopicPartition
+
+    import services.runtime.app as app_module
+    from contracts.commands import CloseBetting, OpenRound
+    from contracts.events import BetRejected, BettingClosed, BetWithdrawn, RoundSettled
+    from services.runtime.tasks import partition_of
+
+    monkeypatch.setattr(app_module, "MAX_RECORDS", 1)  # every batch holds one record
+    c = Cluster(kafka_bootstrap)
+    try:
+        await c.start()
+        d = TableDealer(c.io, "L2", punto_banco_full(), SEATS, random.Random(5), Clock(), timeout=90)
+        await d.open_table()
+        await c.load(d, "L2-shoe-1")
+        tasks = c.instances["wagering"][0].tasks
+        assert tasks is not None and tasks.consumer is not None
+        p = partition_of("L2", c.settings.partitions)
+        held = [TopicPartition(c.settings.topic(t), p) for t in (T.WAGERING_COMMANDS, T.WAGERING_BETS)]
+        for k in range(1, 4):
+            rid = f"L2-shoe-1-round-{k}"
+            since = c.io.log.mark("L2")
+            await c.io.send(T.DEALING_COMMANDS, command("L2", f"open-{k}", Clock()(),
+                                                        OpenRound(round_id=rid, shoe_id="L2-shoe-1")))
+            await c.io.wait("L2", lambda e: type(e.payload).__name__ == "BettingOpened", since, 90)
+            tasks.consumer.pause(*held)  # the service reads them only once all are in the log
+            await asyncio.sleep(0.6)  # a fetch in flight (at most fetch_max_wait_ms) ends first
+
+            def bet(n: int) -> object:
+                seat = 1 + (n - 1) % len(SEATS)  # bet 4 is seat 1's second bet
+                return command("L2", f"bet-{k}-{n}", Clock()(), PlaceBet(
+                    round_id=rid, seat=seat, player_id=f"player-{seat}", wager="banker" if n < 4 else "player",
+                    amount_cents=2_500))
+
+            for n in (1, 2, 3):
+                await c.io.send(T.WAGERING_BETS, bet(n))
+            await c.io.send(T.WAGERING_COMMANDS, command("L2", f"close-{k}", Clock()(), CloseBetting(round_id=rid)))
+            await asyncio.sleep(0.01)  # the late bet gets a later log time than the call
+            await c.io.send(T.WAGERING_BETS, bet(4))
+            tasks.consumer.resume(*held)
+            closed = await c.io.wait("L2", lambda e: isinstance(e.payload, BettingClosed), since, 90)
+            assert sorted(b.bet_id for b in closed.payload.bets) == [f"bet-{k}-{n}" for n in (1, 2, 3)], k
+
+            def fourth_refused(e: object) -> bool:
+                x = e.payload  # type: ignore[attr-defined]
+                # read before the call was decided: placed, then returned by the call; read after: refused
+                return ((isinstance(x, BetWithdrawn) and x.bet_id == f"bet-{k}-4")
+                        or (isinstance(x, BetRejected) and e.causation_id == f"bet-{k}-4"))  # type: ignore[attr-defined]
+
+            fourth = await c.io.wait("L2", fourth_refused, since, 90)
+            assert fourth.payload.reason == "betting_closed"
+            await c.io.wait("L2", lambda e: isinstance(e.payload, RoundSettled), since, 90)
+        print(f"batches cut before a dealer's command: {tasks.held}")
+    finally:
+        await c.stop()
