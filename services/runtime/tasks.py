@@ -182,7 +182,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self._same_time_first = frozenset(settings.topic(t) for t in host.core.same_time_first)
         #: command topic -> the topics read up to their end (as when the command was read) before deciding it
         self._catch_up: dict[str, tuple[str, ...]] = {}
-        for cmd_topic, first_topic in getattr(host.core, "catch_up", ()):
+        for cmd_topic, first_topic in host.core.catch_up:
             full = settings.topic(cmd_topic)
             self._catch_up[full] = (*self._catch_up.get(full, ()), settings.topic(first_topic))
         #: task p -> {(topic, offset) of a command waiting: (ends to reach, monotonic s when first read)}
