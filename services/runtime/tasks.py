@@ -638,8 +638,10 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         is not waited for.
 
         A command waits at most :data:`CATCH_UP_MAX_S` from its first read, then is decided anyway (logged
-        ``catch_up_timeout``); when the ends cannot be asked (the broker away) it is decided at once, logged
-        ``catch_up_unknown``. Tasks not ready, and records already handled, are left to :meth:`_process`."""
+        ``catch_up_timeout``); when the ends cannot be asked (the broker away, or no answer within
+        :data:`CATCH_UP_MAX_S`: the host's lock is held meanwhile, so every table of the instance waits) it
+        is decided at once, logged ``catch_up_unknown``. Tasks not ready, and records already handled, are
+        left to :meth:`_process`."""
         c = self.consumer
         if c is None:
             return ordered
@@ -659,9 +661,9 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             return ordered
         ends: dict[TopicPartition, int] = {}
         if ask:
-            try:
-                ends = await c.end_offsets(sorted(ask))
-            except Exception as e:  # noqa: BLE001 - broker away: decide now rather than stall the tables
+            try:  # bounded: the host's lock is held, so every table of this instance waits for the answer
+                ends = await asyncio.wait_for(c.end_offsets(sorted(ask)), CATCH_UP_MAX_S)
+            except Exception as e:  # noqa: BLE001 - broker away or silent: decide now, not stall the tables
                 self.log.warning("catch_up_unknown", error=f"{type(e).__name__}: {e}")
                 return ordered
         now = time.monotonic()

@@ -10,6 +10,7 @@ offsets are committed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ class FakeConsumer:
         self.asked: list[list[TopicPartition]] = []
         self.seeks: list[tuple[TopicPartition, int]] = []
         self.fail = False
+        self.silent = False  # ListOffsets never answered (its leader paused)
         states = self
 
         class Assignment:
@@ -84,6 +86,8 @@ class FakeConsumer:
         self.asked.append(list(tps))
         if self.fail:
             raise ConnectionError("broker away")
+        if self.silent:
+            await asyncio.Event().wait()
         return {tp: self.ends[tp] for tp in tps}
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
@@ -186,6 +190,19 @@ async def test_a_command_is_decided_at_once_when_the_ends_cannot_be_asked():
     consumer.fail = True
     tasks, prod = _tasks(consumer)
     await tasks.on_records([Record(CMDS, 0, 7, 1_000_300)])
+    assert tasks.held == 0 and prod.offsets == [{cmd: 8}]
+
+
+@pytest.mark.asyncio
+async def test_a_command_waits_for_an_unanswered_ends_request_at_most_catch_up_max_s(monkeypatch):
+    # the bets' leader is paused: ListOffsets never answers, and the host's lock (every table of the instance)
+    # must not wait for it longer than a command may wait at all
+    cmd, bets = TopicPartition(CMDS, 0), TopicPartition(BETS, 0)
+    consumer = FakeConsumer({cmd: 8, bets: 41}, {cmd: 8, bets: 43})
+    consumer.silent = True
+    tasks, prod = _tasks(consumer)
+    monkeypatch.setattr(tasks_module, "CATCH_UP_MAX_S", 0.05)
+    await asyncio.wait_for(tasks.on_records([Record(CMDS, 0, 7, 1_000_300)]), 5)
     assert tasks.held == 0 and prod.offsets == [{cmd: 8}]
 
 
