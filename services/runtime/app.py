@@ -157,7 +157,7 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
     configure()
     settings = settings or Settings.from_env()
     bind_process(instance=settings.instance)
-    broker = KafkaBroker(settings.bootstrap_servers, logger=None, **_broker_security(settings))
+    broker = KafkaBroker(settings.bootstrap_hosts(), logger=None, **_broker_security(settings))
     group_id = group or settings.group(core.name)
     host = ServiceHost(core, settings, publisher or TasksOnly())
     tasks: Tasks | None = None

@@ -113,6 +113,16 @@ class Settings:
         return replace(self, security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
                        sasl_username=username, sasl_password=password)
 
+    def bootstrap_hosts(self) -> list[str]:
+        """``bootstrap_servers`` (``host:port`` items separated by commas, as ``KAFKA_BOOTSTRAP_SERVERS``
+        names a cluster) as a list: what ``faststream.kafka.KafkaBroker`` needs, since it wraps a string in
+        a list of one item, which aiokafka then reads as one host (``"a:9092,b"`` port 9092...), and no
+        service of a several-broker cluster could start. Raises ``ValueError`` when it names no host."""
+        hosts = [h.strip() for h in self.bootstrap_servers.split(",") if h.strip()]
+        if not hosts:
+            raise ValueError(f"no broker in bootstrap_servers={self.bootstrap_servers!r}")
+        return hosts
+
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments for every aiokafka client (``AIOKafkaProducer``, ``AIOKafkaConsumer``,
         ``AIOKafkaAdminClient``): ``bootstrap_servers`` and, when secured, ``security_protocol``,
