@@ -115,7 +115,7 @@ def start_two_brokers(root: Path, timeout: float = 120.0) -> TwoBrokers:
         env = {**os.environ, "CLASSPATH": f"{LIBS}/*"}
         fmt = subprocess.run([*_java(), f"-Dkafka.logs.dir={d / 'logs'}", "kafka.tools.StorageTool", "format",
                               "-c", str(d / "server.properties"), "-t", cluster_id, "--ignore-formatted"],
-                             env=env, capture_output=True, text=True, timeout=120)
+                             env=env, capture_output=True, text=True, timeout=120, check=False)
         if fmt.returncode != 0:
             raise RuntimeError(f"formatting node {node} failed:\n{fmt.stdout[-2000:]}\n{fmt.stderr[-2000:]}")
     try:
@@ -144,15 +144,16 @@ def start_two_brokers(root: Path, timeout: float = 120.0) -> TwoBrokers:
 async def _wait_both_known(bootstrap: str, deadline: float) -> None:
     while True:
         admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        known = 0
         try:
             await admin.start()
-            meta = await admin.describe_cluster()
-            if len(meta["brokers"]) == 2:
-                return
-        except Exception:  # noqa: BLE001 - not up yet
-            pass
+            known = len((await admin.describe_cluster())["brokers"])
+        except Exception:  # noqa: BLE001 - not up yet: asked again below
+            known = 0
         finally:
             await admin.close()
+        if known == 2:
+            return
         if time.monotonic() > deadline:
             raise RuntimeError("the controller does not know both brokers")
         await asyncio.sleep(0.5)
