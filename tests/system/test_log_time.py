@@ -16,6 +16,7 @@ from contracts.events import BetPlaced, CommandRejected
 from services.floor.dealer import Clock, TableDealer
 from services.runtime.core import command
 from services.runtime.kafka import read_log
+from tests.system.late_bets import check_the_call_held_the_bets_in_time, log_bets_call_and_late_bet
 from tests.system.test_cluster import SEATS, Cluster
 
 
@@ -77,8 +78,7 @@ async def test_bets_read_after_no_more_bets_but_logged_before_it_stand(kafka_boo
     from aiokafka import TopicPartition
 
     import services.runtime.app as app_module
-    from contracts.commands import CloseBetting, OpenRound
-    from contracts.events import BetRejected, BettingClosed, BetWithdrawn, RoundSettled
+    from contracts.commands import OpenRound
     from services.runtime.tasks import partition_of
 
     monkeypatch.setattr(app_module, "MAX_RECORDS", 1)  # every batch holds one record
@@ -100,31 +100,9 @@ async def test_bets_read_after_no_more_bets_but_logged_before_it_stand(kafka_boo
             await c.io.wait("L2", lambda e: type(e.payload).__name__ == "BettingOpened", since, 90)
             tasks.consumer.pause(*held)  # the service reads them only once all are in the log
             await asyncio.sleep(0.6)  # a fetch in flight (at most fetch_max_wait_ms) ends first
-
-            def bet(n: int) -> object:
-                seat = 1 + (n - 1) % len(SEATS)  # bet 4 is seat 1's second bet
-                return command("L2", f"bet-{k}-{n}", Clock()(), PlaceBet(
-                    round_id=rid, seat=seat, player_id=f"player-{seat}", wager="banker" if n < 4 else "player",
-                    amount_cents=2_500))
-
-            for n in (1, 2, 3):
-                await c.io.send(T.WAGERING_BETS, bet(n))
-            await c.io.send(T.WAGERING_COMMANDS, command("L2", f"close-{k}", Clock()(), CloseBetting(round_id=rid)))
-            await asyncio.sleep(0.01)  # the late bet gets a later log time than the call
-            await c.io.send(T.WAGERING_BETS, bet(4))
+            await log_bets_call_and_late_bet(c, "L2", k, rid)
             tasks.consumer.resume(*held)
-            closed = await c.io.wait("L2", lambda e: isinstance(e.payload, BettingClosed), since, 90)
-            assert sorted(b.bet_id for b in closed.payload.bets) == [f"bet-{k}-{n}" for n in (1, 2, 3)], k
-
-            def fourth_refused(e: object) -> bool:
-                x = e.payload  # type: ignore[attr-defined]
-                # read before the call was decided: placed, then returned by the call; read after: refused
-                return ((isinstance(x, BetWithdrawn) and x.bet_id == f"bet-{k}-4")
-                        or (isinstance(x, BetRejected) and e.causation_id == f"bet-{k}-4"))  # type: ignore[attr-defined]
-
-            fourth = await c.io.wait("L2", fourth_refused, since, 90)
-            assert fourth.payload.reason == "betting_closed"
-            await c.io.wait("L2", lambda e: isinstance(e.payload, RoundSettled), since, 90)
+            await check_the_call_held_the_bets_in_time(c, "L2", k, since)
         print(f"batches cut before a dealer's command: {tasks.held}")
     finally:
         await c.stop()

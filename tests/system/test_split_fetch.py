@@ -23,12 +23,12 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from baccarat.table import punto_banco_full
 from contracts import topics as T
-from contracts.commands import CloseBetting, OpenRound, PlaceBet
-from contracts.events import BetRejected, BettingClosed, BetWithdrawn, RoundSettled
+from contracts.commands import OpenRound
 from services.floor.dealer import Clock, TableDealer
 from services.runtime.core import command
 from services.runtime.kafka import topic_config
 from services.runtime.tasks import _position, partition_of
+from tests.system.late_bets import check_the_call_held_the_bets_in_time, log_bets_call_and_late_bet
 from tests.system.test_cluster import SEATS, Cluster
 from tests.system.twobrokers import TwoBrokers, start_two_brokers
 
@@ -106,33 +106,12 @@ async def test_bets_led_by_a_paused_broker_stand_when_the_call_is_read_first(two
             await c.io.wait("S1", lambda e: type(e.payload).__name__ == "BettingOpened", since, 90)
             tasks.consumer.pause(calls, bets)  # logged while the service is not fetching them
             await asyncio.sleep(0.6)  # a fetch in flight (at most fetch_max_wait_ms) ends first
-
-            def bet(n: int) -> object:
-                seat = 1 + (n - 1) % len(SEATS)  # bet 4 is seat 1's second bet
-                return command("S1", f"bet-{k}-{n}", Clock()(), PlaceBet(
-                    round_id=rid, seat=seat, player_id=f"player-{seat}", wager="banker" if n < 4 else "player",
-                    amount_cents=2_500))
-
-            for n in (1, 2, 3):
-                await c.io.send(T.WAGERING_BETS, bet(n))
-            await c.io.send(T.WAGERING_COMMANDS, command("S1", f"close-{k}", Clock()(), CloseBetting(round_id=rid)))
-            await asyncio.sleep(0.01)  # the late bet gets a later log time than the call
-            await c.io.send(T.WAGERING_BETS, bet(4))
+            await log_bets_call_and_late_bet(c, "S1", k, rid)
             held = tasks.held
             # broker 2 leads the bets: the call comes from broker 1, the bets from nowhere
             assert await _read_while_paused(two_brokers, tasks.consumer, calls, bets), \
                 "the call was not read while the bets' leader was paused"
-            closed = await c.io.wait("S1", lambda e: isinstance(e.payload, BettingClosed), since, 90)
-            assert sorted(b.bet_id for b in closed.payload.bets) == [f"bet-{k}-{n}" for n in (1, 2, 3)], k
-
-            def fourth_refused(e: object) -> bool:
-                x = e.payload  # type: ignore[attr-defined]
-                return ((isinstance(x, BetWithdrawn) and x.bet_id == f"bet-{k}-4")
-                        or (isinstance(x, BetRejected) and e.causation_id == f"bet-{k}-4"))  # type: ignore[attr-defined]
-
-            fourth = await c.io.wait("S1", fourth_refused, since, 90)
-            assert fourth.payload.reason == "betting_closed"
-            await c.io.wait("S1", lambda e: isinstance(e.payload, RoundSettled), since, 90)
+            await check_the_call_held_the_bets_in_time(c, "S1", k, since)
             assert tasks.held > held, k  # the call's batch was cut and read again
     finally:
         await c.stop()

@@ -15,7 +15,6 @@ import base64
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -23,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiokafka.admin import AIOKafkaAdminClient
+
+from bench.serveprocs import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 LIBS = REPO / "infra" / "kafka" / "libs"
@@ -48,12 +49,6 @@ group.initial.rebalance.delay.ms=0
 num.network.threads=1
 num.io.threads=2
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -98,8 +93,8 @@ def start_two_brokers(root: Path, timeout: float = 120.0) -> TwoBrokers:
     both (raises ``RuntimeError`` with the tail of the server log otherwise, the nodes stopped)."""
     if not any(LIBS.glob("kafka_2.13-*.jar")):
         raise RuntimeError(f"no broker jars in {LIBS}: run infra/kafka/kafka.sh start (or fetch) once")
-    controller = _free_port()
-    ports = {1: _free_port(), 2: _free_port()}
+    controller = free_port()
+    ports = {1: free_port(), 2: free_port()}
     cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     cluster = TwoBrokers(root, ports)
     for node in (1, 2):
