@@ -124,6 +124,8 @@ class ChaosResult:
     floor_rounds: int
     floor_errors: list[str]
     elapsed_s: float
+    #: :func:`stall_lines` of the run
+    stall_detail: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -379,23 +381,72 @@ async def wait_quiet(bootstrap: str, prefix: str, quiet_s: float, bound_s: float
     return False
 
 
-def stall_p99(faults: list[Fault], progress_ms: dict[str, list[int]], end_ms: int) -> float:
-    """The 99th percentile (nearest rank) of the stalls (see the module docstring), in seconds; 0 without
-    faults."""
+@dataclass(frozen=True)
+class Stall:
+    """One (fault, table) pair's gap: the table's last event before the fault and its first after (ms since
+    the epoch; ``end`` is the floor's end for a table that never moved again)."""
+
+    fault: Fault
+    table: str
+    start_ms: int
+    end_ms: int
+
+    @property
+    def seconds(self) -> float:
+        return (self.end_ms - self.start_ms) / 1000
+
+
+def stalls(faults: list[Fault], progress_ms: dict[str, list[int]], end_ms: int) -> list[Stall]:
+    """Every (fault, table) gap (see the module docstring); tables that had not started at the fault are
+    left out. ``progress_ms``: each table's event times (ms, ascending)."""
     import bisect
 
-    stalls = []
+    out = []
     for f in faults:
-        for ts in progress_ms.values():
+        for table, ts in progress_ms.items():
             i = bisect.bisect_right(ts, f.at_ms)
             if i == 0:
                 continue  # the table had not started
-            after = ts[i] if i < len(ts) else end_ms
-            stalls.append((after - ts[i - 1]) / 1000)
-    if not stalls:
-        return 0.0
-    stalls.sort()
-    return stalls[max(0, math.ceil(0.99 * len(stalls)) - 1)]
+            out.append(Stall(f, table, ts[i - 1], ts[i] if i < len(ts) else end_ms))
+    return out
+
+
+def _nearest_rank(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[max(0, math.ceil(q * len(xs)) - 1)]
+
+
+def stall_p99(faults: list[Fault], progress_ms: dict[str, list[int]], end_ms: int) -> float:
+    """The 99th percentile (nearest rank) of the stalls (see the module docstring), in seconds; 0 without
+    faults."""
+    found = [s.seconds for s in stalls(faults, progress_ms, end_ms)]
+    return _nearest_rank(found, 0.99) if found else 0.0
+
+
+def stall_lines(faults: list[Fault], progress_ms: dict[str, list[int]], end_ms: int, worst: int = 5) -> list[str]:
+    """What the stalls were made of, for the report: per fault kind the (fault, table) pairs' p50, p99 and
+    longest stall (s); then the ``worst`` longest gaps, each with every fault that fell inside it (s from
+    the gap's start), since faults a few seconds apart share one gap and the p99 is often such a gap."""
+    found = stalls(faults, progress_ms, end_ms)
+    if not found:
+        return []
+    by_kind: dict[str, list[float]] = {}
+    for s in found:
+        by_kind.setdefault(s.fault.kind, []).append(s.seconds)
+    lines = ["stall by fault kind (s, over fault x table): " + "; ".join(
+        f"{k} n={len(v)} p50={_nearest_rank(v, 0.5):.1f} p99={_nearest_rank(v, 0.99):.1f} max={max(v):.1f}"
+        for k, v in sorted(by_kind.items()))]
+    seen: set[tuple[str, int]] = set()
+    for s in sorted(found, key=lambda s: -s.seconds):
+        if (s.table, s.start_ms) in seen:
+            continue  # the same gap again, for another fault inside it
+        seen.add((s.table, s.start_ms))
+        inside = [f for f in faults if s.start_ms <= f.at_ms <= s.end_ms]
+        lines.append(f"  stall {s.seconds:.1f} s at {s.table}: " + ", ".join(
+            f"{f.kind} {f.target} +{(f.at_ms - s.start_ms) / 1000:.1f}" for f in inside))
+        if len(seen) >= worst:
+            break
+    return lines
 
 
 class Injector:
@@ -698,7 +749,7 @@ async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> Cha
             rdiff = None
         return ChaosResult(cfg.rounds, injector.faults, raw, audit_clean, audit_output, rdiff,
                            stall_p99(injector.faults, raw.progress_ms, end_ms), floor.rounds, floor.errors,
-                           time.monotonic() - t0)
+                           time.monotonic() - t0, stall_lines(injector.faults, raw.progress_ms, end_ms))
     finally:
         for t in list(injector.tasks):
             t.cancel()
@@ -724,8 +775,10 @@ def report_lines(res: ChaosResult) -> list[str]:
     lines.append("replica: " + ("did not come up" if res.replica_diff_cents is None else
                                 f"ledger differs from projection.ledger by {res.replica_diff_cents} cents"))
     lines += ["audit: " + ln for ln in res.audit_output.splitlines()[:12]]
+    lines += res.stall_detail
     lines.append(res.line())
     return lines
 
 
-__all__ = ["ChaosConfig", "ChaosResult", "Fault", "report_lines", "run_chaos", "stall_p99"]
+__all__ = ["ChaosConfig", "ChaosResult", "Fault", "Stall", "report_lines", "run_chaos", "stall_lines", "stall_p99",
+           "stalls"]

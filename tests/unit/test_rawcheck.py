@@ -20,7 +20,7 @@ from contracts.codecs import decode_event, encode
 from contracts.commands import LoadShoe, PlaceBet
 from contracts.envelope import event_id
 from contracts.events import BetSettled, LedgerLine, LedgerPosted
-from croupier.chaos import Fault, stall_p99
+from croupier.chaos import Fault, stall_lines, stall_p99
 from croupier.rawcheck import RawRecord, RawReport, check
 from services.floor.bettors import Seat
 from services.floor.dealer import Clock, TableDealer
@@ -194,3 +194,17 @@ def test_the_chaos_audit_opens_the_vault_with_the_runs_keys(monkeypatch):
     monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: SimpleNamespace(
         returncode=int("--vault-key-file" in cmd), stdout="", stderr=""))
     assert run_audit(ChaosConfig(bootstrap="127.0.0.1:1", prefix="p."))[0]  # no keys: no key file option
+
+
+def test_the_stall_report_gives_each_fault_kinds_stalls_and_the_faults_inside_the_longest_gaps():
+    progress = {"A": [0, 1000, 2000, 9000, 10000], "B": [0, 500, 1500, 2500, 3500]}
+    faults = [Fault(1500, "kill9", "dealing-1"), Fault(2200, "sigstop", "shoe-2"), Fault(8000, "kill9", "wagering-1")]
+    lines = stall_lines(faults, progress, end_ms=12000, worst=2)
+    # kill9: A 1.0 (1000..2000) and 7.0 (2000..9000), B 1.0 and 8.5 (3500..end); sigstop: A 7.0, B 1.0
+    assert lines[0] == ("stall by fault kind (s, over fault x table): "
+                        "kill9 n=4 p50=1.0 p99=8.5 max=8.5; sigstop n=2 p50=1.0 p99=7.0 max=7.0")
+    # the longest gaps, each once, with every fault inside it (s from the gap's start)
+    assert lines[1] == "  stall 8.5 s at B: kill9 wagering-1 +4.5"
+    assert lines[2] == "  stall 7.0 s at A: sigstop shoe-2 +0.2, kill9 wagering-1 +6.0"
+    assert len(lines) == 3
+    assert stall_lines([], progress, end_ms=12000) == []
