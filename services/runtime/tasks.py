@@ -514,8 +514,9 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=self.transactional_id(p),
                                     enable_idempotence=True, acks="all", linger_ms=0,
                                     max_request_size=16 * 1024 * 1024,  # snapshots; the broker caps events
-                                    # Kafka 4 answers produce requests in a transaction with offsets with a
-                                    # spurious NOT_ENOUGH_REPLICAS now and then (aiokafka #1172): retry soon
+                                    # the broker's transaction verification (KIP-890) answers a produce now
+                                    # and then with a transient NOT_ENOUGH_REPLICAS (aiokafka #1172; see
+                                    # bench/rawloop.py RetryCount): retry soon
                                     retry_backoff_ms=10)
             await prod.start()  # init_transactions: fences the old owner and completes its open transaction
             self.producers[p] = prod
