@@ -26,7 +26,10 @@ The harness (:func:`run_chaos`):
 no event on the four service streams (Kafka timestamps) that contains ``t``: from its last event before ``t``
 to its first after (or to the end of the floor, for a table that never moved again). ``stall_p99_s`` is the
 99th percentile (nearest rank) over every (fault, table) pair: how long a table stood still because of a
-fault, in seconds.
+fault, in seconds. The report also gives the stalls per fault kind and the longest gaps with every fault
+inside them (:func:`stall_lines`: faults seconds apart share a gap, and a broker restart is usually the
+p99), and the instances' restore waves (:func:`restore_line`: an assignment to the last of its tasks
+restored, from the instance logs).
 
 Every process the harness starts is stopped in a ``finally`` (SIGCONT, SIGTERM to its process group,
 SIGKILL after 10 s); every wait is bounded.
@@ -423,6 +426,50 @@ def stall_p99(faults: list[Fault], progress_ms: dict[str, list[int]], end_ms: in
     return _nearest_rank(found, 0.99) if found else 0.0
 
 
+def restore_waves(lines: list[str]) -> list[tuple[float, int]]:
+    """An instance's restore waves, from its JSON log ``lines``: for each ``assigned`` line that named tasks
+    to restore (``restoring``), the seconds from it to the last of those tasks' ``restored`` lines, and how
+    many there were. A wave whose tasks were not all restored before the next assignment is left out."""
+    out: list[tuple[float, int]] = []
+    at: datetime | None = None
+    pending: set[int] = set()
+    n = 0
+    last: datetime | None = None
+    for line in lines:
+        if '"assigned"' not in line and '"restored"' not in line:
+            continue
+        try:
+            x = json.loads(line)
+            t = datetime.fromisoformat(x["timestamp"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if x.get("event") == "assigned":
+            at, pending, n, last = t, set(x.get("restoring") or ()), 0, None
+        elif x.get("event") == "restored" and at is not None and x.get("task") in pending:
+            pending.discard(x["task"])
+            n, last = n + 1, t
+            if not pending:
+                out.append(((last - at).total_seconds(), n))
+                at = None
+    return out
+
+
+def restore_line(workdir: Path) -> str | None:
+    """The report's line on restore waves of two tasks or more, over every instance log in ``workdir``
+    (:func:`restore_waves`): how many, their median size, and their p50/p90/max seconds."""
+    waves: list[tuple[float, int]] = []
+    for log in sorted(workdir.glob("*.log")):
+        if log.name != "replica.log":
+            waves += [w for w in restore_waves(log.read_text(errors="replace").splitlines()) if w[1] >= 2]
+    if not waves:
+        return None
+    secs = [s for s, _ in waves]
+    sizes = sorted(n for _, n in waves)
+    return (f"restore waves (assigned -> its last task restored, 2+ tasks): n={len(waves)} "
+            f"tasks median={sizes[len(sizes) // 2]} p50={_nearest_rank(secs, 0.5):.2f} s "
+            f"p90={_nearest_rank(secs, 0.9):.2f} s max={max(secs):.2f} s")
+
+
 def stall_lines(faults: list[Fault], progress_ms: dict[str, list[int]], end_ms: int, worst: int = 5) -> list[str]:
     """What the stalls were made of, for the report: per fault kind the (fault, table) pairs' p50, p99 and
     longest stall (s); then the ``worst`` longest gaps, each with every fault that fell inside it (s from
@@ -749,7 +796,8 @@ async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> Cha
             rdiff = None
         return ChaosResult(cfg.rounds, injector.faults, raw, audit_clean, audit_output, rdiff,
                            stall_p99(injector.faults, raw.progress_ms, end_ms), floor.rounds, floor.errors,
-                           time.monotonic() - t0, stall_lines(injector.faults, raw.progress_ms, end_ms))
+                           time.monotonic() - t0, stall_lines(injector.faults, raw.progress_ms, end_ms)
+                           + [ln for ln in (restore_line(workdir),) if ln])
     finally:
         for t in list(injector.tasks):
             t.cancel()
@@ -780,5 +828,16 @@ def report_lines(res: ChaosResult) -> list[str]:
     return lines
 
 
-__all__ = ["ChaosConfig", "ChaosResult", "Fault", "Stall", "report_lines", "run_chaos", "stall_lines", "stall_p99",
-           "stalls"]
+__all__ = [
+    "ChaosConfig",
+    "ChaosResult",
+    "Fault",
+    "Stall",
+    "report_lines",
+    "restore_line",
+    "restore_waves",
+    "run_chaos",
+    "stall_lines",
+    "stall_p99",
+    "stalls",
+]

@@ -67,7 +67,7 @@ def _tasks(partitions: int) -> tuple[Tasks, Restores]:
     return tasks, fake
 
 
-async def _until(cond, timeout: float = 5.0) -> None:  # noqa: ANN001 - a predicate
+async def _until(cond, timeout: float = 5.0) -> None:
     async def wait() -> None:
         while not cond():
             await asyncio.sleep(0.001)

@@ -20,7 +20,7 @@ from contracts.codecs import decode_event, encode
 from contracts.commands import LoadShoe, PlaceBet
 from contracts.envelope import event_id
 from contracts.events import BetSettled, LedgerLine, LedgerPosted
-from croupier.chaos import Fault, stall_lines, stall_p99
+from croupier.chaos import Fault, restore_waves, stall_lines, stall_p99
 from croupier.rawcheck import RawRecord, RawReport, check
 from services.floor.bettors import Seat
 from services.floor.dealer import Clock, TableDealer
@@ -208,3 +208,26 @@ def test_the_stall_report_gives_each_fault_kinds_stalls_and_the_faults_inside_th
     assert lines[2] == "  stall 7.0 s at A: sigstop shoe-2 +0.2, kill9 wagering-1 +6.0"
     assert len(lines) == 3
     assert stall_lines([], progress, end_ms=12000) == []
+
+
+def test_a_restore_wave_runs_from_the_assignment_to_the_last_of_its_tasks_restored():
+    def line(ts: str, event: str, **kw: object) -> str:
+        import json
+
+        return json.dumps({"event": event, "timestamp": f"2026-12-02T20:00:{ts}Z", **kw})
+
+    lines = [
+        line("00.000", "assigned", tasks=[0, 1, 2], restoring=[0, 1, 2]),
+        line("00.400", "restored", task=1, seconds=0.4),
+        "not json at all",
+        line("00.500", "catch_up_wait", task=0),
+        line("01.250", "restored", task=0, seconds=1.25),
+        line("01.500", "restored", task=2, seconds=1.5),
+        line("02.000", "restored", task=2, seconds=0.1),  # a later restore (a failed transaction): no wave
+        line("10.000", "assigned", tasks=[0, 1, 2, 3], restoring=[3]),
+        line("10.300", "restored", task=3, seconds=0.3),
+        line("20.000", "assigned", tasks=[4, 5], restoring=[4, 5]),
+        line("20.100", "restored", task=4, seconds=0.1),
+        line("30.000", "assigned", tasks=[], restoring=[]),  # task 5 never restored before it moved on
+    ]
+    assert restore_waves(lines) == [(1.5, 3), (0.3, 1)]
