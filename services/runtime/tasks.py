@@ -427,24 +427,23 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             if self.state.get(p) not in ("restoring",):
                 continue
             self._active.add(p)
+            failed: Exception | None = None
             try:
                 await self.restore(p, worker)
                 backoff = 0.2
-            except asyncio.CancelledError:
-                raise
             except Exception as e:  # noqa: BLE001 - broker away, fenced while restoring, ...: retry later
-                self.log.warning("restore_failed", task=p, error=f"{type(e).__name__}: {e}", retry_s=backoff)
+                failed = e
+            finally:  # before any wait: another worker may take p meanwhile, and mark it its own
                 self._active.discard(p)
+                again = p in self._again
+                self._again.discard(p)
+            if failed is not None:
+                self.log.warning("restore_failed", task=p, error=f"{type(failed).__name__}: {failed}",
+                                 retry_s=backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 10.0)
-                if self.state.get(p) == "restoring":
-                    self._enqueue(p)
-            finally:
-                self._active.discard(p)
-                if p in self._again:
-                    self._again.discard(p)
-                    if self.state.get(p) == "restoring":
-                        self._enqueue(p)
+            if (failed is not None or again) and self.state.get(p) == "restoring":
+                self._enqueue(p)
 
     async def _reader_consumer(self, worker: int = 0) -> AIOKafkaConsumer:
         """Restore worker ``worker``'s reader (started at its first use)."""

@@ -100,14 +100,20 @@ async def test_eight_tasks_are_restored_by_restore_workers_at_once_each_by_one_w
     assert tasks._workers == []
 
 
-async def test_a_task_enqueued_again_while_restoring_is_restored_once_more_after_never_twice_at_once() -> None:
-    tasks, fake = _tasks(4)
+async def _restoring_and_enqueued_again(partitions: int, times: int = 1) -> tuple[Tasks, Restores]:
+    """Tasks whose task 0 is being restored (held at its gate) and was enqueued ``times`` more meanwhile."""
+    tasks, fake = _tasks(partitions)
     tasks.state[0] = "restoring"
     tasks._enqueue(0)
     await _until(lambda: 0 in fake.running)
+    for _ in range(times):
+        tasks._enqueue(0)
+    return tasks, fake
+
+
+async def test_a_task_enqueued_again_while_restoring_is_restored_once_more_after_never_twice_at_once() -> None:
     # revoked and assigned back while its first restore reads the log: the next restore must wait for it
-    tasks._enqueue(0)
-    tasks._enqueue(0)
+    tasks, fake = await _restoring_and_enqueued_again(4, times=2)
     await asyncio.sleep(0.05)
     assert list(fake.running) == [0] and fake.overlaps == []
     fake.unfinished.add(0)  # the first restore ends with the task still to restore
@@ -123,11 +129,7 @@ async def test_a_task_enqueued_again_while_restoring_is_restored_once_more_after
 
 
 async def test_a_task_enqueued_again_while_restoring_is_not_restored_again_once_ready() -> None:
-    tasks, fake = _tasks(2)
-    tasks.state[0] = "restoring"
-    tasks._enqueue(0)
-    await _until(lambda: 0 in fake.running)
-    tasks._enqueue(0)
+    tasks, fake = await _restoring_and_enqueued_again(2)
     fake.gate(0).set()
     await _until(lambda: fake.done == [0])
     await asyncio.sleep(0.05)
@@ -151,6 +153,27 @@ async def test_a_failed_restore_is_retried_after_its_backoff_while_the_other_wor
     fake.gate(0).set()
     await _until(lambda: sorted(fake.done) == [0, 1, 2])
     assert fake.overlaps == []
+    await tasks.stop()
+
+
+async def test_a_worker_backing_off_after_a_failed_restore_leaves_the_next_restore_of_its_task_alone() -> None:
+    tasks, fake = _tasks(4)
+    fake.fail_once.add(0)
+    tasks.state[0] = "restoring"
+    tasks._enqueue(0)
+    await _until(lambda: 0 in fake.running)
+    fake.gate(0).set()  # fails: its worker waits 0.2 s before queueing it again
+    await _until(lambda: 0 not in fake.running)
+    tasks._enqueue(0)  # assigned again meanwhile: another worker restores it, held at its gate
+    await _until(lambda: 0 in fake.running)
+    await asyncio.sleep(0.4)  # the first worker's back-off ends while the second restore runs
+    tasks._enqueue(0)
+    await asyncio.sleep(0.05)
+    assert fake.overlaps == [] and list(fake.running) == [0]
+    fake.gate(0).set()
+    await _until(lambda: fake.done == [0])
+    await asyncio.sleep(0.3)
+    assert fake.done == [0] and fake.overlaps == [] and tasks.state[0] == "ready"
     await tasks.stop()
 
 
