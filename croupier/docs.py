@@ -12,7 +12,7 @@ What it writes, deterministically (the same text for the same code and msgspec v
 * ``docs/schema/events/<tag>.json``: an ``Envelope`` whose payload is that event, its ``stream`` the topic(s)
   the event travels on; ``docs/schema/commands/<tag>.json``: a ``CommandEnvelope`` carrying that command;
 * ``docs/schema/topics/<topic>.json``: the envelope of everything that travels on one topic;
-* ``docs/README.md``: an index: topics, who writes and reads them, their messages;
+* ``docs/messages.md``: an index: topics, who writes and reads them, their messages;
 * ``docs/parquet.md``: the files and typed columns of ``croupier export --format parquet``
   (:mod:`croupier.parquet`), one table per event type.
 
@@ -399,7 +399,7 @@ def index(doc: dict[str, Any]) -> str:
         "",
         ("* [`asyncapi.json`](asyncapi.json): AsyncAPI 3.0, every topic with its messages, producers, consumers "
          "and Kafka bindings;"),
-        ("* [`schema/`](schema/): JSON Schemas (draft 2020-12): `envelope.json`, `command_envelope.json`, "
+        ("* `schema/`: JSON Schemas (draft 2020-12): `envelope.json`, `command_envelope.json`, "
          "`dead_letter.json`, `table_spec.json`; one per event (`schema/events/<type>.json`), per command "
          "(`schema/commands/<type>.json`) and per topic (`schema/topics/<topic>.json`);"),
         ("* [`parquet.md`](parquet.md): the files and typed columns of `croupier export --format parquet`, "
@@ -492,15 +492,25 @@ def generate() -> dict[str, str]:
     doc = asyncapi()
     files = {path: render(schema) for path, schema in schemas().items()}
     files["asyncapi.json"] = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-    files["README.md"] = index(doc)
+    files["messages.md"] = index(doc)
     files["parquet.md"] = parquet_doc()
     return dict(sorted(files.items()))
 
 
+#: what the generator owns in ``docs/``: the schema tree and the top-level files it writes (the rest of
+#: ``docs/`` is the hand-written documentation site, ``mkdocs.yml``)
+OWNED_TOP_LEVEL = ("asyncapi.json", "messages.md", "parquet.md", "README.md")
+
+
 def _existing(directory: Path) -> set[str]:
+    """The files of ``directory`` the generator owns (a stale one among them is reported or removed)."""
     if not directory.is_dir():
         return set()
-    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()}
+    owned = {name for name in OWNED_TOP_LEVEL if (directory / name).is_file()}
+    schema = directory / "schema"
+    if schema.is_dir():
+        owned |= {p.relative_to(directory).as_posix() for p in schema.rglob("*") if p.is_file()}
+    return owned
 
 
 def differences(directory: Path = DOCS_DIR) -> list[str]:

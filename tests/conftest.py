@@ -16,7 +16,19 @@ from collections.abc import Iterator
 
 import pytest
 
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+from tests.budget import profile as hypothesis_profile
 from tests.vaultkeys import TEST_VAULT_KEYS
+
+# Hypothesis profiles (tests/budget.py): `ci` (.ci/run) runs fewer examples of the properties that do not ask
+# for a count (and tests.budget.examples cuts those that do), with no deadline (a shared 2-core machine) and
+# no example database (a fresh clone); `full` runs every property at 4x Hypothesis' default.
+hypothesis_settings.register_profile("ci", max_examples=25, deadline=None, database=None, print_blob=True,
+                                     suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.register_profile("full", max_examples=400, deadline=None)
+hypothesis_settings.load_profile(hypothesis_profile())
 
 os.environ.pop("CROUPIER_VAULT_KEY_FILE", None)
 os.environ["CROUPIER_VAULT_KEYS"] = TEST_VAULT_KEYS
@@ -57,8 +69,10 @@ class _KafkaRunGuard:
         }
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.nodeid not in self.kafka_nodeids:
+        # Under pytest-xdist the controller collects nothing: a worker's report carries its markers as keywords.
+        if report.nodeid not in self.kafka_nodeids and KAFKA_MARKER not in getattr(report, "keywords", {}):
             return
+        self.kafka_nodeids.add(report.nodeid)
         if report.skipped:
             if hasattr(report, "wasxfail"):
                 # An expected failure is not a skip, but it does not prove the broker works either.

@@ -22,6 +22,7 @@ import msgspec.inspect as mi
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from tests.budget import examples
 
 from contracts import topics as T
 from contracts.codecs import (
@@ -118,7 +119,7 @@ EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-de
 COMMAND_TYPES: tuple[type[Command], ...] = AnyCommand.__args__  # type: ignore[attr-defined]
 GOLDEN_DIR = Path(__file__).resolve().parents[2] / "contracts" / "golden" / "v1"
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
-EXAMPLES = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def tag(tp: type) -> str:
@@ -772,7 +773,7 @@ def test_event_id_is_deterministic() -> None:
     assert a != event_id(T.SHOE_EVENTS, "bac-04", 42)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.sampled_from(T.EVENT_TOPICS), tables, st.integers(1, 10**9), st.integers(1, 10**9))
 def test_event_id_differs_exactly_when_seq_differs(stream: str, table_id: str, s1: int, s2: int) -> None:
     assert (event_id(stream, table_id, s1) == event_id(stream, table_id, s2)) == (s1 == s2)

@@ -43,6 +43,7 @@ from services.runtime.core import command
 from services.runtime.memory import MemoryBus
 from services.runtime.translate import table_spec
 from tests.services.helpers import floor_bus, make_cores
+from tests.budget import examples
 
 TABLE = "P1"
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -201,6 +202,6 @@ class OrderOfPlay(RuleBasedStateMachine):
         assert not copy.queue or all(r.topic == T.SHOE_DRAWS for r in copy.queue)  # only DrawCard re-sends
 
 
-OrderOfPlay.TestCase.settings = settings(max_examples=40, stateful_step_count=40, deadline=None,
+OrderOfPlay.TestCase.settings = settings(max_examples=examples(40), stateful_step_count=40, deadline=None,
                                          suppress_health_check=[HealthCheck.too_slow])
 TestOrderOfPlay = OrderOfPlay.TestCase

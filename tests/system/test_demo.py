@@ -1,4 +1,5 @@
-"""`croupier demo` on the real broker: a small floor through a full shoe, ending with a clean audit."""
+"""`croupier demo` on the real broker: a small floor, each shoe closed after 12 rounds (`--rounds`: the end of
+a shoe at its cutting card is proven by tests/system/test_floor_kafka.py), ending with a clean audit."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from croupier.demo import run_demo
 async def test_demo_two_tables_full_shoe_ends_with_a_clean_audit(kafka_bootstrap: str):
     buf = io.StringIO()
     console = Console(file=buf, width=160, force_terminal=False)
-    code = await run_demo(tables=2, shoes=1, speed=0, bootstrap=kafka_bootstrap, console=console, seed=5)
+    code = await run_demo(tables=2, shoes=1, speed=0, bootstrap=kafka_bootstrap, console=console, seed=5,
+                          rounds=12)
     out = buf.getvalue()
     assert code == 0, out[-3000:]
     assert "Audit: clean" in out and "2 shoes verified" in out
@@ -25,7 +27,7 @@ async def test_demo_mixed_floor_deals_each_game_and_ends_with_a_clean_audit(kafk
     buf = io.StringIO()
     console = Console(file=buf, width=200, force_terminal=False)
     code = await run_demo(tables=4, shoes=1, speed=0, bootstrap=kafka_bootstrap, console=console, seed=12,
-                          floor="mixed")
+                          floor="mixed", rounds=12)
     out = buf.getvalue()
     assert code == 0, out[-3000:]
     assert "Audit: clean" in out and "4 shoes verified" in out

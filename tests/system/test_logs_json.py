@@ -96,7 +96,7 @@ async def test_every_line_of_the_services_and_the_api_is_json(kafka_bootstrap: s
             buf = io.StringIO()
             code = await run_demo(tables=1, shoes=1, speed=0, bootstrap=kafka_bootstrap,
                                   console=Console(file=buf, width=200, force_terminal=False), seed=3,
-                                  prefix=prefix, with_services=False)
+                                  prefix=prefix, with_services=False, rounds=8)
             shown = buf.getvalue()
             assert code == 0, shown[-3000:]
             await asyncio.sleep(1.0)  # the projection folds the last settlements

@@ -8,6 +8,7 @@ import pytest
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.budget import examples
 
 from services.runtime.assignor import TableTaskAssignor, assign_numbers
 
@@ -85,7 +86,7 @@ def test_each_consumer_claims_what_it_was_assigned():
     assert json.loads(other.metadata(TOPICS).user_data) == {"held": []}  # its own class, untouched
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(n=st.integers(0, 40), claims=st.dictionaries(st.sampled_from("abcdefgh"),
                                                     st.lists(st.integers(0, 45), max_size=12), min_size=1))
 def test_balanced_complete_and_sticky_for_any_claims(n: int, claims: dict[str, list[int]]):

@@ -44,6 +44,7 @@ from services.floor.dealer import Clock, TableDealer
 from services.floor.io import MemoryFloorIO
 from services.runtime.core import command
 from tests.services.helpers import events, floor_bus
+from tests.budget import examples
 
 SEATS = [Seat(i, f"player-{i}") for i in range(1, 7)]
 TABLES = {"T1": punto_banco_full(), "T2": no_vig_dragon(panda=True),
@@ -430,7 +431,7 @@ def replace_seq(u: UnknownEvent, seq: int) -> UnknownEvent:
     return dc_replace(u, seq=seq, event_id=event_id(u.stream, u.table_id, seq))
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_changing_any_money_field_of_any_settlement_is_caught(log, data):
     settled = [i for i, e in enumerate(log) if isinstance(e.payload, BetSettled)]

@@ -220,9 +220,10 @@ def test_bank_settlement_conserves_money_to_the_cent():
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.budget import examples
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     stakes=st.lists(st.integers(1, 50_000), min_size=1, max_size=8),
     spare=st.integers(0, 100_000),

@@ -1,5 +1,6 @@
-"""`.ci/run` and the README agree on how the tests are run (issue 9: the system tests run twice, plain and
-secured)."""
+"""`.ci/run` and the README agree on how the tests are run: once, against the secured broker (issue 27: the
+production setting, every client under its principal), with the docs site built strictly and the layers
+checked; the README stays a README (issue 27: at most 250 lines, the reference in docs/)."""
 
 from __future__ import annotations
 
@@ -27,13 +28,28 @@ def test_the_readme_shows_the_test_command_that_ci_runs():
     assert shlex.split(m.group(1)) == _array("TEST_CMD")
 
 
-def test_ci_runs_the_system_tests_again_secured_and_checks_both_junit_files():
-    secured = _array("SECURE_TEST_CMD")
-    assert secured[:-2] == _array("TEST_CMD")[:-1] and secured[-2:] == [
-        "tests/system", "--junitxml=var/test-results-secured.xml"]
+def test_ci_runs_every_test_once_on_the_secured_broker_and_checks_the_junit_file():
+    assert "SECURE_TEST_CMD" not in CI_RUN  # the system tests run once, not again on a second broker
+    assert CI_RUN.count('run_pytest "${TEST_CMD[@]}"') == 1
     assert "secure_kafka_sh start --secure" in CI_RUN and "KAFKA_SASL_USERNAME=admin" in CI_RUN
-    assert 'check_junit "$JUNIT_XML"' in CI_RUN and 'check_junit "$SECURE_JUNIT_XML"' in CI_RUN
-    assert "runs the system tests (`tests/system`) **twice**" in README
+    assert 'bash "$KAFKA_SH" start' not in CI_RUN  # no plain broker
+    assert 'check_junit "$JUNIT_XML"' in CI_RUN and "CROUPIER_REQUIRE_KAFKA=1" in CI_RUN
+    assert "HYPOTHESIS_PROFILE" in CI_RUN
+    assert "runs it once, against a secured broker" in README
+
+
+def test_ci_builds_the_docs_strictly_and_checks_the_layers():
+    assert "mkdocs build --strict" in CI_RUN and "lint-imports" in CI_RUN
+    assert (REPO / "mkdocs.yml").is_file() and (REPO / ".importlinter").is_file()
+
+
+def test_the_readme_is_a_readme():
+    lines = README.splitlines()
+    assert len(lines) <= 250, len(lines)
+    for image in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README):
+        assert (REPO / image).is_file(), image
+    for link in re.findall(r"\]\((docs/[^)#]+)", README):
+        assert (REPO / link).exists(), link
 
 
 def _compose_step(path: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.budget import examples
 
 from baccarat.cards import parse_cards
 from baccarat.drawing import PUNTO_BANCO
@@ -411,7 +412,7 @@ def build_floor(rounds) -> tuple[list[Envelope], list[tuple[str, str, str, int]]
     return envs, settled, {"patron": dict(patron), "owed": dict(f.owed)}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(round_spec, max_size=12), st.data())
 def test_random_floors_balance_and_reconcile(rounds, data):
     envs, settled, expect = build_floor(rounds)

@@ -16,6 +16,7 @@ from contracts.envelope import Envelope
 from services.projection.ledger import Ledger, book, gaming_day, shoe_fact
 from services.projection.ledger_state import CHUNK, ENTRY_WINDOW, LedgerState
 from tests.unit.test_ledger import PLAYERS, WAGERS, Feed, bet, build_floor, outcomes
+from tests.budget import examples
 
 
 def fold_state(envs: list[Envelope], state: LedgerState | None = None) -> LedgerState:
@@ -44,7 +45,7 @@ one_table_round = st.tuples(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(one_table_round, max_size=14))
 def test_running_totals_equal_the_journal_scope_by_scope(rounds):
     envs, _, _ = build_floor(rounds)
@@ -128,23 +129,26 @@ def test_a_settlement_booked_before_its_shoe_is_known_reaches_the_shoe_once_it_i
 
 
 def test_state_is_sized_by_the_shoe_and_the_day_not_by_history():
-    # a round a minute for ten days: 14,400 rounds, 86,400 entries; the state holds the last two days' shoes
-    short, long_ = fold_state(steady_floor(2 * 1440)), fold_state(steady_floor(10 * 1440))
-    assert len(long_) == 10 * 1440 * 9
+    # a round every 3 minutes for two days, then for four: 960 and 1,920 rounds (17,280 entries); the state
+    # holds the last two gaming days' shoes, so twice the history must not make it any larger
+    per_day = 1440 // 3
+    long_envs = steady_floor(4 * per_day, minutes_per_round=3)
+    short, long_ = fold_state(steady_floor(2 * per_day, minutes_per_round=3)), fold_state(long_envs)
+    assert len(long_) == 4 * per_day * 9
     size = {k: len(msgspec.msgpack.encode(v)) for k, v in (("short", short), ("long", long_))}
-    # what is held is as many entries, facts and totals; only their ids are longer (round 14,399, not 2,879)
+    # what is held is as many entries, facts and totals; only their ids are longer (round 1,919, not 959)
     for v in (short, long_):
         assert all(ENTRY_WINDOW <= sum(len(c) for c in cs) < ENTRY_WINDOW + CHUNK for cs in v.recent.values())
     assert (len(long_.round_shoe), len(long_.totals)) == (len(short.round_shoe), len(short.totals))
     assert size["long"] <= size["short"] * 1.2, size
-    assert len(long_.round_shoe) <= 2 * 1440 + 1
+    assert len(long_.round_shoe) <= 2 * per_day + 1
     shoes = {k.split("|")[0] for k in long_.totals if k.startswith("s:")}
-    assert len(shoes) <= 2 * 1440 // 80 + 2 and "s:shoe-0" not in shoes
+    assert len(shoes) <= 2 * per_day // 80 + 2 and "s:shoe-0" not in shoes
     assert not [k for k in long_.totals if k.startswith("d:") and not k.startswith(f"d:{long_.day}")]
     # what is held still answers exactly for the current gaming day and the latest shoe
-    journal = Ledger().post_all(steady_floor(10 * 1440))
+    journal = Ledger().post_all(long_envs)
     assert long_.balances(gaming_day=long_.day) == journal.balances(gaming_day=long_.day)
-    last_shoe = f"shoe-{(10 * 1440 - 1) // 80}"
+    last_shoe = f"shoe-{(4 * per_day - 1) // 80}"
     assert long_.balances(shoe_id=last_shoe) == journal.balances(shoe_id=last_shoe)
     assert long_.balances() == journal.balances()
 

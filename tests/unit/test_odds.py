@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.budget import examples
 
 from baccarat import odds
 from baccarat.cards import Card, Hand, Rank, Suit
@@ -304,13 +305,13 @@ def small_any_values(draw: st.DrawFn) -> list[int]:
 
 
 @pytest.mark.parametrize("ruleset", RULESETS, ids=lambda r: r.name)
-@settings(max_examples=75, deadline=None)
+@settings(max_examples=examples(75), deadline=None)
 @given(counts=st.one_of(sparse_compositions(), small_any_values()))
 def test_property_engine_equals_value_walk(ruleset: Ruleset, counts: list[int]) -> None:
     assert _engine(counts, ruleset) == _walk_counts(counts, ruleset)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     removed=st.lists(st.integers(0, 9), min_size=0, max_size=400).filter(
         lambda r: all(r.count(v) <= (128 if v == 0 else 32) for v in range(10))

@@ -12,6 +12,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.budget import examples
 
 from baccarat.errors import BaccaratError
 from baccarat.roads import (
@@ -424,7 +425,7 @@ def oracle_marks(lengths: tuple[int, ...], k: int) -> str:
     return "".join(out)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(SHOES)
 def test_property_entries_and_ties(seq):
     br = big_road(seq)
@@ -437,7 +438,7 @@ def test_property_entries_and_ties(seq):
     assert all(a[0].side != b[0].side for a, b in zip(br.columns, br.columns[1:]))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(SHOES)
 def test_property_derived_mark_counts_and_oracle(seq):
     r = roads(seq)
@@ -454,7 +455,7 @@ def test_property_derived_mark_counts_and_oracle(seq):
         assert all(a[0] != b[0] for a, b in zip(road.columns, road.columns[1:]))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(SHOES, st.integers(0, 100))
 def test_property_marks_never_change_once_made(seq, cut):
     full, prefix = roads(seq), roads(seq[:cut])
@@ -462,7 +463,7 @@ def test_property_marks_never_change_once_made(seq, cut):
         assert a.marks.startswith(b.marks)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(SHOES, st.sampled_from([1, 2, 3, 4, 6, 8]))
 def test_property_display_never_changes_logical_columns(seq, rows):
     standard, other = roads(seq), roads(seq, rows=rows)
@@ -500,7 +501,7 @@ def test_property_display_never_changes_logical_columns(seq, rows):
     assert tuple(tuple(c) for c in rebuilt) == standard.big_road.columns
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(SHOES, st.integers(1, 8))
 def test_property_bead_plate_preserves_order(seq, rows):
     plate = bead_plate(seq, rows)

@@ -5,6 +5,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.budget import examples
 
 from baccarat.cards import Card, Rank, Suit, parse_card, standard_deck
 from baccarat.drawing import PUNTO_BANCO
@@ -138,7 +139,7 @@ def test_check_read_refuses_an_impossible_card():
         check_read(shoe, Card(Rank.ACE))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(0, 10_000), st.integers(10, 406))
 def test_cards_are_conserved_through_a_shoe(seed, at):
     shoe = cut(load(order(8, seed), ShoeRules()), at)
