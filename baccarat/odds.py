@@ -46,6 +46,8 @@ from baccarat.drawing import PUNTO_BANCO, Ruleset
 from baccarat.errors import IllegalDecision, InsufficientCards, InvalidComposition
 
 __all__ = [
+    "ENGINE",
+    "ENGINE_ENV",
     "FLOAT64_MAX_CARDS",
     "INT64_MAX_CARDS",
     "MAX_DECKS",
@@ -53,8 +55,6 @@ __all__ = [
     "BonusCounts",
     "Composition",
     "OutcomeCounts",
-    "ENGINE",
-    "ENGINE_ENV",
     "exact_counts",
     "outcome_counts",
     "permut6",
