@@ -109,6 +109,32 @@ def _plan_for(table: TableConfig) -> tuple[_Line, ...]:
     return got[1]
 
 
+def expectation_terms(counts: Any, table: TableConfig) -> list[tuple[Wager, int, int, int, int]]:
+    """Per wager ``table`` offers, in table order: ``(wager, win, void, ev_num, ev_den)``, all ints.
+
+    ``counts`` is a :class:`baccarat.odds.OutcomeCounts`; ``win`` and ``void`` are counts out of
+    ``counts.total``; the EV per unit staked is ``ev_num / ev_den`` in lowest terms (``ev_den > 0``), the same
+    number :func:`wager_expectations` gives as a :class:`~fractions.Fraction`. Integer arithmetic only (the
+    projection's per-card path: no Fraction is built).
+    """
+    total = counts.total
+    out = []
+    for line in _plan_for(table):
+        win = units = 0
+        for get, num in line.wins:
+            n = get(counts)
+            win += n
+            units += n * num
+        void = 0
+        for get in line.voids:
+            void += get(counts)
+        num = units - (total - win - void) * line.den
+        den = total * line.den
+        g = gcd(num, den)
+        out.append((line.wager, win, void, num // g, den // g))
+    return out
+
+
 def wager_expectations(counts: Any, table: TableConfig) -> dict[Wager, WagerExpectation]:
     """Exact probability and EV per unit staked for every wager ``table`` offers.
 
@@ -116,7 +142,7 @@ def wager_expectations(counts: Any, table: TableConfig) -> dict[Wager, WagerExpe
     EV definitions (odds-and-roads.md §2): Banker 1 to 1 less commission (19 to 20 at 5 %), void on a tie;
     no-vig Banker void on a dragon 7 hand; Player 1 to 1 (less commission where the table charges it on all
     winners, 13:47-20.20(d)4); Tie at the table's odds; card-count, bonus, dragon 7 and panda 8 by the pay
-    table. Integer arithmetic throughout: each wager's EV is one exact fraction
+    table. Integer arithmetic throughout (:func:`expectation_terms`): each wager's EV is one exact fraction
     ``(Σ count × net payout − losing count) / total``.
     """
     if isinstance(counts, Mapping):
@@ -124,15 +150,5 @@ def wager_expectations(counts: Any, table: TableConfig) -> dict[Wager, WagerExpe
 
         counts = OutcomeCounts.from_dict(counts)
     total = counts.total
-    out: dict[Wager, WagerExpectation] = {}
-    for line in _plan_for(table):
-        win = units = 0
-        for get, num in line.wins:
-            n = get(counts)
-            win += n
-            units += n * num
-        void = sum(get(counts) for get in line.voids)
-        lose = total - win - void
-        out[line.wager] = WagerExpectation(line.wager, total, win, void,
-                                           Fraction(units - lose * line.den, total * line.den))
-    return out
+    return {w: WagerExpectation(w, total, win, void, Fraction(num, den))
+            for w, win, void, num, den in expectation_terms(counts, table)}

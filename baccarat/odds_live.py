@@ -146,6 +146,30 @@ class LiveOdds:
         return t if isinstance(t, tuple) else tuple(t.counts)
 
     @property
+    def ruleset(self) -> Ruleset:
+        """The drawing rules the counts are for."""
+        return self._ruleset
+
+    def follow(self, composition: tuple[int, ...], max_cards: int = 16) -> None:
+        """Bring the tracker to ``composition`` (ten counts): card by card when it holds at most ``max_cards``
+        fewer cards and none more of any value (a card, a burn), else by one full evaluation.
+
+        Raises :class:`InvalidComposition` for invalid counts (the tracker is unchanged then).
+        """
+        current = self.composition
+        if composition == current:
+            return
+        gone = [c - n for c, n in zip(current, composition)]
+        if len(composition) == _VALUES and min(gone) >= 0 and sum(gone) <= max_cards:
+            for v, k in enumerate(gone):
+                for _ in range(k):
+                    self.remove(v)
+            return
+        comp = Composition.of(composition)
+        self._n = comp.total
+        self._start(comp.counts)
+
+    @property
     def total(self) -> int:
         """Cards left (N)."""
         return self._n
