@@ -72,6 +72,7 @@ def baseline_odds(composition: tuple[int, ...], config, *_):  # type: ignore[no-
     from baccarat.errors import BaccaratError
     from baccarat.expectation import wager_expectations
     from baccarat.odds import Composition, exact_counts
+    from services.projection.odds_views import ViewOdds
 
     try:
         counts = exact_counts(Composition.of(composition), config.odds_ruleset)
@@ -80,7 +81,14 @@ def baseline_odds(composition: tuple[int, ...], config, *_):  # type: ignore[no-
     wagers = [WagerOdds(wager=w.value, p_win=float(e.p_win), p_void=float(e.p_void), ev=float(e.ev),
                         ev_num=e.ev.numerator, ev_den=e.ev.denominator)
               for w, e in wager_expectations(counts, config).items()]
-    return counts, wagers
+    d = counts.to_dict()
+    flat = {k: v for k, v in d.items() if isinstance(v, int)}
+    for side in ("player", "banker"):
+        for k, v in d["bonus"][side].items():
+            flat[f"bonus_{side}_{k}"] = v
+    for k, v in d["naturals"].items():
+        flat[f"natural_{k}"] = v
+    return ViewOdds(counts.total, flat, wagers)
 
 
 def feed(envs: list[Envelope]) -> tuple[list[int], list[int], list[int], list[object]]:

@@ -29,7 +29,7 @@ from msgspec.structs import replace
 
 from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_card
 from baccarat.drawing import PUNTO_BANCO
-from baccarat.odds import OutcomeCounts, table_for
+from baccarat.odds import table_for
 from baccarat.table import TableConfig
 from contracts import topics as T
 from contracts.envelope import CommandEnvelope, Envelope
@@ -48,12 +48,11 @@ from contracts.events import (
     ShoeOffered,
     ShoePassed,
     TableOpened,
-    WagerOdds,
 )
 from contracts.tables import TableSpec
 from services.projection.ledger import book, gaming_day, shoe_fact
 from services.projection.ledger_state import LedgerState
-from services.projection.odds_views import LiveViews, counts_dict
+from services.projection.odds_views import LiveViews, ViewOdds
 from services.projection.pit_state import PitState
 from services.projection.pmap import PMap
 from services.runtime.core import Emit, Send
@@ -217,8 +216,9 @@ _ONE_OFF = LiveViews()
 
 
 def odds_for(composition: tuple[int, ...], config: TableConfig, views: LiveViews | None = None,
-             key: Hashable = None) -> tuple[OutcomeCounts, list[WagerOdds]] | None:
-    """Exact counts and per-wager odds for ``composition`` under ``config`` (None below 6 cards).
+             key: Hashable = None) -> ViewOdds | None:
+    """Exact counts (``total``, ``counts``) and per-wager odds (``wagers``) for ``composition`` under ``config``
+    (None below 6 cards).
 
     ``views``/``key``: the tracker that follows this view of the shoe (the core's, one per table and view);
     without them a shared one-off tracker. Integer arithmetic only (:mod:`services.projection.odds_views`)."""
@@ -386,7 +386,7 @@ class ProjectionCore:
         got = odds_for(before.composition, config, self.views, (state.table_id, "judge"))
         if got is None:
             return state
-        _, wagers = got
+        wagers = got.wagers
         ev = {w.wager: Fraction(w.ev_num, w.ev_den) for w in wagers}
         shoe_id = before.shoe_id or (state.shoe.shoe_id if state.shoe else "")
         comp, cause, at = before.composition, before.cause, before.at
@@ -425,10 +425,10 @@ class ProjectionCore:
                 got = odds_for(comp, state.config, self.views, (state.table_id, view))
                 if got is None:
                     continue
-                counts, wagers = got
+                total, counts, wagers = got
                 out.append(Emit(OddsUpdated(shoe_id=due.shoe_id, view=view, trigger=due.trigger, step=due.step,
                                             cards_out=state.shoe.cards_out, composition=list(comp),
-                                            total=counts.total, counts=counts_dict(counts), wagers=wagers,
+                                            total=total, counts=counts, wagers=wagers,
                                             round_id=due.round_id),
                                 round_id=due.round_id or None, shoe_id=due.shoe_id, causation_id=due.cause,
                                 occurred_at=due.at))

@@ -11,44 +11,54 @@ fresh core publish the same odds.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from baccarat.errors import BaccaratError
-from baccarat.expectation import expectation_terms
-from baccarat.odds import OutcomeCounts
+from baccarat.expectation import BONUS_CLASSES, FLAT_FIELDS, flat_terms
+from baccarat.odds import permut6
 from baccarat.odds_live import LiveOdds
 from baccarat.table import TableConfig
 from contracts.events import WagerOdds
 
-__all__ = ["LiveViews", "counts_dict", "wager_odds"]
+__all__ = ["LiveViews", "ViewOdds", "counts_dict", "wager_odds"]
 
 #: most trackers kept (two views and the round judge per table): beyond it the cache starts afresh
 MAX_TRACKERS = 3072
 
 
-def wager_odds(counts: OutcomeCounts, config: TableConfig) -> list[WagerOdds]:
-    """Every wager ``config`` offers: probability of a win and of a void, EV per unit (float, for display) and
-    the exact EV as ``ev_num / ev_den`` in lowest terms. Floats are the correctly rounded quotients of the
-    integers (the same values ``float(Fraction(...))`` gives)."""
-    total = counts.total
-    return [WagerOdds(wager=w.value, p_win=win / total, p_void=void / total, ev=num / den, ev_num=num, ev_den=den)
-            for w, win, void, num, den in expectation_terms(counts, config)]
+class ViewOdds(NamedTuple):
+    """One view's odds: ``total`` = Permut(N, 6), ``counts`` as ``OddsUpdated.counts``, ``wagers`` per wager."""
+
+    total: int
+    counts: dict[str, int]
+    wagers: list[WagerOdds]
 
 
-_BONUS = ("natural_win", "natural_tie", "win_by_4", "win_by_5", "win_by_6", "win_by_7", "win_by_8", "win_by_9",
-          "lose")
+def wager_odds(total: int, flat: list[int], config: TableConfig) -> list[WagerOdds]:
+    """Every wager ``config`` offers, from the counts in :data:`~baccarat.expectation.FLAT_FIELDS` order out of
+    ``total``: probability of a win and of a void, EV per unit (float, for display) and the exact EV as
+    ``ev_num / ev_den`` in lowest terms. Floats are the correctly rounded quotients of the integers (the same
+    values ``float(Fraction(...))`` gives)."""
+    return [WagerOdds(w.value, win / total, void / total, num / den, num, den)
+            for w, win, void, num, den in flat_terms(total, flat, config)]
 
 
-def counts_dict(c: OutcomeCounts) -> dict[str, int]:
+_KEYS: tuple[tuple[str, int], ...] = (
+    *((k, FLAT_FIELDS.index(k)) for k in ("banker", "player", "tie", "cards_4", "cards_5", "cards_6", "dragon_7",
+                                          "panda_8")),
+    *((f"bonus_{side}_{cls}", FLAT_FIELDS.index(f"{side}_bonus.{cls}"))
+      for side in ("player", "banker") for cls in BONUS_CLASSES),
+    *((f"natural_{side}_{p}", FLAT_FIELDS.index(f"{side}_natural_{p}")) for side in ("player", "banker")
+      for p in (8, 9)),
+)  # fmt: skip
+
+
+def counts_dict(total: int, flat: list[int]) -> dict[str, int]:
     """The flat counts of ``OddsUpdated.counts``: ``total``, ``banker`` .. ``panda_8``, ``bonus_<side>_<class>``,
     ``natural_<side>_<8|9>`` (all ints, this key order)."""
-    out = {"total": c.total, "banker": c.banker, "player": c.player, "tie": c.tie, "cards_4": c.cards_4,
-           "cards_5": c.cards_5, "cards_6": c.cards_6, "dragon_7": c.dragon_7, "panda_8": c.panda_8}
-    for side, b in (("player", c.player_bonus), ("banker", c.banker_bonus)):
-        for k in _BONUS:
-            out[f"bonus_{side}_{k}"] = getattr(b, k)
-    out["natural_player_8"] = c.player_natural_8
-    out["natural_player_9"] = c.player_natural_9
-    out["natural_banker_8"] = c.banker_natural_8
-    out["natural_banker_9"] = c.banker_natural_9
+    out = {"total": total}
+    for k, i in _KEYS:
+        out[k] = flat[i]
     return out
 
 
@@ -59,8 +69,7 @@ class LiveViews:
     def __init__(self) -> None:
         self._trackers: dict[object, LiveOdds] = {}
 
-    def odds(self, key: object, composition: tuple[int, ...],
-             config: TableConfig) -> tuple[OutcomeCounts, list[WagerOdds]] | None:
+    def odds(self, key: object, composition: tuple[int, ...], config: TableConfig) -> ViewOdds | None:
         """Exact counts and per-wager odds of ``composition`` under ``config`` (None below 6 cards, for invalid
         counts, or for a ruleset without fixed drawing: chemin de fer)."""
         ruleset = config.odds_ruleset
@@ -74,7 +83,8 @@ class LiveViews:
                 live.follow(composition)
             if live.total < 6:
                 return None
-            counts = live.counts()
+            flat = live.column_counts()
         except BaccaratError:
             return None
-        return counts, wager_odds(counts, config)
+        total = permut6(live.total)
+        return ViewOdds(total, counts_dict(total, flat), wager_odds(total, flat, config))

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from baccarat.expectation import wager_expectations
-from baccarat.odds import Composition, exact_counts
+from baccarat.expectation import FLAT_FIELDS, flat_counts, wager_expectations
+from baccarat.odds import Composition, exact_counts, outcome_counts
 from baccarat.table import chemin_de_fer, no_vig_dragon, punto_banco_full
-from services.projection.odds_views import LiveViews, counts_dict
+from services.projection.odds_views import LiveViews
 
 CONFIGS = [punto_banco_full(), no_vig_dragon(panda=True)]
 
@@ -46,14 +46,23 @@ def test_views_follow_a_shoe_and_publish_what_the_fraction_path_did(cfg) -> None
         i += k
         got = views.odds(("T", "public"), tuple(comp), cfg)
         assert got is not None
-        counts, wagers = got
-        assert counts == exact_counts(comp, cfg.odds_ruleset)
-        assert [(w.wager, w.p_win, w.p_void, w.ev, w.ev_num, w.ev_den) for w in wagers] == fraction_odds(
+        expected = exact_counts(comp, cfg.odds_ruleset)
+        assert got.total == expected.total
+        assert [(w.wager, w.p_win, w.p_void, w.ev, w.ev_num, w.ev_den) for w in got.wagers] == fraction_odds(
             tuple(comp), cfg)
-        assert counts_dict(counts) == flat(counts) and list(counts_dict(counts)) == list(flat(counts))
+        # what the projection published before: every count, in the same key order
+        assert list(got.counts.items()) == list(flat(expected).items())
     # a jump back (a new shoe) and a fresh key give the same as a full evaluation
-    assert views.odds(("T", "public"), full.counts, cfg)[0] == exact_counts(full, cfg.odds_ruleset)  # type: ignore[index]
-    assert views.odds(("U", "public"), tuple(comp), cfg)[0] == exact_counts(comp, cfg.odds_ruleset)  # type: ignore[index]
+    assert views.odds(("T", "public"), full.counts, cfg).counts == flat(exact_counts(full, cfg.odds_ruleset))  # type: ignore[union-attr]
+    assert views.odds(("U", "public"), tuple(comp), cfg).counts == flat(exact_counts(comp, cfg.odds_ruleset))  # type: ignore[union-attr]
+
+
+def test_flat_fields_are_the_engines_order() -> None:
+    c = outcome_counts(10, list(range(100, 130)))
+    assert flat_counts(c) == list(range(100, 130))
+    for i, name in enumerate(FLAT_FIELDS):
+        side, _, cls = name.partition(".")
+        assert (getattr(getattr(c, side), cls) if cls else getattr(c, name)) == 100 + i
 
 
 def test_no_odds_below_six_cards_or_for_invalid_counts() -> None:
@@ -69,4 +78,4 @@ def test_chemin_de_fer_uses_its_stated_policy_each_time() -> None:
     comp = Composition.full(6).without([1, 2, 3]).counts
     for _ in range(2):
         got = views.odds("c", comp, cfg)
-        assert got is not None and got[0] == exact_counts(comp, cfg.odds_ruleset)
+        assert got is not None and got.counts == flat(exact_counts(comp, cfg.odds_ruleset))
