@@ -33,7 +33,8 @@
 typedef struct {
     PyObject_HEAD
     int rows;                       /* distinct table rows actually used (<= RPAD) */
-    double tabled[NMULTI][RPAD];    /* T transposed, multiset-major, zero-padded rows (the float64 kernel) */
+    int stride;                     /* doubles per multiset in tabled: 28 when rows <= 28, else 32 */
+    double tabled[NMULTI * RPAD];   /* T transposed, multiset-major, rows zero-padded to stride (float64 kernel) */
     uint16_t table[NMULTI][RPAD];   /* the same as uint16 (the generic path) */
     uint16_t sub_a[NMULTI], sub_b[NMULTI];
     uint8_t subk[NSUB][GROUP];
@@ -109,9 +110,10 @@ Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     memset(self->table, 0, sizeof self->table);
     memset(self->tabled, 0, sizeof self->tabled);
+    self->stride = rows <= 28 ? 28 : 32;
     for (int r = 0; r < rows; r++)
         for (int m = 0; m < NMULTI; m++)
-            self->tabled[m][r] = self->table[m][r] = flat[(size_t)r * NMULTI + m];
+            self->tabled[(size_t)m * self->stride + r] = self->table[m][r] = flat[(size_t)r * NMULTI + m];
     PyMem_Free(flat);
     for (int i = 0; i < NOUT; i++) {
         if (self->gather[i] >= rows) {
@@ -206,7 +208,8 @@ accumulate_int(const PlanObject *p, const uint16_t *ms, int count, const uint64_
  * float64, which is exact there because every term T * x and every partial sum is an integer of magnitude at
  * most 2**53 (for an update x = W_new - W_old, a partial sum is a difference of two partial sums of
  * non-negative terms, each <= 2**53). The table is read as doubles (tabled) and the result rounded back to
- * the integer it is. Both chains of accumulators are independent, so the loop is bound by memory. */
+ * the integer it is (a multiset's row is 28 doubles when the ruleset has at most 28 distinct rows, so the
+ * table is 1.1 MB rather than 1.3). The chains of accumulators are independent, so the loop is bound by memory. */
 #define FMA_GROUP(k) acc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t + 4 * (k)), xv, acc##k)
 __attribute__((target("avx2,fma"))) static void
 accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, uint64_t *out)
@@ -214,8 +217,9 @@ accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const uint64
     __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
             acc6 = acc0, acc7 = acc0;
     const int wide = p->rows > 28;
+    const size_t stride = (size_t)p->stride;
     for (int i = 0; i < count; i++) {
-        const double *t = p->tabled[ms ? ms[i] : i];
+        const double *t = p->tabled + (size_t)(ms ? ms[i] : i) * stride;
         __m256d xv = _mm256_set1_pd(is_delta ? (double)(int64_t)x[i] : (double)x[i]);
         FMA_GROUP(0); FMA_GROUP(1); FMA_GROUP(2); FMA_GROUP(3); FMA_GROUP(4); FMA_GROUP(5); FMA_GROUP(6);
         if (wide)

@@ -13,6 +13,11 @@ Conventions (shared spec ``odds-and-roads.md`` §1–§2, rules digest §1.10–
 * Counts are exact Python ints. Probabilities / expected values are derived from them at the edge
   (:meth:`OutcomeCounts.probability` gives an exact :class:`fractions.Fraction`); never accumulate floats.
 
+Engines (docs/odds-engine.md): the compiled kernel :mod:`baccarat._odds_native` where it was built (optional C
+extension, see setup.py; :data:`ENGINE` ``native``), else the numpy paths below, which stay the reference
+(``CROUPIER_ODDS_ENGINE=numpy`` selects them). Both give the same integers. Card-by-card updates:
+:mod:`baccarat.odds_live`.
+
 Method and cost: see :mod:`baccarat._odds_tables`. The first call for a ruleset builds its table from the
 ruleset's Table 1 / Table 2 cells (~0.3 s, cached in memory for the life of the process, thread-safe; call
 :func:`table_for` at start-up to pay it early). Every later :func:`exact_counts` call costs tens of microseconds.
