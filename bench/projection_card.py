@@ -27,12 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from baccarat.table import punto_banco_full
+from bench.projection import floor_bus
 from contracts import topics as T
 from contracts.codecs import decode_event
 from contracts.envelope import Envelope
 from contracts.events import CardDrawn, WagerOdds
-from contracts.vault import Vault, VaultKeys
-from services.dealing.core import DealingCore
 from services.floor.bettors import Seat
 from services.floor.dealer import Clock, TableDealer
 from services.floor.io import MemoryFloorIO
@@ -40,10 +39,6 @@ from services.projection import core as projection
 from services.projection.core import ProjectionCore
 from services.runtime.core import Emit
 from services.runtime.logging import configure
-from services.runtime.memory import MemoryBus
-from services.settlement.core import SettlementCore
-from services.shoe.core import Entropy, ShoeCore
-from services.wagering.core import WageringCore
 
 INPUTS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
 
@@ -51,16 +46,7 @@ INPUTS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENT
 async def deal(shoes: int, seed: int) -> list[Envelope]:
     """Every input event of ``shoes`` whole 8-deck shoes at one table, in log order."""
     rng = random.Random(seed)
-    bus = MemoryBus()
-
-    def shuffle(cards: list) -> list:  # type: ignore[type-arg]
-        rng.shuffle(cards)
-        return cards
-
-    vault = Vault(VaultKeys((("bench", rng.randbytes(32)),)), nonce=lambda: rng.randbytes(12))
-    for core in (ShoeCore(Entropy(shuffle, lambda: rng.randbytes(16)), vault), DealingCore(), WageringCore(),
-                 SettlementCore()):
-        bus.add(core)
+    bus = floor_bus(rng)
     seats = [Seat(i, f"player-{i}") for i in range(1, 6)]
     await TableDealer(MemoryFloorIO(bus), "B01", punto_banco_full(), seats, random.Random(seed), Clock()).run(
         shoes=shoes)
