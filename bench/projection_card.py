@@ -8,7 +8,7 @@ Run: ``.venv/bin/python bench/projection_card.py [--shoes 2] [--repeat 3]``
    ``evolve`` of what it emitted, as the service host does), ``--repeat`` times.
 3. Per ``CardDrawn``: the CPU time (this thread's, so other processes on a shared machine do not count) of absorb + react + evolve, which computes both views' odds (public and
    surveillance) and builds their ``OddsUpdated``. Median over every card of every pass; absorb and react
-   medians shown apart. Baseline in the same process: the same react with the odds computed the old way
+   medians shown apart, and (a separate pass) the two views' ``odds_for`` calls alone. Baseline in the same process: the same react with the odds computed the old way
    (a full evaluation and ``Fraction`` expectations per view, :func:`baseline_odds`), ratio printed.
 
 Last line: ``projection_card: card_us=<both views, per card> cards=<n>``.
@@ -77,8 +77,29 @@ def baseline_odds(composition: tuple[int, ...], config, *_):  # type: ignore[no-
     return ViewOdds(counts.total, flat, wagers)
 
 
-def feed(envs: list[Envelope]) -> tuple[list[int], list[int], list[int], list[object]]:
-    """Fold ``envs`` into a fresh core; per card: ns of absorb+react+evolve, of absorb, of react; outputs."""
+#: CPU ns of each odds_for call while :func:`timing_odds` is on
+_ODDS_NS: list[int] = []
+
+
+def timing_odds(on: bool) -> None:
+    """Wrap the core's ``odds_for`` to record each call's CPU time in ``_ODDS_NS`` (or unwrap it)."""
+    current = projection.odds_for
+    if on:
+        def timed(*args):  # type: ignore[no-untyped-def]
+            t = time.thread_time_ns()
+            got = current(*args)
+            _ODDS_NS.append(time.thread_time_ns() - t)
+            return got
+        timed.wrapped = current  # type: ignore[attr-defined]
+        projection.odds_for = timed  # type: ignore[assignment]
+    else:
+        projection.odds_for = getattr(current, "wrapped", current)  # type: ignore[assignment]
+
+
+def feed(envs: list[Envelope], odds_per_card: list[int] | None = None,
+         ) -> tuple[list[int], list[int], list[int], list[object]]:
+    """Fold ``envs`` into a fresh core; per card: ns of absorb+react+evolve, of absorb, of react; outputs.
+    ``odds_per_card``: gets, per card, the ns of the odds_for calls of its react (with :func:`timing_odds`)."""
     core = ProjectionCore()
     state = core.initial("B01")
     clock = time.thread_time_ns  # CPU time of this thread: the machine is shared, wall time is noise
@@ -88,8 +109,11 @@ def feed(envs: list[Envelope]) -> tuple[list[int], list[int], list[int], list[ob
         t0 = clock()
         state = core.absorb(state, env)
         t1 = clock()
+        before = len(_ODDS_NS)
         out = core.react(state, env)
         t2 = clock()
+        if odds_per_card is not None and isinstance(env.payload, CardDrawn):
+            odds_per_card.append(sum(_ODDS_NS[before:]))
         for e in out:
             if isinstance(e, Emit):
                 seq += 1
@@ -132,6 +156,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"engine {ENGINE}: per card {statistics.median(totals) / 1e3:.1f} us (absorb "
           f"{statistics.median(absorbs) / 1e3:.1f}, react {statistics.median(reacts) / 1e3:.1f}), "
           f"{len(totals)} cards timed")
+
+    odds_ns: list[int] = []
+    timing_odds(True)
+    try:
+        feed(envs, odds_ns)
+    finally:
+        timing_odds(False)
+    print(f"of which odds (both views' odds_for in react): {statistics.median(odds_ns) / 1e3:.1f} us per card")
 
     current = projection.odds_for
     projection.odds_for = baseline_odds  # type: ignore[assignment]
