@@ -13,6 +13,11 @@ Conventions (shared spec ``odds-and-roads.md`` §1–§2, rules digest §1.10–
 * Counts are exact Python ints. Probabilities / expected values are derived from them at the edge
   (:meth:`OutcomeCounts.probability` gives an exact :class:`fractions.Fraction`); never accumulate floats.
 
+Engines (docs/odds-engine.md): the compiled kernel :mod:`baccarat._odds_native` where it was built (optional C
+extension, see setup.py; :data:`ENGINE` ``native``), else the numpy paths below, which stay the reference
+(``CROUPIER_ODDS_ENGINE=numpy`` selects them). Both give the same integers. Card-by-card updates:
+:mod:`baccarat.odds_live`.
+
 Method and cost: see :mod:`baccarat._odds_tables`. The first call for a ruleset builds its table from the
 ruleset's Table 1 / Table 2 cells (~0.3 s, cached in memory for the life of the process, thread-safe; call
 :func:`table_for` at start-up to pay it early). Every later :func:`exact_counts` call costs tens of microseconds.
@@ -30,6 +35,7 @@ Errors: :class:`~baccarat.errors.InvalidComposition`, :class:`~baccarat.errors.I
 from __future__ import annotations
 
 import operator
+import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
@@ -45,6 +51,8 @@ from baccarat.drawing import PUNTO_BANCO, Ruleset
 from baccarat.errors import IllegalDecision, InsufficientCards, InvalidComposition
 
 __all__ = [
+    "ENGINE",
+    "ENGINE_ENV",
     "FLOAT64_MAX_CARDS",
     "INT64_MAX_CARDS",
     "MAX_DECKS",
@@ -53,6 +61,7 @@ __all__ = [
     "Composition",
     "OutcomeCounts",
     "exact_counts",
+    "outcome_counts",
     "permut6",
     "table_for",
 ]
@@ -272,6 +281,35 @@ class OutcomeCounts:
 
 # --------------------------------------------------------------------------------------------------- engine
 
+#: Environment variable choosing the engine: ``native`` (the compiled kernel, the default where it was built)
+#: or ``numpy`` (the reference path, always available). Read once, at import.
+ENGINE_ENV = "CROUPIER_ODDS_ENGINE"
+
+
+def _load_native() -> Any:
+    """The compiled kernel :mod:`baccarat._odds_native`, or None when it was not built or ``numpy`` is asked.
+
+    Raises :class:`ValueError` for an ``CROUPIER_ODDS_ENGINE`` other than ``native``/``numpy``/unset.
+    """
+    want = os.environ.get(ENGINE_ENV, "").strip().lower()
+    if want not in ("", "native", "numpy"):
+        raise ValueError(f"{ENGINE_ENV} must be 'native' or 'numpy', got {want!r}")
+    if want == "numpy":
+        return None
+    try:
+        from baccarat import _odds_native
+    except ImportError:
+        if want == "native":
+            raise
+        return None
+    return _odds_native
+
+
+#: The compiled kernel (None: not built, or the numpy path was asked for).
+NATIVE: Any = _load_native()
+#: Which engine :func:`exact_counts` and :class:`baccarat.odds_live.LiveOdds` use: ``native`` or ``numpy``.
+ENGINE = "native" if NATIVE is not None else "numpy"
+
 #: Largest card total N with Permut(N, 6) <= 2**53: up to it the matrix product runs in float64 (BLAS), which is
 #: exact because every term and every partial sum is a non-negative integer <= the column's count <= 2**53.
 FLOAT64_MAX_CARDS = 458
@@ -302,7 +340,7 @@ assert len(_ARGUMENT_ROWS) == 30  # exact_counts unpacks them by position
 class _Plan:
     """Per-ruleset tables: the full int64 table, its distinct rows (int64 and float64) and the gather index."""
 
-    __slots__ = ("_unique_obj", "gather", "ruleset", "table", "unique", "unique_f64")
+    __slots__ = ("_native", "_unique_obj", "gather", "ruleset", "table", "unique", "unique_f64")
 
     def __init__(self, ruleset: Ruleset) -> None:
         self.ruleset = ruleset
@@ -313,6 +351,7 @@ class _Plan:
         self.unique_f64 = self.unique.astype(np.float64)
         self.gather = np.asarray(inverse, dtype=np.int64).reshape(-1)[list(_ARGUMENT_ROWS)]
         self._unique_obj: np.ndarray | None = None
+        self._native: Any = None
         for a in (self.unique, self.unique_f64, self.gather):
             a.setflags(write=False)
 
@@ -321,6 +360,21 @@ class _Plan:
         if self._unique_obj is None:
             self._unique_obj = self.unique.astype(object)
         return self._unique_obj
+
+    @property
+    def native(self) -> Any:
+        """This table in the compiled kernel's layout (a ``_odds_native.Plan``; needs :data:`NATIVE`)."""
+        if self._native is None:
+            if NATIVE is None:
+                raise RuntimeError("the compiled odds kernel is not available")
+            if self.unique.max() >= 1 << 16:
+                raise AssertionError("table cells count orderings of 6 cards: at most 720")
+            self._native = NATIVE.Plan(
+                self.unique.astype("<u2").tobytes(), self.unique.shape[0],
+                _t.SUB_A.astype("<u2").tobytes(), _t.SUB_B.astype("<u2").tobytes(),
+                np.array(_t.SUB_MULTISETS, dtype=np.uint8).tobytes(), self.gather.astype(np.uint8).tobytes(),
+            )
+        return self._native
 
 
 _plans: dict[tuple[Any, ...], _Plan] = {}
@@ -405,9 +459,15 @@ def _falling_object(counts: tuple[int, ...]) -> np.ndarray:
 
 
 def _column_counts(counts: tuple[int, ...], n: int, plan: _Plan, method: str | None = None) -> list[int]:
-    """Counts in :data:`_ARGUMENT_ROWS` order. ``method`` forces a path (tests): float64, int64 or object."""
+    """Counts in :data:`_ARGUMENT_ROWS` order. ``method`` forces a path (tests): native, float64, int64 or object."""
     if method is None:
+        if n <= INT64_MAX_CARDS and NATIVE is not None:
+            return NATIVE.evaluate(plan.native, counts)  # type: ignore[no-any-return]
         method = "float64" if n <= FLOAT64_MAX_CARDS else "int64" if n <= INT64_MAX_CARDS else "object"
+    if method == "native":
+        if n > INT64_MAX_CARDS:
+            raise ValueError(f"the compiled kernel is exact up to {INT64_MAX_CARDS} cards, not {n}")
+        return NATIVE.evaluate(plan.native, counts)  # type: ignore[no-any-return]
     if method == "float64":
         u = (plan.unique_f64 @ _weights(_falling_int64(counts)).astype(np.float64)).astype(np.int64)
     elif method == "int64":
@@ -434,7 +494,12 @@ def exact_counts(composition: Composition | Iterable[int], ruleset: Ruleset = PU
         raise InsufficientCards(
             f"an odds evaluation needs at least {ROUND_CARDS} cards, the composition has {n}"
         )
-    s = _column_counts(counts, n, plan)  # in _ARGUMENT_ROWS order
+    return outcome_counts(n, _column_counts(counts, n, plan))
+
+
+def outcome_counts(n: int, s: list[int]) -> OutcomeCounts:
+    """:class:`OutcomeCounts` of an ``n``-card composition from its 30 counts in :data:`_ARGUMENT_ROWS` order
+    (as the engines return them)."""
     return OutcomeCounts(
         permut6(n),
         s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11],

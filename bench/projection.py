@@ -56,8 +56,9 @@ from services.wagering.core import WageringCore  # noqa: E402
 INPUTS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
 
 
-async def deal_in_memory(tables: int, rounds: int) -> MemoryBus:
-    rng = random.Random(7)
+def floor_bus(rng: random.Random) -> MemoryBus:
+    """An in-memory bus with the shoe (seeded shuffles, a bench vault key), dealing, wagering and settlement
+    services (also used by bench/projection_card.py)."""
     bus = MemoryBus()
 
     def shuffle(cards: list) -> list:  # type: ignore[type-arg]
@@ -68,6 +69,12 @@ async def deal_in_memory(tables: int, rounds: int) -> MemoryBus:
     for core in (ShoeCore(Entropy(shuffle, lambda: rng.randbytes(16)), vault), DealingCore(), WageringCore(),
                  SettlementCore()):
         bus.add(core)
+    return bus
+
+
+async def deal_in_memory(tables: int, rounds: int) -> MemoryBus:
+    rng = random.Random(7)
+    bus = floor_bus(rng)
     io = MemoryFloorIO(bus)
     seats = [Seat(i, f"player-{i}") for i in range(1, 6)]
     for n in range(tables):

@@ -13,7 +13,7 @@ from fractions import Fraction
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Callable, Optional, TypeVar
 
 import msgspec
 import typer
@@ -23,11 +23,13 @@ from rich.table import Table
 from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_cards
 from baccarat.errors import BaccaratError, IllegalDecision, IllegalTableConfig, InvalidAmount, InvalidComposition
 from baccarat.expectation import wager_expectations
-from baccarat.odds import Composition, exact_counts
 from baccarat.round import resolve as resolve_round
 from baccarat.table import TableConfig, casino_night, chemin_de_fer, no_vig_dragon, punto_banco_full
 from baccarat.wagers import PANDA_AND_DRAGON, Wager, settle
 from croupier.group import CroupierGroup, is_closed_pipe
+
+if TYPE_CHECKING:  # the odds engine (numpy) loads only for the commands that compute odds
+    from baccarat.odds import Composition
 
 app = typer.Typer(
     cls=CroupierGroup,
@@ -74,6 +76,8 @@ def _json(obj: object) -> None:
 
 
 def _composition(decks: int, seen: str | None, composition: str | None) -> Composition:
+    from baccarat.odds import Composition
+
     if not 1 <= decks <= 8:
         raise InvalidComposition(f"--decks must be 1..8, got {decks}")
     if seen and composition:
@@ -152,6 +156,8 @@ def odds(
         raise IllegalDecision("--option is for --variant chemin_de_fer (the other games have no option cells)")
     else:
         ruleset = tables[0].ruleset
+    from baccarat.odds import exact_counts
+
     counts = exact_counts(comp, ruleset)
     wagers: dict[str, dict[str, float]] = {}
     for table in tables:

@@ -20,6 +20,7 @@ first, so live and replay flag the same bets.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from datetime import datetime
 from fractions import Fraction
 
@@ -28,9 +29,7 @@ from msgspec.structs import replace
 
 from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_card
 from baccarat.drawing import PUNTO_BANCO
-from baccarat.errors import BaccaratError
-from baccarat.expectation import wager_expectations
-from baccarat.odds import Composition, OutcomeCounts, exact_counts, table_for
+from baccarat.odds import table_for
 from baccarat.table import TableConfig
 from contracts import topics as T
 from contracts.envelope import CommandEnvelope, Envelope
@@ -49,11 +48,11 @@ from contracts.events import (
     ShoeOffered,
     ShoePassed,
     TableOpened,
-    WagerOdds,
 )
 from contracts.tables import TableSpec
 from services.projection.ledger import book, gaming_day, shoe_fact
 from services.projection.ledger_state import LedgerState
+from services.projection.odds_views import LiveViews, ViewOdds
 from services.projection.pit_state import PitState
 from services.projection.pmap import PMap
 from services.runtime.core import Emit, Send
@@ -213,28 +212,17 @@ class ProjectionState(msgspec.Struct, frozen=True):
             self.shoe is not None and self.shoe.shoe_id == shoe_id)
 
 
-def odds_for(composition: tuple[int, ...], config: TableConfig) -> tuple[OutcomeCounts, list[WagerOdds]] | None:
-    """Exact counts and per-wager odds for ``composition`` under ``config`` (None below 6 cards)."""
-    try:
-        counts = exact_counts(Composition.of(composition), config.odds_ruleset)
-    except BaccaratError:
-        return None
-    wagers = []
-    for w, e in wager_expectations(counts, config).items():
-        wagers.append(WagerOdds(wager=w.value, p_win=float(e.p_win), p_void=float(e.p_void), ev=float(e.ev),
-                                ev_num=e.ev.numerator, ev_den=e.ev.denominator))
-    return counts, wagers
+_ONE_OFF = LiveViews()
 
 
-def _counts_dict(c: OutcomeCounts) -> dict[str, int]:
-    d = c.to_dict()
-    flat = {k: v for k, v in d.items() if isinstance(v, int)}
-    for side in ("player", "banker"):
-        for k, v in d["bonus"][side].items():
-            flat[f"bonus_{side}_{k}"] = v
-    for k, v in d.get("naturals", {}).items():
-        flat[f"natural_{k}"] = v
-    return flat
+def odds_for(composition: tuple[int, ...], config: TableConfig, views: LiveViews | None = None,
+             key: Hashable = None) -> ViewOdds | None:
+    """Exact counts (``total``, ``counts``) and per-wager odds (``wagers``) for ``composition`` under ``config``
+    (None below 6 cards).
+
+    ``views``/``key``: the tracker that follows this view of the shoe (the core's, one per table and view);
+    without them a shared one-off tracker. Integer arithmetic only (:mod:`services.projection.odds_views`)."""
+    return (views or _ONE_OFF).odds(key, composition, config)
 
 
 class ProjectionCore:
@@ -252,6 +240,8 @@ class ProjectionCore:
     def __init__(self, gaming_day_cutoff_hour: int = 6):
         self.cutoff = gaming_day_cutoff_hour
         table_for(PUNTO_BANCO)  # build the odds engine's table now, not at the first card
+        #: odds trackers per (table, view): a cache, see :mod:`services.projection.odds_views`
+        self.views = LiveViews()
 
     #: the type a table's state decodes to: ``msgspec.msgpack.decode(encode(state), type=state_type) == state``
     state_type = ProjectionState
@@ -393,10 +383,10 @@ class ProjectionCore:
         config = state.config
         if config is None or not book_:
             return state
-        got = odds_for(before.composition, config)
+        got = odds_for(before.composition, config, self.views, (state.table_id, "judge"))
         if got is None:
             return state
-        _, wagers = got
+        wagers = got.wagers
         ev = {w.wager: Fraction(w.ev_num, w.ev_den) for w in wagers}
         shoe_id = before.shoe_id or (state.shoe.shoe_id if state.shoe else "")
         comp, cause, at = before.composition, before.cause, before.at
@@ -432,13 +422,13 @@ class ProjectionCore:
                 and state.shoe.shoe_id == due.shoe_id:
             for view in VIEWS:
                 comp = state.shoe.composition(view)
-                got = odds_for(comp, state.config)
+                got = odds_for(comp, state.config, self.views, (state.table_id, view))
                 if got is None:
                     continue
-                counts, wagers = got
+                total, counts, wagers = got
                 out.append(Emit(OddsUpdated(shoe_id=due.shoe_id, view=view, trigger=due.trigger, step=due.step,
                                             cards_out=state.shoe.cards_out, composition=list(comp),
-                                            total=counts.total, counts=_counts_dict(counts), wagers=wagers,
+                                            total=total, counts=counts, wagers=wagers,
                                             round_id=due.round_id),
                                 round_id=due.round_id or None, shoe_id=due.shoe_id, causation_id=due.cause,
                                 occurred_at=due.at))

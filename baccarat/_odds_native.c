@@ -1,0 +1,521 @@
+/* Compiled kernel of the exact odds engine (baccarat.odds, baccarat.odds_live): optional, see setup.py.
+ *
+ * Same method and same numbers as the numpy path (baccarat/_odds_tables.py): for a composition n[0..9],
+ *   W[m]    = prod_v falling(n[v], k_v(m))        over the 5005 multisets m of six card values,
+ *   sums[r] = sum_m T[r][m] * W[m]                 for the ruleset's distinct table rows r,
+ * with W factorised over the value groups 0..4 and 5..9 (GA[a] * GB[b], 462 sub-multisets each).
+ *
+ * Arithmetic is exact in unsigned 64-bit integers modulo 2**64. Every true result is a count of ordered 6-card
+ * sequences, at most Permut(N, 6) < 2**63 for N <= 1450 cards (the caller enforces the bound), so the residue
+ * is the count itself. The product T * W is taken as T * W_lo + (T * W_hi << 32) with 32-bit halves, which a
+ * compiler vectorises as widening 32x32->64 multiplies; the two partial accumulators cannot overflow in a way
+ * that matters (everything is modulo 2**64).
+ *
+ * A card of value v leaving the shoe changes falling(n[v], k) only, hence W[m] only for the 2002 multisets
+ * holding v: Tracker.remove(v) recomputes those weights and adds T[.][m] * (W_new[m] - W_old[m]) to the sums.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VALUES 10
+#define GROUP 5
+#define KMAX 7          /* falling(n, k) for k = 0..6 */
+#define NSUB 462        /* sub-multisets of at most 6 cards over 5 values */
+#define NMULTI 5005     /* multisets of 6 cards over 10 values */
+#define RPAD 32         /* table rows padded to this many (distinct rows are at most 30) */
+#define NOUT 30         /* counts returned, in the caller's order (gather) */
+#define NAFF 2002       /* multisets holding a given value: C(14, 5) */
+
+
+typedef struct {
+    PyObject_HEAD
+    int rows;                       /* distinct table rows actually used (<= RPAD) */
+    int stride;                     /* doubles per multiset in tabled: 28 when rows <= 28, else 32 */
+    double tabled[NMULTI * RPAD];   /* T transposed, multiset-major, rows zero-padded to stride (float64 kernel) */
+    uint16_t table[NMULTI][RPAD];   /* the same as uint16 (the generic path) */
+    uint16_t sub_a[NMULTI], sub_b[NMULTI];
+    uint8_t subk[NSUB][GROUP];
+    uint16_t affected[VALUES][NAFF];        /* multisets holding value v */
+    uint16_t affected_sub[VALUES][NSUB];    /* sub-multisets (of v's group) holding v */
+    int n_affected_sub[VALUES];
+    uint8_t gather[NOUT];
+} PlanObject;
+
+typedef struct {
+    PyObject_HEAD
+    PlanObject *plan;
+    int64_t counts[VALUES];
+    uint64_t f[VALUES][KMAX];
+    uint64_t ga[NSUB], gb[NSUB];
+    uint64_t w[NMULTI];
+    uint64_t sums[RPAD];
+} TrackerObject;
+
+static PyTypeObject PlanType;
+static PyTypeObject TrackerType;
+
+/* ------------------------------------------------------------------------------------------- plan */
+
+static int
+read_buffer(PyObject *obj, void *dst, Py_ssize_t size, const char *what)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view.len != size) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd bytes, got %zd", what, size, view.len);
+        PyBuffer_Release(&view);
+        return -1;
+    }
+    memcpy(dst, view.buf, (size_t)size);
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+/* Plan(table_u16, rows, sub_a_u16, sub_b_u16, subk_u8, gather_u8)
+ *   table_u16: rows x 5005 little-endian uint16, row-major (the ruleset's distinct rows);
+ *   sub_a/sub_b: uint16[5005] sub-multiset index of each multiset in groups 0..4 and 5..9;
+ *   subk: uint8[462 x 5] the counts k_j of each sub-multiset; gather: uint8[30] row of each returned count. */
+static PyObject *
+Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *table_obj, *sub_a_obj, *sub_b_obj, *subk_obj, *gather_obj;
+    int rows;
+    if (!PyArg_ParseTuple(args, "OiOOOO", &table_obj, &rows, &sub_a_obj, &sub_b_obj, &subk_obj, &gather_obj))
+        return NULL;
+    if (rows < 1 || rows > RPAD) {
+        PyErr_Format(PyExc_ValueError, "rows must be 1..%d, got %d", RPAD, rows);
+        return NULL;
+    }
+    PlanObject *self = (PlanObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->rows = rows;
+    uint16_t *flat = PyMem_Malloc(sizeof(uint16_t) * (size_t)rows * NMULTI);
+    if (flat == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    if (read_buffer(table_obj, flat, (Py_ssize_t)sizeof(uint16_t) * rows * NMULTI, "table") < 0
+        || read_buffer(sub_a_obj, self->sub_a, sizeof self->sub_a, "sub_a") < 0
+        || read_buffer(sub_b_obj, self->sub_b, sizeof self->sub_b, "sub_b") < 0
+        || read_buffer(subk_obj, self->subk, sizeof self->subk, "subk") < 0
+        || read_buffer(gather_obj, self->gather, sizeof self->gather, "gather") < 0) {
+        PyMem_Free(flat);
+        Py_DECREF(self);
+        return NULL;
+    }
+    memset(self->table, 0, sizeof self->table);
+    memset(self->tabled, 0, sizeof self->tabled);
+    self->stride = rows <= 28 ? 28 : 32;
+    for (int r = 0; r < rows; r++)
+        for (int m = 0; m < NMULTI; m++)
+            self->tabled[(size_t)m * self->stride + r] = self->table[m][r] = flat[(size_t)r * NMULTI + m];
+    PyMem_Free(flat);
+    for (int i = 0; i < NOUT; i++) {
+        if (self->gather[i] >= rows) {
+            Py_DECREF(self);
+            PyErr_SetString(PyExc_ValueError, "gather index beyond the table's rows");
+            return NULL;
+        }
+    }
+    for (int m = 0; m < NMULTI; m++) {
+        if (self->sub_a[m] >= NSUB || self->sub_b[m] >= NSUB) {
+            Py_DECREF(self);
+            PyErr_SetString(PyExc_ValueError, "sub-multiset index out of range");
+            return NULL;
+        }
+    }
+    for (int v = 0; v < VALUES; v++) {
+        int g = v % GROUP, na = 0, ns = 0;
+        for (int m = 0; m < NMULTI; m++) {
+            int sub = v < GROUP ? self->sub_a[m] : self->sub_b[m];
+            if (self->subk[sub][g] > 0) {
+                if (na == NAFF) {
+                    Py_DECREF(self);
+                    PyErr_SetString(PyExc_ValueError, "sub-multiset tables are inconsistent");
+                    return NULL;
+                }
+                self->affected[v][na++] = (uint16_t)m;
+            }
+        }
+        for (int s = 0; s < NSUB; s++)
+            if (self->subk[s][g] > 0)
+                self->affected_sub[v][ns++] = (uint16_t)s;
+        if (na != NAFF) {
+            Py_DECREF(self);
+            PyErr_SetString(PyExc_ValueError, "sub-multiset tables are inconsistent");
+            return NULL;
+        }
+        self->n_affected_sub[v] = ns;
+    }
+    return (PyObject *)self;
+}
+
+static PyTypeObject PlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "baccarat._odds_native.Plan",
+    .tp_doc = "One ruleset's odds table in the compiled kernel's layout (see baccarat.odds_live).",
+    .tp_basicsize = sizeof(PlanObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Plan_new,
+};
+
+/* ---------------------------------------------------------------------------------------- kernel */
+
+static void
+falling_row(uint64_t *row, int64_t n)
+{
+    uint64_t acc = 1;
+    for (int k = 0; k < KMAX; k++) {
+        row[k] = acc;
+        acc *= (uint64_t)(n - k > 0 ? n - k : 0);
+    }
+}
+
+static inline uint64_t
+group_weight(const uint64_t f[VALUES][KMAX], const uint8_t *k, int base)
+{
+    return f[base][k[0]] * f[base + 1][k[1]] * f[base + 2][k[2]] * f[base + 3][k[3]] * f[base + 4][k[4]];
+}
+
+/* Generic path (any CPU, any N the caller allows): out[r] += sum_i T[ms[i]][r] * x[i] modulo 2**64, the
+ * product taken as T * lo(x) + (T * hi(x) << 32) so that no partial sum overflows before the final combine. */
+static void
+accumulate_int(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, uint64_t *out)
+{
+    uint64_t lo[RPAD] = {0}, hi[RPAD] = {0};
+    const int rows = p->rows;
+    for (int i = 0; i < count; i++) {
+        const uint16_t *t = p->table[ms ? ms[i] : i];
+        uint64_t xl = x[i] & 0xffffffffu, xh = x[i] >> 32;
+        for (int r = 0; r < rows; r++) {
+            lo[r] += (uint64_t)t[r] * xl;
+            hi[r] += (uint64_t)t[r] * xh;
+        }
+    }
+    for (int r = 0; r < rows; r++)
+        out[r] += lo[r] + (hi[r] << 32);
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define HAVE_AVX2_KERNEL 1
+/* AVX2 path, used when the CPU has AVX2+FMA and N <= 458 cards (Permut(N, 6) <= 2**53): the sum is carried in
+ * float64, which is exact there because every term T * x and every partial sum is an integer of magnitude at
+ * most 2**53 (for an update x = W_new - W_old, a partial sum is a difference of two partial sums of
+ * non-negative terms, each <= 2**53). The table is read as doubles (tabled) and the result rounded back to
+ * the integer it is (a multiset's row is 28 doubles when the ruleset has at most 28 distinct rows, so the
+ * table is 1.1 MB rather than 1.3). The chains of accumulators are independent, so the loop is bound by memory. */
+#define FMA_GROUP(k) acc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t + 4 * (k)), xv, acc##k)
+__attribute__((target("avx2,fma"))) static void
+accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, uint64_t *out)
+{
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
+            acc6 = acc0, acc7 = acc0;
+    const int wide = p->rows > 28;
+    const size_t stride = (size_t)p->stride;
+    for (int i = 0; i < count; i++) {
+        const double *t = p->tabled + (size_t)(ms ? ms[i] : i) * stride;
+        __m256d xv = _mm256_set1_pd(is_delta ? (double)(int64_t)x[i] : (double)x[i]);
+        FMA_GROUP(0); FMA_GROUP(1); FMA_GROUP(2); FMA_GROUP(3); FMA_GROUP(4); FMA_GROUP(5); FMA_GROUP(6);
+        if (wide)
+            FMA_GROUP(7);
+    }
+    double acc[RPAD] __attribute__((aligned(32)));
+    _mm256_store_pd(acc, acc0); _mm256_store_pd(acc + 4, acc1); _mm256_store_pd(acc + 8, acc2);
+    _mm256_store_pd(acc + 12, acc3); _mm256_store_pd(acc + 16, acc4); _mm256_store_pd(acc + 20, acc5);
+    _mm256_store_pd(acc + 24, acc6); _mm256_store_pd(acc + 28, acc7);
+    for (int r = 0; r < p->rows; r++)
+        out[r] += (uint64_t)(int64_t)acc[r];
+}
+#endif
+
+/* Cards up to which the float64 kernel is exact: Permut(458, 6) <= 2**53 < Permut(459, 6). */
+#define FLOAT64_MAX_CARDS 458
+static int use_avx2 = 0;
+
+static void
+accumulate(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, int64_t n,
+           uint64_t *out)
+{
+#ifdef HAVE_AVX2_KERNEL
+    if (use_avx2 && n <= FLOAT64_MAX_CARDS) {
+        accumulate_avx2(p, ms, count, x, is_delta, out);
+        return;
+    }
+#endif
+    accumulate_int(p, ms, count, x, out);
+}
+
+static int64_t
+total_cards(const int64_t *counts)
+{
+    int64_t n = 0;
+    for (int v = 0; v < VALUES; v++)
+        n += counts[v];
+    return n;
+}
+
+static void
+tracker_reset(TrackerObject *self, const int64_t *counts)
+{
+    const PlanObject *p = self->plan;
+    memcpy(self->counts, counts, sizeof self->counts);
+    for (int v = 0; v < VALUES; v++)
+        falling_row(self->f[v], counts[v]);
+    for (int s = 0; s < NSUB; s++) {
+        self->ga[s] = group_weight(self->f, p->subk[s], 0);
+        self->gb[s] = group_weight(self->f, p->subk[s], GROUP);
+    }
+    for (int m = 0; m < NMULTI; m++)
+        self->w[m] = self->ga[p->sub_a[m]] * self->gb[p->sub_b[m]];
+    memset(self->sums, 0, sizeof self->sums);
+    accumulate(p, NULL, NMULTI, self->w, 0, total_cards(counts), self->sums);
+}
+
+static void
+tracker_remove(TrackerObject *self, int v)
+{
+    const PlanObject *p = self->plan;
+    uint64_t delta[NAFF];
+    self->counts[v] -= 1;
+    falling_row(self->f[v], self->counts[v]);
+    uint64_t *g = v < GROUP ? self->ga : self->gb;
+    int base = v < GROUP ? 0 : GROUP;
+    for (int i = 0; i < p->n_affected_sub[v]; i++) {
+        int s = p->affected_sub[v][i];
+        g[s] = group_weight(self->f, p->subk[s], base);
+    }
+    const uint16_t *aff = p->affected[v];
+    for (int i = 0; i < NAFF; i++) {
+        int m = aff[i];
+        uint64_t w = self->ga[p->sub_a[m]] * self->gb[p->sub_b[m]];
+        delta[i] = w - self->w[m];  /* modulo 2**64: a negative change wraps, the sum comes out right */
+        self->w[m] = w;
+    }
+    /* N before the removal bounds both the old and the new weights */
+    accumulate(p, aff, NAFF, delta, 1, total_cards(self->counts) + 1, self->sums);
+}
+
+/* ------------------------------------------------------------------------------------------ type */
+
+static int
+parse_counts(PyObject *obj, int64_t *counts)
+{
+    PyObject *seq = PySequence_Fast(obj, "counts must be a sequence of 10 ints");
+    if (seq == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != VALUES) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "counts must be a sequence of 10 ints");
+        return -1;
+    }
+    for (int v = 0; v < VALUES; v++) {
+        long long x = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, v));
+        if (x == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (x < 0) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "count of value %d is negative", v);
+            return -1;
+        }
+        counts[v] = x;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* Tracker(plan, counts): the kernel's state for one composition (counts: 10 non-negative ints; the caller
+ * keeps N within the exact range). */
+static PyObject *
+Tracker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *plan, *counts_obj;
+    int64_t counts[VALUES];
+    if (!PyArg_ParseTuple(args, "O!O", &PlanType, &plan, &counts_obj))
+        return NULL;
+    if (parse_counts(counts_obj, counts) < 0)
+        return NULL;
+    TrackerObject *self = (TrackerObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(plan);
+    self->plan = (PlanObject *)plan;
+    tracker_reset(self, counts);
+    return (PyObject *)self;
+}
+
+static void
+Tracker_dealloc(TrackerObject *self)
+{
+    Py_XDECREF(self->plan);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+Tracker_remove(TrackerObject *self, PyObject *arg)
+{
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    if (v < 0 || v >= VALUES) {
+        PyErr_Format(PyExc_ValueError, "card value must be 0..9, got %ld", v);
+        return NULL;
+    }
+    if (self->counts[v] == 0) {
+        PyErr_Format(PyExc_ValueError, "no card of value %ld left", v);
+        return NULL;
+    }
+    tracker_remove(self, (int)v);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Tracker_reset(TrackerObject *self, PyObject *arg)
+{
+    int64_t counts[VALUES];
+    if (parse_counts(arg, counts) < 0)
+        return NULL;
+    tracker_reset(self, counts);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Tracker_sums(TrackerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *out = PyList_New(NOUT);
+    if (out == NULL)
+        return NULL;
+    for (int i = 0; i < NOUT; i++) {
+        PyObject *x = PyLong_FromUnsignedLongLong(self->sums[self->plan->gather[i]]);
+        if (x == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, x);
+    }
+    return out;
+}
+
+static PyObject *
+Tracker_copy(TrackerObject *self, PyObject *Py_UNUSED(ignored))
+{
+    TrackerObject *c = (TrackerObject *)Py_TYPE(self)->tp_alloc(Py_TYPE(self), 0);
+    if (c == NULL)
+        return NULL;
+    Py_INCREF(self->plan);
+    c->plan = self->plan;
+    memcpy(c->counts, self->counts, sizeof c->counts);
+    memcpy(c->f, self->f, sizeof c->f);
+    memcpy(c->ga, self->ga, sizeof c->ga);
+    memcpy(c->gb, self->gb, sizeof c->gb);
+    memcpy(c->w, self->w, sizeof c->w);
+    memcpy(c->sums, self->sums, sizeof c->sums);
+    return (PyObject *)c;
+}
+
+static PyObject *
+Tracker_get_counts(TrackerObject *self, void *closure)
+{
+    PyObject *t = PyTuple_New(VALUES);
+    if (t == NULL)
+        return NULL;
+    for (int v = 0; v < VALUES; v++) {
+        PyObject *x = PyLong_FromLongLong(self->counts[v]);
+        if (x == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, v, x);
+    }
+    return t;
+}
+
+static PyMethodDef Tracker_methods[] = {
+    {"remove", (PyCFunction)Tracker_remove, METH_O, "remove(value): one card of value 0..9 leaves the shoe."},
+    {"reset", (PyCFunction)Tracker_reset, METH_O, "reset(counts): evaluate a new composition in full."},
+    {"sums", (PyCFunction)Tracker_sums, METH_NOARGS, "The 30 counts in the plan's gather order (ints)."},
+    {"copy", (PyCFunction)Tracker_copy, METH_NOARGS, "An independent copy of this state."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Tracker_getset[] = {
+    {"counts", (getter)Tracker_get_counts, NULL, "The composition: 10 counts by value.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject TrackerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "baccarat._odds_native.Tracker",
+    .tp_doc = "Exact outcome counts of one composition, updated card by card (see baccarat.odds_live).",
+    .tp_basicsize = sizeof(TrackerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Tracker_new,
+    .tp_dealloc = (destructor)Tracker_dealloc,
+    .tp_methods = Tracker_methods,
+    .tp_getset = Tracker_getset,
+};
+
+/* evaluate(plan, counts) -> list of the 30 counts: one full evaluation, no state kept. */
+static PyObject *
+odds_evaluate(PyObject *module, PyObject *args)
+{
+    PyObject *plan, *counts_obj;
+    int64_t counts[VALUES];
+    if (!PyArg_ParseTuple(args, "O!O", &PlanType, &plan, &counts_obj))
+        return NULL;
+    if (parse_counts(counts_obj, counts) < 0)
+        return NULL;
+    TrackerObject *t = PyMem_Malloc(sizeof(TrackerObject));
+    if (t == NULL)
+        return PyErr_NoMemory();
+    t->plan = (PlanObject *)plan;
+    tracker_reset(t, counts);
+    PyObject *out = Tracker_sums(t, NULL);
+    PyMem_Free(t);
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"evaluate", odds_evaluate, METH_VARARGS, "evaluate(plan, counts): the 30 counts of one composition."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT,
+    .m_methods = module_methods,
+    .m_name = "baccarat._odds_native",
+    .m_doc = "Compiled kernel of the exact odds engine (optional; baccarat.odds falls back to numpy).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__odds_native(void)
+{
+#ifdef HAVE_AVX2_KERNEL
+    __builtin_cpu_init();
+    use_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+        && getenv("CROUPIER_ODDS_NO_SIMD") == NULL;
+#endif
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TrackerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&PlanType);
+    Py_INCREF(&TrackerType);
+    if (PyModule_AddObject(m, "Plan", (PyObject *)&PlanType) < 0
+        || PyModule_AddObject(m, "Tracker", (PyObject *)&TrackerType) < 0
+        || PyModule_AddIntConstant(m, "SIMD", use_avx2) < 0
+        || PyModule_AddIntConstant(m, "FLOAT64_MAX_CARDS", FLOAT64_MAX_CARDS) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

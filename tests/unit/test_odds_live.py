@@ -1,0 +1,208 @@
+"""The incremental odds update (baccarat.odds_live) and the compiled kernel against the full evaluation.
+
+Every comparison is against ``baccarat.odds._column_counts`` forced onto a numpy path (the reference), never
+against the engine under test; whole shoes are checked on every step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from baccarat import odds
+from baccarat.drawing import PUNTO_BANCO, Ruleset
+from baccarat.errors import InsufficientCards, InvalidComposition
+from baccarat.odds import Composition, exact_counts
+from baccarat.odds_live import LiveOdds
+from baccarat.table import no_vig_dragon
+
+native = pytest.mark.skipif(odds.NATIVE is None, reason="the compiled odds kernel was not built")
+ENGINES = ["numpy", pytest.param("native", marks=native)]
+
+
+def reference(counts: tuple[int, ...], ruleset: Ruleset = PUNTO_BANCO) -> list[int]:
+    """The full evaluation on the numpy reference path (float64 up to 458 cards, int64 above, ints beyond)."""
+    n = sum(counts)
+    method = "float64" if n <= odds.FLOAT64_MAX_CARDS else "int64" if n <= odds.INT64_MAX_CARDS else "object"
+    return odds._column_counts(tuple(counts), n, odds._plan(ruleset), method)
+
+
+def shuffled_shoe(decks: int, seed: int) -> list[int]:
+    full = Composition.full(decks)
+    shoe = [v for v in range(10) for _ in range(full[v])]
+    random.Random(seed).shuffle(shoe)
+    return shoe
+
+
+def walk(decks: int, seed: int, engine: str, steps: int | None = None) -> int:
+    """Deal a shuffled shoe card by card; after every card the tracker must equal the full evaluation."""
+    live = LiveOdds(Composition.full(decks), engine=engine)
+    counts = list(Composition.full(decks).counts)
+    assert live.column_counts() == reference(tuple(counts))
+    checked = 0
+    for v in shuffled_shoe(decks, seed)[:steps]:
+        if sum(counts) == 6:
+            break
+        live.remove(v)
+        counts[v] -= 1
+        assert live.composition == tuple(counts)
+        assert live.column_counts() == reference(tuple(counts)), (checked, counts)
+        checked += 1
+    return checked
+
+
+@native
+@pytest.mark.parametrize("seed", [1, 2])
+def test_native_tracker_equals_full_evaluation_on_every_card_of_an_8_deck_shoe(seed: int) -> None:
+    assert walk(8, seed, "native") == 416 - 6
+
+
+def test_numpy_tracker_equals_full_evaluation_on_every_card_of_a_2_deck_shoe() -> None:
+    assert walk(2, 3, "numpy") == 104 - 6
+
+
+def test_numpy_tracker_mid_way_through_an_8_deck_shoe() -> None:
+    assert walk(8, 4, "numpy", steps=150) == 150
+
+
+@st.composite
+def compositions_and_removals(draw: st.DrawFn) -> tuple[list[int], list[int]]:
+    counts = draw(st.lists(st.integers(0, 40), min_size=10, max_size=10).filter(lambda c: sum(c) >= 16))
+    left = [v for v in range(10) for _ in range(counts[v])]
+    removals = draw(st.lists(st.sampled_from(left), max_size=10))
+    kept = list(counts)
+    out = []
+    for v in removals:
+        if kept[v] > 0 and sum(kept) > 6:
+            kept[v] -= 1
+            out.append(v)
+    return counts, out
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=30, deadline=None)
+@given(case=compositions_and_removals())
+def test_property_tracker_equals_full_evaluation(engine: str, case: tuple[list[int], list[int]]) -> None:
+    counts, removals = case
+    live = LiveOdds(counts, engine=engine)
+    for v in removals:
+        live.remove(v)
+        counts[v] -= 1
+        assert live.column_counts() == reference(tuple(counts))
+    assert live.counts() == exact_counts(counts)
+
+
+@native
+@settings(max_examples=40, deadline=None)
+@given(counts=st.lists(st.integers(0, 150), min_size=10, max_size=10).filter(lambda c: sum(c) >= 6))
+def test_property_native_full_evaluation_equals_numpy(counts: list[int]) -> None:
+    # up to 1,500 cards: the kernel's float64 path (<= 458), its integer path, and the Python-int fallback
+    plan = odds._plan(PUNTO_BANCO)
+    n = sum(counts)
+    if n <= odds.INT64_MAX_CARDS:
+        assert odds._column_counts(tuple(counts), n, plan, "native") == reference(tuple(counts))
+    assert exact_counts(counts).to_dict() == odds.outcome_counts(n, reference(tuple(counts))).to_dict()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_other_rulesets_and_the_float64_boundary(engine: str) -> None:
+    ez = no_vig_dragon().odds_ruleset
+    live = LiveOdds(Composition.full(1), ez, engine=engine)
+    counts = list(Composition.full(1).counts)
+    for v in (0, 9, 8, 7):
+        live.remove(v)
+        counts[v] -= 1
+        assert live.column_counts() == reference(tuple(counts), ez)
+    # 460 cards: the first update crosses from the integer kernel into the float64 one (<= 458 after two)
+    counts = [140] + [40] * 8 + [0]
+    live = LiveOdds(counts, engine=engine)
+    for v in (0, 1, 2):
+        live.remove(v)
+        counts[v] -= 1
+        assert live.column_counts() == reference(tuple(counts))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_beyond_int64_steps_back_into_the_incremental_path(engine: str) -> None:
+    counts = [490] + [107] * 9  # 1,453 cards: Permut(N, 6) >= 2**63
+    live = LiveOdds(counts, engine=engine)
+    for v in (0, 0, 3, 5):  # 1,452 .. 1,449: the last step is back within int64
+        live.remove(v)
+        counts[v] -= 1
+        assert live.total == sum(counts)
+        assert live.column_counts() == reference(tuple(counts))
+    assert live.counts().total == odds.permut6(1449)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_copies_are_independent(engine: str) -> None:
+    live = LiveOdds(Composition.full(1), engine=engine)
+    kept = live.copy()
+    live.remove(9)
+    assert kept.composition == Composition.full(1).counts
+    assert kept.column_counts() == reference(Composition.full(1).counts)
+    assert live.column_counts() == reference(Composition.full(1).without([9]).counts)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_errors_change_nothing(engine: str) -> None:
+    live = LiveOdds([1, 0, 0, 0, 0, 0, 0, 0, 3, 3], engine=engine)
+    for bad in (10, -1, True, 2.0, "3"):
+        with pytest.raises(InvalidComposition, match="0..9"):
+            live.remove(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidComposition, match="no card of value 1"):
+        live.remove(1)
+    assert live.composition == (1, 0, 0, 0, 0, 0, 0, 0, 3, 3)
+    live.remove(0)
+    assert live.counts() == exact_counts([0, 0, 0, 0, 0, 0, 0, 0, 3, 3])
+    live.remove(8)
+    with pytest.raises(InsufficientCards, match="at least 6"):
+        live.counts()
+    with pytest.raises(ValueError, match="engine"):
+        LiveOdds(Composition.full(1), engine="fortran")
+    with pytest.raises(InvalidComposition):
+        LiveOdds([1, 2, 3])
+
+
+def _engine_in_subprocess(value: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, odds.ENGINE_ENV: value}
+    return subprocess.run([sys.executable, "-c", "from baccarat import odds; print(odds.ENGINE)"],
+                          check=False, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_engine_is_chosen_by_the_environment() -> None:
+    got = _engine_in_subprocess("numpy")
+    assert got.returncode == 0 and got.stdout.strip() == "numpy"
+    bad = _engine_in_subprocess("fortran")
+    assert bad.returncode != 0 and "CROUPIER_ODDS_ENGINE must be 'native' or 'numpy'" in bad.stderr
+
+
+@native
+def test_portable_integer_loop_equals_the_reference() -> None:
+    # CROUPIER_ODDS_NO_SIMD=1: the kernel's uint64 loop on every N (the float64 AVX2 loop is otherwise used up
+    # to 458 cards); a full evaluation and 40 updates of a 1-deck shoe, compared here with the numpy reference
+    probe = (
+        "import json; from baccarat import odds; from baccarat.odds_live import LiveOdds\n"
+        "assert odds.NATIVE.SIMD == 0\n"
+        "live = LiveOdds(odds.Composition.full(8).without([1, 2, 3]), engine='native'); out = [live.column_counts()]\n"
+        f"for v in {shuffled_shoe(1, 9)[:40]}:\n"
+        "    live.remove(v); out.append(live.column_counts())\n"
+        "print(json.dumps(out))\n"
+    )
+    env = {**os.environ, "CROUPIER_ODDS_NO_SIMD": "1"}
+    got = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert got.returncode == 0, got.stderr
+    results = json.loads(got.stdout)
+    counts = list(Composition.full(8).without([1, 2, 3]).counts)
+    assert results[0] == reference(tuple(counts))
+    for v, result in zip(shuffled_shoe(1, 9)[:40], results[1:]):
+        counts[v] -= 1
+        assert result == reference(tuple(counts))
