@@ -79,7 +79,6 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -89,10 +88,9 @@ from baccarat import round as R
 from baccarat.cards import hand_points, parse_card
 from baccarat.errors import BaccaratError
 from baccarat.table import TableConfig
-from baccarat.wagers import Wager, settle
 from contracts.envelope import Envelope, event_id
 from contracts.events import (
-    Irregularity,
+    BankSettled,
     BetLine,
     BetPlaced,
     BetSettled,
@@ -100,40 +98,27 @@ from contracts.events import (
     BetWithdrawn,
     CardDealt,
     CardDrawn,
-    BetRejected,
-    CommandRejected,
     CommissionAccrued,
     CommissionCollected,
-    BankSettled,
+    Irregularity,
     PointsAnnounced,
     RoundOpened,
     RoundResolved,
     RoundSettled,
     RoundVoided,
-    ShoeBurned,
-    ShoeClosed,
-    ShoeCut,
-    ShoeKept,
-    ShoeLoaded,
-    ShoeOffered,
-    ShoePassed,
     TableOpened,
 )
 from contracts.vault import VaultKeys
-from croupier import audit_chemin
+from croupier import audit_chemin, audit_curator, audit_floor, audit_settle, audit_shoes
 from croupier.provenance import CommandRecord, ProvenanceReport, check_provenance
 from croupier.vaultcheck import VaultReport, check_vault
-from services.runtime.translate import shoe_rules, table_config
+from services.runtime.translate import table_config
 
-#: rejection reasons that mean the floor is broken, not that a player or dealer erred (issue 8): a round that
-#: cannot open on the shoe the table just loaded, a bet or "No more bets" for a round wagering never heard of
-BROKEN_REASONS = frozenset({"no_open_shoe", "unknown_round"})
 #: the ``Irregularity`` kinds whose card dealing kept out of the round (unless ``dealt_by_the_rules``)
 CARD_IRREGULARITIES = frozenset({"card_before_no_more_bets", "card_out_of_order", "card_on_wrong_hand",
                                  "card_after_round_ended"})
-#: the commands whose rejection for a broken-floor reason means the floor did not work (a dealer's read of a
-#: burn naming the wrong shoe is refused ``no_open_shoe`` too, but that is the dealer's slip, not the floor's)
-BROKEN_COMMANDS = frozenset({"open_round", "place_bet", "withdraw_bet", "close_betting", "draw_card"})
+#: re-exported: the rejection reasons and commands the floor verdict looks at (croupier/audit_floor.py)
+BROKEN_REASONS, BROKEN_COMMANDS = audit_floor.BROKEN_REASONS, audit_floor.BROKEN_COMMANDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +127,13 @@ class Discrepancy:
 
     table_id: str
     kind: str
+    #: the record's position (``stream#seq``, or ``topic[partition]@offset``) where one record is at fault;
+    #: else the round, bet or shoe id the finding is about
     where: str
+    #: a plain sentence
     detail: str
+    #: the round the finding belongs to (``""``: none, e.g. a shoe's reveal)
+    round_id: str = ""
 
     def __str__(self) -> str:
         return f"{self.table_id} {self.kind} {self.where}: {self.detail}"
@@ -189,9 +179,11 @@ class AuditReport:
     undecodable_records: int = 0
     #: well-formed events of types this version does not know, by type (skipped, not discrepancies)
     unknown_types: dict[str, int] = field(default_factory=dict)
-    #: rejections whose reason means the floor is broken (:data:`BROKEN_REASONS`), by reason; each one is
-    #: also a ``floor_broken`` discrepancy
+    #: rejections that mean the floor is broken (:mod:`croupier.audit_floor`), by reason; each one is also a
+    #: ``floor_broken`` discrepancy
     broken_rejections: dict[str, int] = field(default_factory=dict)
+    #: a person's commands rightly refused with a reason (the floor worked: not discrepancies), by reason
+    refused: dict[str, int] = field(default_factory=dict)
     #: the vault check: opened with the key, not opened (no key), or not read
     vault: VaultReport = field(default_factory=VaultReport)
     #: the provenance check: events matched to their commands' records, or why the commands were not read
@@ -214,10 +206,12 @@ class AuditReport:
             "undecodable_records": self.undecodable_records,
             "unknown_types": dict(sorted(self.unknown_types.items())),
             "broken_rejections": dict(sorted(self.broken_rejections.items())),
+            "refused": dict(sorted(self.refused.items())),
             "vault": self.vault.to_dict(),
             "provenance": self.provenance.to_dict(),
             "discrepancies": [
-                {"table_id": d.table_id, "kind": d.kind, "where": d.where, "detail": d.detail}
+                {"table_id": d.table_id, "kind": d.kind, "where": d.where, "detail": d.detail,
+                 "round_id": d.round_id}
                 for d in self.discrepancies or []
             ],
         }
@@ -287,9 +281,10 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
                  unknown: list[UnknownEvent]) -> None:
     bad = rep.discrepancies
     assert bad is not None
+    mine = len(bad)  # this table's discrepancies start here
 
-    def flag(kind: str, where: str, detail: str) -> None:
-        bad.append(Discrepancy(tid, kind, where, detail))
+    def flag(kind: str, where: str, detail: str, round_id: str = "") -> None:
+        bad.append(Discrepancy(tid, kind, where, detail, round_id))
 
     # ---- bookkeeping: gapless seq, no duplicates, derived event ids --------------------------------------
     streams: dict[str, list[Envelope]] = defaultdict(list)
@@ -318,93 +313,17 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     for es in streams.values():
         es.sort(key=lambda e: e.seq)
 
-    # ---- the floor worked: no rejection for a reason that means it is broken --------------------------
-    # a round refused ``no_open_shoe`` that opened when the dealer tried again moments later (the dealing
-    # service learns of a just-loaded shoe from the shoe's stream, a few ms after the dealer sees it) is the
-    # floor working; a round that never opened is not
-    opened_rounds = {e.payload.round_id for e in streams.get("dealing.events", []) if isinstance(e.payload, RoundOpened)}
-    for stream, es in sorted(streams.items()):
-        for e in es:
-            p = e.payload
-            if (isinstance(p, (CommandRejected, BetRejected)) and p.reason in BROKEN_REASONS
-                    and (isinstance(p, BetRejected) or p.command in BROKEN_COMMANDS)):
-                if only_shoe and e.shoe_id not in (None, only_shoe):
-                    continue
-                if (isinstance(p, CommandRejected) and p.command == "open_round" and p.reason == "no_open_shoe"
-                        and e.round_id in opened_rounds):
-                    continue
-                rep.broken_rejections[p.reason] = rep.broken_rejections.get(p.reason, 0) + 1
-                what = p.command if isinstance(p, CommandRejected) else f"bet on {p.round_id}"
-                flag("floor_broken", f"{stream}#{e.seq}", f"{what} {p.command_id} rejected {p.reason}: {p.detail}")
+    # ---- the floor worked: a person's refused command is not a failure (croupier/audit_floor.py) -------------
+    audit_floor.judge_rejections(streams, only_shoe, flag, rep.broken_rejections, rep.refused)
 
     shoe_ev = streams.get("shoe.events", [])
     deal_ev = streams.get("dealing.events", [])
     wager_ev = streams.get("wagering.events", [])
     settle_ev = streams.get("settlement.events", [])
 
-    # ---- shoes: commitment, and cards drawn follow the revealed order after cut and burn ------------
-    loaded: dict[str, ShoeLoaded] = {}
-    cuts: dict[str, int] = {}
-    burns: dict[str, ShoeBurned] = {}
-    drawn: dict[str, list[CardDrawn]] = defaultdict(list)
-    drawn_by_round: dict[str, list[CardDrawn]] = defaultdict(list)
-    for e in shoe_ev:
-        p = e.payload
-        if isinstance(p, ShoeLoaded):
-            loaded[p.shoe_id] = p
-        elif isinstance(p, ShoeCut):
-            cuts[p.shoe_id] = p.cut_at
-        elif isinstance(p, ShoeBurned):
-            burns[p.shoe_id] = p
-        elif isinstance(p, CardDrawn):
-            drawn[p.shoe_id].append(p)
-            drawn_by_round[p.round_id].append(p)
-        elif isinstance(p, ShoeClosed):
-            if only_shoe and p.shoe_id != only_shoe:
-                continue
-            ld = loaded.get(p.shoe_id)
-            if ld is None or not ld.commitment:
-                continue
-            try:
-                salt = bytes.fromhex(p.salt)
-            except ValueError:
-                salt = None
-            if salt is None or hashlib.sha256(salt + ",".join(p.order).encode()).hexdigest() != ld.commitment:
-                flag("commitment_mismatch", p.shoe_id, "the revealed order and salt do not hash to the commitment")
-                continue
-            order = p.order
-            at = cuts.get(p.shoe_id, 0)
-            order = order[at:] + order[:at]
-            b = burns.get(p.shoe_id)
-            if b is not None:
-                if order[:1] != [b.exposed] or order[1:1 + b.burned_count] != b.burned:
-                    flag("burn_mismatch", p.shoe_id, "the burn is not the first cards of the revealed order")
-                try:
-                    want_burn = shoe_rules(ld.rules).burn.count_after(parse_card(b.exposed))
-                except (BaccaratError, ValueError) as ex:
-                    want_burn = f"none ({ex})"  # type: ignore[assignment]
-                if b.burned_count != want_burn:
-                    flag("burn_count", p.shoe_id, f"burned {b.burned_count} after {b.exposed}, rules say {want_burn}")
-            for d in drawn[p.shoe_id]:
-                if d.position < 0 or d.position >= len(order) or order[d.position] != d.card:
-                    flag("card_not_in_order", f"{p.shoe_id}@{d.position}",
-                         f"drew {d.card} where the revealed order has "
-                         f"{order[d.position] if 0 <= d.position < len(order) else 'nothing'}")
-            positions = [d.position for d in drawn[p.shoe_id]]
-            first = 1 + b.burned_count if b else 0
-            if positions != list(range(first, first + len(positions))):
-                flag("draw_positions", p.shoe_id, "cards did not leave the shoe one after another")
-            end_card = len(order) - ld.rules.end_card_offset
-            notes = [f"loaded {ld.cards} cards, revealed {len(order)}"] if ld.cards != len(order) else []
-            if p.cards_dealt != first + len(positions):
-                notes.append(f"closed with {p.cards_dealt} cards dealt, the log has {first + len(positions)} "
-                             "(burn included)")
-            for d in drawn[p.shoe_id]:
-                if d.cards_left != len(order) - d.position - 1 or d.cutting_card_out != (d.position == end_card):
-                    notes.append(f"card {d.position}: {d.cards_left} left, cutting card out {d.cutting_card_out}")
-            if notes:
-                flag("shoe_bookkeeping", p.shoe_id, "; ".join(notes[:5]) + (" ..." if len(notes) > 5 else ""))
-            rep.shoes_verified += 1
+    # ---- shoes: commitment, and every card drawn is the revealed order's (croupier/audit_shoes.py) ---------
+    shoes = audit_shoes.check_shoes(shoe_ev, only_shoe, flag)
+    rep.shoes_verified += shoes.verified
 
     # ---- rounds: re-deal each from its drawn cards ----------------------------------------------------
     config: TableConfig | None = None
@@ -415,7 +334,8 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     opened_order: list[str] = []
     dealt: dict[str, list[CardDealt]] = defaultdict(list)
     announced: dict[str, list[PointsAnnounced]] = defaultdict(list)
-    resolved: dict[str, RoundResolved] = {}
+    resolved: dict[str, RoundResolved] = {}  # the round's first result
+    results: dict[str, list[Envelope]] = defaultdict(list)  # every result record of the round
     voided: set[str] = set()
     misdealt: dict[str, int] = {}  # round -> card number put on the Player's Hand against Table 1 (3.12(a))
     skipped: dict[str, set[int]] = defaultdict(set)  # round -> card numbers dealing kept out of the round
@@ -441,7 +361,8 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         elif isinstance(p, PointsAnnounced):
             announced[p.round_id].append(p)
         elif isinstance(p, RoundResolved):
-            resolved[p.round_id] = p
+            resolved.setdefault(p.round_id, p)
+            results[p.round_id].append(e)
         elif isinstance(p, Irregularity) and p.kind == "unauthorised_player_third_card" and p.card_number:
             misdealt[p.round_id] = p.card_number
         elif isinstance(p, Irregularity) and p.kind in CARD_IRREGULARITIES and p.card_number \
@@ -464,8 +385,9 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         shoe = round_shoe.get(rid)
         if res.shoe_id != shoe:
             flag("shoe_mismatch", rid, f"resolved on shoe {res.shoe_id}, opened on {shoe}")
-        draws = sorted(drawn_by_round.get(rid, []), key=lambda d: d.card_number)
-        others = sorted({d.shoe_id for d in draws if d.shoe_id != shoe})
+        all_draws = shoes.draws_by_round.get(rid, [])
+        others = sorted({d.payload.shoe_id for d in all_draws if d.payload.shoe_id != shoe})
+        draws = audit_shoes.genuine_draws(all_draws, shoes.orders.get(shoe or ""))
         if others:
             flag("shoe_mismatch", rid, f"cards drawn from shoe(s) {', '.join(others)}, opened on {shoe}")
         if [d.card_number for d in draws] != list(range(1, len(draws) + 1)):
@@ -486,19 +408,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         rep.rounds_checked += 1
         if rest:
             flag("extra_cards", rid, f"{len(rest)} card(s) drawn beyond what the rules required")
-        want = (
-            [str(c) for c in o.player], [str(c) for c in o.banker], o.player_points, o.banker_points,
-            o.winner.value, o.player_natural, o.banker_natural, o.cards_required, o.dragon_7, o.panda_8,
-        )
-        got = (
-            res.player_cards, res.banker_cards, res.player_points, res.banker_points, res.winner,
-            res.player_natural, res.banker_natural, res.cards_required, res.dragon_7, res.panda_8,
-        )
-        if want != got:
-            fields = ("player_cards", "banker_cards", "player_points", "banker_points", "winner",
-                      "player_natural", "banker_natural", "cards_required", "dragon_7", "panda_8")
-            diffs = [f"{f}: recorded {g!r}, rules give {w!r}" for f, w, g in zip(fields, want, got) if w != g]
-            flag("outcome_mismatch", rid, "; ".join(diffs))
+        _check_results(results[rid], o, flag)
         cells = dealt.get(rid, [])
         rules = [(r.hand.value, r.position, r.rule, r.row, r.column) for r in o.reasons]
         recorded = [(d.hand, d.position, d.rule, d.row, d.column) for d in cells]
@@ -640,30 +550,11 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         for bet in book.bets:
             rep.bets_checked += 1
             ss = settled.get(bet.bet_id, [])
-            if len(ss) != 1:
-                flag("settlement_count", bet.bet_id, f"settled {len(ss)} times")
-                if not ss:
-                    continue
-            s = ss[0]
-            if rid in voided:
-                want_s: tuple[object, ...] = ("void", bet.amount_cents, 0, 0, False, "round_voided", "")
-            else:
-                try:
-                    x = settle(Wager(bet.wager), bet.amount_cents, outcomes[rid], round_config[rid])
-                except (BaccaratError, ValueError) as ex:
-                    flag("settlement_mismatch", bet.bet_id, f"the rules cannot settle this bet: {ex}")
-                    continue
-                want_s = (x.result.value, x.payout, x.commission, x.win, x.commission_accrued, x.category,
-                          str(x.odds) if x.odds else "")
-            got_s = (s.result, s.payout, s.commission, s.win, s.commission_accrued, s.category, s.odds)
-            same_bet = (s.round_id, s.stake, s.wager, s.seat, s.player_id) == (
-                rid, bet.amount_cents, bet.wager, bet.seat, bet.player_id)
-            if want_s != got_s or not same_bet:
-                detail = f"recorded {got_s}, rules give {want_s}"
-                if not same_bet:
-                    detail += (f"; recorded bet {(s.round_id, s.stake, s.wager, s.seat, s.player_id)}, "
-                               f"book has {(rid, bet.amount_cents, bet.wager, bet.seat, bet.player_id)}")
-                flag("settlement_mismatch", bet.bet_id, detail)
+            if not ss:  # a second settlement is ``bet_settled_twice`` at its record (croupier/audit_settle.py)
+                flag("settlement_count", bet.bet_id, f"bet {bet.bet_id} of round {rid} was never settled "
+                                                     "(settled 0 times)")
+                continue
+            s = ss[0]  # each record is checked against the rules by audit_settle, below
             total_stake += s.stake
             total_payout += s.payout
             total_commission += s.commission
@@ -710,82 +601,39 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             else:
                 flag("round_not_settled", rid, "round dealt without a closed bet book, never settled, and later "
                                                "rounds of the table were")
-    known = {b.bet_id for bk in books.values() for b in bk.bets}
-    for bet_id, ss in settled.items():
-        if bet_id not in known and in_scope(ss[0].round_id):
-            flag("unknown_bet_settled", bet_id, "a settlement for a bet no closed book holds")
-    _audit_curator(streams.get("dealing.events", []), flag)
+    audit_settle.check_settlement_records(settle_ev, books, outcomes, voided, round_config, in_scope, flag)
+    audit_curator.check_curator(streams.get("dealing.events", []), flag)
+    # every finding about a round names it: by the round's id, or the round of the record it points at
+    round_of = {f"{e.stream}#{e.seq}": e.round_id or getattr(e.payload, "round_id", "") for e in envs}
+    bet_round = {b.bet_id: rid for rid, bk in books.items() for b in bk.bets}
+    for k in range(mine, len(bad)):
+        d = bad[k]
+        if not d.round_id:
+            rid = d.where if d.where in round_shoe else round_of.get(d.where) or bet_round.get(d.where, "")
+            if rid:
+                bad[k] = Discrepancy(d.table_id, d.kind, d.where, d.detail, rid)
 
 
-def _audit_curator(dealing: list[Envelope], flag) -> None:  # type: ignore[no-untyped-def]
-    """The passing of the shoe (13:69F-3.6(b), 3.11(a)) re-checked from a table's ``dealing.events`` in ``seq``
-    order (a list of envelopes); ``flag(kind, where, detail)`` records a discrepancy. See the module's
-    docstring for the kinds."""
-    curator_table = False
-    holder: tuple[int, str] | None = None
-    due = ""  # a resolved round whose keep-or-pass is owed
-    must = ""  # a resolved round the Banker's Hand lost: the shoe must pass (3.11(a)1)
-
-    def where(e: Envelope) -> str:
-        return f"dealing.events#{e.seq}"
-
-    def holds(e: Envelope, seat: int, pid: str) -> None:
-        if holder != (seat, pid):
-            flag("curator_mismatch", where(e), f"{type(e.payload).__name__} names seat {seat} ({pid}); the shoe "
-                                               f"was held by {holder[1] + ' at seat ' + str(holder[0]) if holder else 'no one'}")
-
-    for e in dealing:
-        p = e.payload
-        if isinstance(p, TableOpened):
-            curator_table = p.config.curator
-            if not curator_table:
-                holder, due = None, ""
-        elif isinstance(p, ShoeOffered):
-            if not curator_table:
-                flag("curator_on_dealer_table", where(e), "the shoe was offered at a table the dealer deals")
-            if holder is not None:
-                flag("curator_offer_while_held", where(e), f"offered to seat {p.seat} while seat {holder[0]} "
-                                                           "held it")
-            holder, due = (p.seat, p.player_id), ""
-        elif isinstance(p, RoundOpened):
-            if must:
-                flag("curator_not_passed", must, "the Banker's Hand lost and the shoe was not passed before the "
-                                                 "next round (13:69F-3.11(a)1)")
-            if due:
-                flag("curator_decision_missing", due, "no keep or pass of the shoe recorded before the next round")
-            must = due = ""
-        elif isinstance(p, RoundResolved) and holder is not None and curator_table:
-            if p.winner == "player":
-                must = p.round_id
-            else:
-                due = p.round_id
-        elif isinstance(p, ShoeKept):
-            holds(e, p.seat, p.player_id)
-            if p.round_id == must:
-                flag("curator_kept_on_banker_loss", p.round_id, "the shoe was kept though the Banker's Hand lost "
-                                                                "(13:69F-3.11(a)1)")
-                must = ""
-            elif p.round_id != due:
-                flag("curator_out_of_turn", where(e), f"shoe kept after round {p.round_id}, which owed no decision")
-            due = ""
-        elif isinstance(p, ShoePassed):
-            holds(e, p.from_seat, p.from_player_id)
-            if p.reason == "banker_lost":
-                if p.round_id != must:
-                    flag("curator_pass_unfounded", where(e), f"passed as the Banker's Hand lost round "
-                                                             f"{p.round_id}, which it did not lose")
-                must = ""
-            elif p.reason == "curator_passed" and p.round_id != due:
-                flag("curator_out_of_turn", where(e), f"the curator passed after round {p.round_id}, which owed "
-                                                      "no decision")
-            elif p.round_id == must:  # an order that passed the shoe the rule passed anyway
-                must = ""
-            if p.to_seat and p.to_seat == p.from_seat:
-                flag("curator_mismatch", where(e), f"passed from seat {p.from_seat} to the same seat")
-            holder = (p.to_seat, p.to_player_id) if p.to_seat else None
-            due = ""
-    if must:
-        flag("curator_not_passed", must, "the Banker's Hand lost and the shoe was not passed (13:69F-3.11(a)1)")
+def _check_results(records: list[Envelope], o: R.Outcome, flag) -> None:  # type: ignore[no-untyped-def]
+    """Every ``RoundResolved`` record of a round against the rules' re-deal ``o``: ``outcome_mismatch`` (a
+    result the cards contradict) and ``duplicate_result`` (a second result for the round), at the record."""
+    want = (
+        [str(c) for c in o.player], [str(c) for c in o.banker], o.player_points, o.banker_points,
+        o.winner.value, o.player_natural, o.banker_natural, o.cards_required, o.dragon_7, o.panda_8,
+    )
+    fields = ("player_cards", "banker_cards", "player_points", "banker_points", "winner",
+              "player_natural", "banker_natural", "cards_required", "dragon_7", "panda_8")
+    for k, e in enumerate(records):
+        res = e.payload
+        at = f"{e.stream}#{e.seq}"
+        if k:
+            flag("duplicate_result", at, f"round {res.round_id} resolved again ({res.winner}); "
+                                         f"{records[0].stream}#{records[0].seq} resolved it first", res.round_id)
+        got = tuple(getattr(res, f) for f in fields)
+        if want != got:
+            diffs = [f"{f}: recorded {g!r}, rules give {w!r}" for f, w, g in zip(fields, want, got) if w != g]
+            flag("outcome_mismatch", at, f"round {res.round_id}: the cards drawn contradict the result: "
+                                         + "; ".join(diffs), res.round_id)
 
 
 def _tag(env: Envelope | UnknownEvent) -> str:

@@ -146,13 +146,28 @@ async def read_commands(settings: Settings, table: str | None = None):  # type: 
     """Every decodable record of the command topics (all tables, or one) for the audit's provenance check:
     :class:`croupier.provenance.CommandRecord` s, each with its topic, offset and the broker's append time. A
     record that does not decode is left out (the services dead-lettered or skipped it: it caused nothing).
-    Raises :class:`CommandsUnreadable` when a command topic that exists
-    cannot be read (aiokafka's authorization error on a secured broker)."""
+    Raises :class:`CommandsUnreadable` when no command topic is visible to this principal (one that may not
+    describe them, as ``analytics``, sees none: the provenance is then "attribution only", never a
+    ``command_missing`` for every event) or a command topic that exists cannot be read (aiokafka's
+    authorization error on a secured broker)."""
+    from aiokafka.admin import AIOKafkaAdminClient
     from aiokafka.errors import TopicAuthorizationFailedError
 
     from contracts.codecs import decode_command
     from croupier.provenance import CommandRecord
 
+    admin = AIOKafkaAdminClient(**settings.client_options())
+    await admin.start()
+    try:
+        visible = set(await admin.list_topics())
+    finally:
+        await admin.close()
+    if not any(settings.topic(base) in visible for base in T.COMMAND_TOPICS):
+        # a principal without Describe on them (analytics: event topics only) sees none of them: reading them
+        # would give nothing, and every command-caused event would look forged (command_missing)
+        who = f"principal {settings.sasl_username!r}" if settings.secured else "this client"
+        raise CommandsUnreadable(f"no command topic is visible to {who} (not authorised, or no such topics): the "
+                                 "surveillance principal may read the command topics")
     out: list[CommandRecord] = []
     for base in T.COMMAND_TOPICS:
         try:
