@@ -4,9 +4,11 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
 
 * every stream of every table has a gapless ``seq`` from 1 with no duplicate, and each ``event_id`` is
   the deterministic id of its (stream, table, seq);
-* every closed shoe's reveal hashes to its commitment, and the cards drawn are the revealed order after
-  the cut and the burn, in order, with the right count of cards left and the cutting card where the rules
-  put it;
+* every closed shoe's reveal hashes to its commitment, and every card drawn from it, wherever the log holds
+  it (after the shoe's ``ShoeClosed`` too), is the revealed order's after the cut and the burn, in order, with
+  the right count of cards left and the cutting card where the rules put it (:mod:`croupier.audit_shoes`:
+  ``card_not_in_order``, ``card_after_shoe_closed``, ``duplicate_card`` at the record); a round with a card
+  substituted is re-dealt from the card the reveal confirms;
 * every round: the cards drawn for it (from the round's own shoe), dealt by the rules core, give exactly the
   recorded hands, point counts, winner, naturals, cards required, dragon 7 / panda 8; each ``CardDealt``
   carries the card drawn for it and names the same rule and table cell; ``PointsAnnounced`` gives the
@@ -23,16 +25,20 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   (``bet_after_first_card``, whatever dealing made of that card);
 * every closed bet book is the bets placed minus the bets withdrawn, and holds no bet placed after its
   "No more bets" by the log's time (``bet_after_no_more_bets``: the call returns such a bet);
-* every bet of every closed book is settled exactly once, as the rules core settles it under the table
-  configuration in force when the round opened; every ``RoundSettled`` equals the sum of its bets; every
+* every bet of every closed book is settled, and every ``BetSettled`` record, wherever it stands, is the
+  rules core's settlement of its bet under the table configuration in force when the round opened
+  (:mod:`croupier.audit_settle`: ``settlement_mismatch``, ``bet_settled_twice``, ``unknown_bet_settled`` at
+  the record); every ``RoundResolved`` is the re-deal's (``outcome_mismatch``, ``duplicate_result``); no bet is
+  placed or withdrawn after its round's book closed (``bet_after_book_closed``); every ``RoundSettled`` equals the sum of its bets; every
   ``CommissionAccrued`` is the commission a player's bets at a seat accrued in the round, with a running
   total per seat and player that ``CommissionCollected`` empties;
 * the floor worked: every round opened was dealt (resolved or voided: ``round_not_dealt``) and every round
   dealt was settled (``round_not_settled``), beyond the rounds still in play at a table's tail (counted as
-  pending, below); and no command was rejected for a reason that means the floor is broken
-  (:data:`BROKEN_REASONS`: ``no_open_shoe``, a round that cannot open on the table's shoe;
-  ``unknown_round``, a bet or "No more bets" for a round the wagering service does not know): each such
-  rejection is a ``floor_broken`` discrepancy, and they are counted by reason (``broken_rejections``);
+  pending, below); and no command was refused for a reason that means the system failed
+  (:mod:`croupier.audit_floor`: ``no_open_shoe`` on the shoe the log shows in play; ``unknown_round`` for a
+  round dealing had opened): each such rejection is a ``floor_broken`` discrepancy, counted by reason
+  (``broken_rejections``). A person's command rightly refused (Open round after Close shoe, a shoe or round
+  not in play) is the floor working: counted by reason (``refused``), not a discrepancy;
 * the curator (13:69F-3.6(b), 3.11(a)), at a table with one: the shoe offered only at such a table and only
   when no one holds it (``curator_on_dealer_table``, ``curator_offer_while_held``); every ``ShoeKept`` and
   ``ShoePassed`` names the participant holding the shoe (``curator_mismatch``); after every round the Banker's
@@ -61,11 +67,15 @@ voided or settled) that is not resolved yet, or resolved but not settled at all 
 (``rounds_pending``), not as a discrepancy. A round settled in part is always a discrepancy (a round's
 settlements are published in one transaction).
 
+Each discrepancy names where (:attr:`Discrepancy.where`: the record, ``stream#seq``, when one record is at
+fault; else the round, bet or shoe), a plain sentence, and its round (:attr:`Discrepancy.round_id`).
+
 Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodable_record``,
 ``commitment_mismatch``, ``burn_mismatch``, ``burn_count``, ``card_not_in_order``, ``draw_positions``,
 ``shoe_bookkeeping``, ``shoe_mismatch``, ``no_config``, ``round_underivable``, ``extra_cards``,
 ``outcome_mismatch``, ``draw_reason_mismatch``, ``dealt_card_mismatch``, ``points_mismatch``,
-``book_mismatch``, ``unresolved_round``, ``settlement_count``, ``settlement_mismatch``,
+``book_mismatch``, ``unresolved_round``, ``settlement_count``, ``settlement_mismatch``, ``bet_settled_twice``,
+``card_after_shoe_closed``, ``duplicate_card``, ``duplicate_result``, ``bet_after_book_closed``,
 ``round_settled_count``, ``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``,
 ``round_not_dealt``, ``round_not_settled``, ``floor_broken``, ``card_before_no_more_bets``,
 ``card_outside_round``, ``bet_after_first_card``, ``bet_after_no_more_bets``, ``vault_unopenable``, ``vault_mismatch``, ``vault_missing``,
@@ -455,10 +465,17 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
 
     # ---- bet books: placed minus withdrawn ---------------------------------------------------------------
     books: dict[str, BettingClosed] = {}
+    book_seq: dict[str, int] = {}  # round -> the seq of its "No more bets"
     placed: dict[str, dict[str, BetLine]] = defaultdict(dict)
     placed_at: dict[str, datetime] = {}
     for e in wager_ev:
         p = e.payload
+        if isinstance(p, (BetPlaced, BetWithdrawn)) and p.round_id in books and in_scope(p.round_id):
+            # the wagering service refuses a bet once the book is closed: a record after it is forged
+            flag("bet_after_book_closed", f"wagering.events#{e.seq}",
+                 f"bet {p.bet_id} {'placed' if isinstance(p, BetPlaced) else 'withdrawn'} on round {p.round_id} "
+                 f"after its book closed with \"No more bets\" (wagering.events#{book_seq[p.round_id]}); not in the "
+                 "book, so neither settled nor returned", p.round_id)
         if isinstance(p, BetPlaced):
             placed[p.round_id][p.bet_id] = BetLine(bet_id=p.bet_id, seat=p.seat, player_id=p.player_id,
                                                    wager=p.wager, amount_cents=p.amount_cents)
@@ -467,6 +484,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             placed[p.round_id].pop(p.bet_id, None)
         elif isinstance(p, BettingClosed):
             books[p.round_id] = p
+            book_seq[p.round_id] = e.seq
             if in_scope(p.round_id) and list(p.bets) != list(placed[p.round_id].values()):
                 want_ids = list(placed[p.round_id])
                 flag("book_mismatch", p.round_id, f"closed book {[b.bet_id for b in p.bets]} differs from the "

@@ -6,6 +6,7 @@ on its own line. The log: one table, three rounds of one shoe, the shoe closed (
 from __future__ import annotations
 
 import asyncio
+import re
 import io
 import random
 from datetime import UTC, datetime, timedelta
@@ -189,6 +190,18 @@ def test_a_second_result_the_cards_contradict_is_named_at_its_record(log):
     assert timeline_marks(forged, "S-3")[at] == ["duplicate_result", "outcome_mismatch"]
 
 
+def test_a_late_bet_appended_after_the_book_closed_is_named_and_marked(log):
+    from contracts.events import BetPlaced
+
+    model = first(log, BetPlaced, round_id="S-2")
+    forged, at = append(log, model, bet_id="late-bet", amount_cents=500_000)
+    got = found(audit(forged), at)
+    assert set(got) == {"bet_after_book_closed"}
+    assert got["bet_after_book_closed"].startswith('bet late-bet placed on round S-2 after its book closed with '
+                                                   '"No more bets" (wagering.events#')
+    assert timeline_marks(forged, "S-2")[at] == ["bet_after_book_closed"]
+
+
 def test_the_summary_lists_every_anomaly_on_its_own_line(log):
     lost = first(log, BetSettled, result="lose")
     forged, at = append(log, lost, payout=lost.payload.stake * 101)
@@ -236,3 +249,47 @@ def test_a_tampered_log_exits_1_naming_each_record(log, monkeypatch):
     assert r.exit_code == 1, r.output
     assert [ln.split()[1:3] for ln in r.stdout.splitlines() if ln.startswith(f"{TABLE} ")] == [
         ["bet_settled_twice", at + ":"], ["settlement_mismatch", at + ":"]]
+
+
+async def test_the_web_replay_marks_each_anomaly_on_its_own_line(log):
+    from croupier.pit import create_pit_app
+    from croupier.pit_replay import story
+    from services.projection.core import ProjectionCore
+    from tests.services.test_pit_pages import CREDS, client, login
+
+    genuine = first(log, CardDrawn, round_id="S-2", card_number=1)
+    other = next(c for c in ("Kh", "Qs", "Jd") if c != genuine.payload.card)
+    forged, at = append(log, genuine, card=other)
+    bus, _ = floor_bus(seed=1)
+    pit = create_pit_app(bus.add(ProjectionCore()), CREDS, ready=lambda: True)
+
+    async def read(table_id: str, round_id: str | None) -> dict:  # type: ignore[type-arg]
+        return story(forged, table_id, round_id)
+
+    pit.pages.replay = read
+    async with client(pit) as c:
+        await login(c, "pit")
+        page = (await c.get(f"/replay/{TABLE}/rounds/S-2")).text
+        rows = re.findall(r"<tr class=\"([^\"]*)\">(.*?)</tr>", page, re.S)
+        k = next(i for i, (_, cells) in enumerate(rows) if f"{other} to ?" in cells)
+        assert "marked" in rows[k][0]  # the substituted card is shown, its row marked, each anomaly a row below
+        assert [re.search(r"<b>(\w+)</b> at <code>([^<]+)</code>", cells).groups()  # type: ignore[union-attr]
+                for cls, cells in rows[k + 1:k + 4]] == [
+            ("duplicate_card", at), ("card_after_shoe_closed", at), ("card_not_in_order", at)]
+        assert all(cls == "anomaly" for cls, _ in rows[k + 1:k + 4])
+        listing = (await c.get(f"/replay/{TABLE}")).text
+        summary = story(forged, TABLE, None)
+        # the card's three, and the shoe's own: cards did not leave it one after another, its count is off
+        assert sorted({m["kind"] for m in summary["marks"]}) == [
+            "card_after_shoe_closed", "card_not_in_order", "draw_positions", "duplicate_card", "shoe_bookkeeping"]
+        assert 'id="anomalies"' in listing and f"The audit found {len(summary['marks'])} anomalies" in listing
+        assert all(f"<b>! {m['kind']}</b> at <code>{m['where']}</code>" in listing for m in summary["marks"])
+        row = next(r for r in summary["rounds"] if r["round_id"] == "S-2")
+        assert f"! {row['anomalies']} anomalies" in listing and row["anomalies"] >= 3  # on the round's line
+        clean = story(log, TABLE, None)
+        pit.pages.replay = lambda t, r: _async(story(log, t, r))
+        assert clean["marks"] == [] and "The audit found no anomaly" in (await c.get(f"/replay/{TABLE}")).text
+
+
+async def _async(value):  # type: ignore[no-untyped-def]
+    return value
