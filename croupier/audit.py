@@ -91,14 +91,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from baccarat import round as R
 from baccarat.cards import hand_points, parse_card
 from baccarat.errors import BaccaratError
 from baccarat.table import TableConfig
-from contracts.envelope import Envelope, event_id
+from contracts.envelope import Envelope
 from contracts.events import (
     BankSettled,
     BetLine,
@@ -107,7 +106,6 @@ from contracts.events import (
     BettingClosed,
     BetWithdrawn,
     CardDealt,
-    CardDrawn,
     CommissionAccrued,
     CommissionCollected,
     Irregularity,
@@ -119,8 +117,17 @@ from contracts.events import (
     TableOpened,
 )
 from contracts.vault import VaultKeys
-from croupier import audit_chemin, audit_curator, audit_floor, audit_settle, audit_shoes
-from croupier.provenance import CommandRecord, ProvenanceReport, check_provenance
+from croupier import (
+    audit_chemin,
+    audit_curator,
+    audit_floor,
+    audit_play,
+    audit_seq,
+    audit_settle,
+    audit_shoes,
+)
+from croupier.audit_report import AuditReport, Discrepancy, UndecodableRecord, UnknownEvent
+from croupier.provenance import CommandRecord, check_provenance
 from croupier.vaultcheck import VaultReport, check_vault
 from services.runtime.translate import table_config
 
@@ -129,102 +136,6 @@ CARD_IRREGULARITIES = frozenset({"card_before_no_more_bets", "card_out_of_order"
                                  "card_after_round_ended"})
 #: re-exported: the rejection reasons and commands the floor verdict looks at (croupier/audit_floor.py)
 BROKEN_REASONS, BROKEN_COMMANDS = audit_floor.BROKEN_REASONS, audit_floor.BROKEN_COMMANDS
-
-
-@dataclass(frozen=True, slots=True)
-class Discrepancy:
-    """One thing the log says that the rules (or the log's own bookkeeping) contradict."""
-
-    table_id: str
-    kind: str
-    #: the record's position (``stream#seq``, or ``topic[partition]@offset``) where one record is at fault;
-    #: else the round, bet or shoe id the finding is about
-    where: str
-    #: a plain sentence
-    detail: str
-    #: the round the finding belongs to (``""``: none, e.g. a shoe's reveal)
-    round_id: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.table_id} {self.kind} {self.where}: {self.detail}"
-
-
-@dataclass(frozen=True, slots=True)
-class UndecodableRecord:
-    """A record of an event topic that is not a valid event envelope (not even one of an unknown type).
-    ``table_id``: the record's key (UTF-8, replacement characters for bad bytes), ``"?"`` without one."""
-
-    table_id: str
-    topic: str
-    partition: int
-    offset: int
-    error: str
-
-
-@dataclass(frozen=True, slots=True)
-class UnknownEvent:
-    """A well-formed event envelope whose payload type this version does not know: skipped, but its place in
-    its stream (``seq``) is taken."""
-
-    table_id: str
-    stream: str
-    seq: int
-    event_id: str
-    type_name: str
-
-
-@dataclass
-class AuditReport:
-    """Counts of what was checked and the discrepancies found (clean when there are none)."""
-
-    events: int = 0
-    tables: int = 0
-    shoes_verified: int = 0
-    rounds_checked: int = 0
-    bets_checked: int = 0
-    discrepancies: list[Discrepancy] | None = None
-    #: rounds at a table's tail still in play (not resolved, or not settled yet): not discrepancies
-    rounds_pending: int = 0
-    #: records that did not decode at all (each is also an ``undecodable_record`` discrepancy)
-    undecodable_records: int = 0
-    #: well-formed events of types this version does not know, by type (skipped, not discrepancies)
-    unknown_types: dict[str, int] = field(default_factory=dict)
-    #: rejections that mean the floor is broken (:mod:`croupier.audit_floor`), by reason; each one is also a
-    #: ``floor_broken`` discrepancy
-    broken_rejections: dict[str, int] = field(default_factory=dict)
-    #: a person's commands rightly refused with a reason (the floor worked: not discrepancies), by reason
-    refused: dict[str, int] = field(default_factory=dict)
-    #: the vault check: opened with the key, not opened (no key), or not read
-    vault: VaultReport = field(default_factory=VaultReport)
-    #: the provenance check: events matched to their commands' records, or why the commands were not read
-    provenance: ProvenanceReport = field(default_factory=ProvenanceReport)
-
-    @property
-    def clean(self) -> bool:
-        return not self.discrepancies
-
-    def to_dict(self) -> dict[str, object]:
-        """Plain data (for ``--json``)."""
-        return {
-            "clean": self.clean,
-            "events": self.events,
-            "tables": self.tables,
-            "shoes_verified": self.shoes_verified,
-            "rounds_checked": self.rounds_checked,
-            "rounds_pending": self.rounds_pending,
-            "bets_checked": self.bets_checked,
-            "undecodable_records": self.undecodable_records,
-            "unknown_types": dict(sorted(self.unknown_types.items())),
-            "broken_rejections": dict(sorted(self.broken_rejections.items())),
-            "refused": dict(sorted(self.refused.items())),
-            "vault": self.vault.to_dict(),
-            "provenance": self.provenance.to_dict(),
-            "discrepancies": [
-                {"table_id": d.table_id, "kind": d.kind, "where": d.where, "detail": d.detail,
-                 "round_id": d.round_id}
-                for d in self.discrepancies or []
-            ],
-        }
 
 
 def audit(
@@ -296,32 +207,8 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     def flag(kind: str, where: str, detail: str, round_id: str = "") -> None:
         bad.append(Discrepancy(tid, kind, where, detail, round_id))
 
-    # ---- bookkeeping: gapless seq, no duplicates, derived event ids --------------------------------------
-    streams: dict[str, list[Envelope]] = defaultdict(list)
-    slots: dict[str, list[Envelope | UnknownEvent]] = defaultdict(list)
-    for e in envs:
-        streams[e.stream].append(e)
-        slots[e.stream].append(e)
-    for k in unknown:
-        slots[k.stream].append(k)
-    for stream, held in sorted(slots.items()):
-        held.sort(key=lambda h: h.seq)
-        first_of: dict[int, Envelope | UnknownEvent] = {}
-        for slot in held:
-            if slot.seq in first_of:
-                flag("duplicate_seq", f"{stream}#{slot.seq}",
-                     f"the same seq appears twice ({_compare(first_of[slot.seq], slot)})")
-            else:
-                first_of[slot.seq] = slot
-            if slot.event_id != event_id(stream, tid, slot.seq):
-                flag("bad_event_id", f"{stream}#{slot.seq}",
-                     f"event_id {slot.event_id} is not derived from its seq")
-        seen = set(first_of)
-        expected = set(range(1, max(seen) + 1)) if seen else set()
-        for missing in sorted(expected - seen):
-            flag("seq_gap", f"{stream}#{missing}", "missing event")
-    for es in streams.values():
-        es.sort(key=lambda e: e.seq)
+    # ---- bookkeeping: gapless seq, no duplicates, derived event ids (croupier/audit_seq.py) -------------
+    streams = audit_seq.check_seqs(tid, envs, unknown, flag)
 
     # ---- the floor worked: a person's refused command is not a failure (croupier/audit_floor.py) -------------
     audit_floor.judge_rejections(streams, only_shoe, flag, rep.broken_rejections, rep.refused)
@@ -396,7 +283,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         if res.shoe_id != shoe:
             flag("shoe_mismatch", rid, f"resolved on shoe {res.shoe_id}, opened on {shoe}")
         all_draws = shoes.draws_by_round.get(rid, [])
-        others = sorted({d.payload.shoe_id for d in all_draws if d.payload.shoe_id != shoe})
+        others = sorted({sid for d in all_draws if (sid := str(getattr(d.payload, "shoe_id", ""))) != shoe})
         draws = audit_shoes.genuine_draws(all_draws, shoes.orders.get(shoe or ""))
         if others:
             flag("shoe_mismatch", rid, f"cards drawn from shoe(s) {', '.join(others)}, opened on {shoe}")
@@ -433,35 +320,8 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         if got_pa != [want_pa]:
             flag("points_mismatch", rid, f"announced {got_pa}, the first four cards give {want_pa}")
 
-    # ---- the order of play: no card before "No more bets", no bet after a card (3.2(d), 3.7(b)) -----------
-    closed_at = {e.payload.round_id: e.occurred_at for e in wager_ev if isinstance(e.payload, BettingClosed)}
-    first_card: dict[str, Envelope] = {}
-    for e in shoe_ev:
-        p = e.payload
-        if not isinstance(p, CardDrawn) or not in_scope(p.round_id):
-            continue
-        rid = p.round_id
-        if rid not in first_card or e.occurred_at < first_card[rid].occurred_at:
-            first_card[rid] = e
-        if rid not in round_shoe:
-            flag("card_outside_round", f"shoe.events#{e.seq}",
-                 f"card {p.card_number} ({p.card}) drawn for round {rid}, which was never opened at this table")
-        elif p.card_number not in skipped.get(rid, ()) and (rid not in closed_at or e.occurred_at < closed_at[rid]):
-            when = (f"at {e.occurred_at.isoformat()}, before \"No more bets\" at {closed_at[rid].isoformat()}"
-                    if rid in closed_at else 'and "No more bets" was never called')
-            flag("card_before_no_more_bets", f"shoe.events#{e.seq}",
-                 f"card {p.card_number} ({p.card}) of round {rid} left the shoe {when}, and no irregularity "
-                 "keeps it out of the round (13:69F-3.2(d), 3.7(b))")
-    for e in wager_ev:
-        p = e.payload
-        if isinstance(p, (BetPlaced, BetWithdrawn)) and p.round_id in first_card:
-            card = first_card[p.round_id]
-            if e.occurred_at > card.occurred_at:
-                what = "placed" if isinstance(p, BetPlaced) else "withdrawn"
-                flag("bet_after_first_card", f"wagering.events#{e.seq}",
-                     f"bet {p.bet_id} {what} at {e.occurred_at.isoformat()}, after card "
-                     f"{card.payload.card_number} ({card.payload.card}) of round {p.round_id} left the shoe at "
-                     f"{card.occurred_at.isoformat()} (13:69F-3.2(d))")
+    # ---- the order of play: no card before "No more bets", no bet after a card (croupier/audit_play.py) -----
+    audit_play.check_order_of_play(shoe_ev, wager_ev, set(round_shoe), skipped, in_scope, flag)
 
     # ---- bet books: placed minus withdrawn ---------------------------------------------------------------
     books: dict[str, BettingClosed] = {}
@@ -643,6 +503,7 @@ def _check_results(records: list[Envelope], o: R.Outcome, flag) -> None:  # type
               "player_natural", "banker_natural", "cards_required", "dragon_7", "panda_8")
     for k, e in enumerate(records):
         res = e.payload
+        assert isinstance(res, RoundResolved)
         at = f"{e.stream}#{e.seq}"
         if k:
             flag("duplicate_result", at, f"round {res.round_id} resolved again ({res.winner}); "
@@ -654,26 +515,5 @@ def _check_results(records: list[Envelope], o: R.Outcome, flag) -> None:  # type
                                          + "; ".join(diffs), res.round_id)
 
 
-def _tag(env: Envelope | UnknownEvent) -> str:
-    if isinstance(env, UnknownEvent):
-        return f"{env.type_name} (a type this version does not know)"
-    return str(type(env.payload).__struct_config__.tag)
-
-
-def _compare(first: Envelope | UnknownEvent, second: Envelope | UnknownEvent) -> str:
-    """How two envelopes with the same seq differ, for an investigator."""
-    if first == second:
-        return f"an identical copy of {_tag(first)}"
-    if isinstance(first, UnknownEvent) or isinstance(second, UnknownEvent) or (
-            type(first.payload) is not type(second.payload)):
-        return f"different events: {_tag(first)} and {_tag(second)}"
-
-    def short(v: object) -> str:
-        text = repr(v)
-        return text if len(text) <= 40 else text[:37] + "..."
-
-    diffs = [f"{f} {short(getattr(first, f))} then {short(getattr(second, f))}" for f in first.__struct_fields__
-             if f != "payload" and getattr(first, f) != getattr(second, f)]
-    diffs += [f"payload.{f} {short(getattr(first.payload, f))} then {short(getattr(second.payload, f))}"
-              for f in first.payload.__struct_fields__ if getattr(first.payload, f) != getattr(second.payload, f)]
-    return f"two different {_tag(first)}: {'; '.join(diffs)}"
+__all__ = ["BROKEN_COMMANDS", "BROKEN_REASONS", "AuditReport", "CommandRecord", "Discrepancy", "UndecodableRecord",
+           "UnknownEvent", "audit"]

@@ -92,7 +92,7 @@ def check_settlement_records(settle_ev: Sequence[Envelope], books: Mapping[str, 
         how = "round voided" if rid in voided else f"{outcomes[rid].winner.value} wins"
         sentence = (f"{what}, {how}) is recorded {s.result} with payout {_cents(s.payout)}"
                     + (f" at {s.odds}" if s.odds else "") + f"; the rules give {want[0]} with payout "
-                    + _cents(int(want[1])) + (f" at {want[6]}" if want[6] else ""))
+                    + _cents(int(str(want[1]))) + (f" at {want[6]}" if want[6] else ""))
         diffs = [f"{f} {g!r} (rules {w!r})" for f, g, w in zip(FIELDS, got, want) if g != w]
         if diffs:
             sentence += ": " + "; ".join(diffs)

@@ -27,6 +27,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from baccarat.cards import parse_card
 from baccarat.errors import BaccaratError
@@ -81,14 +82,14 @@ def check_shoes(shoe_ev: Sequence[Envelope], only_shoe: str | None, flag: Flag) 
         close = closes.get(sid)
         for d in draws:
             if close is not None and d.seq > close.seq:
-                c = d.payload
+                c = _card(d)
                 flag("card_after_shoe_closed", _at(d),
                      f"card {c.card_number} ({c.card}) of round {c.round_id} drawn from shoe {sid} after the shoe "
                      f"closed at {_at(close)}: no card leaves a closed shoe", c.round_id)
     for sid, close in closes.items():
         if only_shoe and sid != only_shoe:
             continue
-        p = close.payload
+        p = cast(ShoeClosed, close.payload)
         ld = loaded.get(sid)
         if ld is None or not ld.commitment:
             continue
@@ -114,13 +115,13 @@ def check_shoes(shoe_ev: Sequence[Envelope], only_shoe: str | None, flag: Flag) 
                 flag("burn_count", sid, f"burned {b.burned_count} after {b.exposed}, rules say {want_burn}")
         draws = drawn.get(sid, [])
         for d in draws:
-            c = d.payload
+            c = _card(d)
             if not 0 <= c.position < len(order) or order[c.position] != c.card:
                 there = order[c.position] if 0 <= c.position < len(order) else "nothing"
                 flag("card_not_in_order", _at(d),
                      f"card {c.card_number} of round {c.round_id} is {c.card} from shoe {sid} position "
                      f"{c.position}, where the revealed order has {there}: not the shoe's card", c.round_id)
-        positions = [d.payload.position for d in draws]
+        positions = [_card(d).position for d in draws]
         first = 1 + b.burned_count if b else 0
         if positions != list(range(first, first + len(positions))):
             flag("draw_positions", sid, "cards did not leave the shoe one after another")
@@ -130,7 +131,7 @@ def check_shoes(shoe_ev: Sequence[Envelope], only_shoe: str | None, flag: Flag) 
             notes.append(f"closed with {p.cards_dealt} cards dealt, the log has {first + len(positions)} "
                          "(burn included)")
         for d in draws:
-            c = d.payload
+            c = _card(d)
             if c.cards_left != len(order) - c.position - 1 or c.cutting_card_out != (c.position == end_card):
                 notes.append(f"card {c.position}: {c.cards_left} left, cutting card out {c.cutting_card_out}")
         if notes:
@@ -144,19 +145,19 @@ def _check_repeats(draws: Sequence[Envelope], flag: Flag) -> None:
     by_number: dict[tuple[str, int], Envelope] = {}
     by_position: dict[int, Envelope] = {}
     for d in draws:
-        c = d.payload
+        c = _card(d)
         first = by_number.get((c.round_id, c.card_number))
         if first is not None:
             flag("duplicate_card", _at(d),
                  f"card {c.card_number} of round {c.round_id} drawn again ({c.card}, shoe position {c.position}); "
-                 f"{_at(first)} drew it first ({first.payload.card}, position {first.payload.position})", c.round_id)
+                 f"{_at(first)} drew it first ({_card(first).card}, position {_card(first).position})", c.round_id)
         else:
             by_number[(c.round_id, c.card_number)] = d
             same = by_position.get(c.position)
             if same is not None:
                 flag("duplicate_card", _at(d),
                      f"shoe position {c.position} drawn again ({c.card}, card {c.card_number} of round "
-                     f"{c.round_id}); {_at(same)} drew it first ({same.payload.card})", c.round_id)
+                     f"{c.round_id}); {_at(same)} drew it first ({_card(same).card})", c.round_id)
         by_position.setdefault(c.position, d)
 
 
@@ -165,11 +166,16 @@ def genuine_draws(draws: Sequence[Envelope], order: Sequence[str] | None) -> lis
     of several for one number, the one the revealed ``order`` (after the cut) confirms, else the first."""
     chosen: dict[int, CardDrawn] = {}
     for d in draws:
-        c = d.payload
+        c = _card(d)
         held = chosen.get(c.card_number)
         if held is None or order is not None and not _matches(held, order) and _matches(c, order):
             chosen[c.card_number] = c
     return [chosen[n] for n in sorted(chosen)]
+
+
+def _card(e: Envelope) -> CardDrawn:
+    """The ``CardDrawn`` of a record the caller picked for being one."""
+    return cast(CardDrawn, e.payload)
 
 
 def _matches(c: CardDrawn, order: Sequence[str]) -> bool:

@@ -234,8 +234,9 @@ class TableStory:
         drawn: dict[int, Envelope] = {}  # card number -> the first card drawn as it; any other is shown apart
         extra_draws: list[Envelope] = []
         for e in sorted((e for e in envs if isinstance(e.payload, CardDrawn)), key=lambda e: e.seq):
-            (extra_draws if e.payload.card_number in drawn else []).append(e)
-            drawn.setdefault(e.payload.card_number, e)
+            number = e.payload.card_number if isinstance(e.payload, CardDrawn) else 0
+            (extra_draws if number in drawn else []).append(e)
+            drawn.setdefault(number, e)
         dealt_before: dict[int, int] = {}  # dealing seq -> cards dealt before it in the round
         k = 0
         card_no: dict[int, int] = {}

@@ -278,11 +278,11 @@ def _render_summary(v: dict[str, Any], console: Any) -> None:
     for e in v["outside_rounds"]:
         label, detail = describe(e)
         _p(console, f"outside any round, {_t(e['at'])}: {label} {detail}")
-        for m in e.get("marks") or ():
-            _p(console, mark_line(m), "bold red")
+        for mk in e.get("marks") or ():
+            _p(console, mark_line(mk), "bold red")
     marks = v.get("marks") or []
     _p(console, f"audit: {len(marks)} anomal{'y' if len(marks) == 1 else 'ies'} in the log"
                 + (" (each on its own line below; --round shows it in its round)" if marks else ": clean"),
        "bold red" if marks else None)
-    for m in marks:
-        _p(console, mark_line(m), "bold red")
+    for mk in marks:
+        _p(console, mark_line(mk), "bold red")

@@ -6,9 +6,9 @@ on its own line. The log: one table, three rounds of one shoe, the shoe closed (
 from __future__ import annotations
 
 import asyncio
-import re
 import io
 import random
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -270,7 +270,7 @@ async def test_the_web_replay_marks_each_anomaly_on_its_own_line(log):
     async with client(pit) as c:
         await login(c, "pit")
         page = (await c.get(f"/replay/{TABLE}/rounds/S-2")).text
-        rows = re.findall(r"<tr class=\"([^\"]*)\">(.*?)</tr>", page, re.S)
+        rows = re.findall(r"<tr class=\"([^\"]*)\">(.*?)</tr>", page, re.DOTALL)
         k = next(i for i, (_, cells) in enumerate(rows) if f"{other} to ?" in cells)
         assert "marked" in rows[k][0]  # the substituted card is shown, its row marked, each anomaly a row below
         assert [re.search(r"<b>(\w+)</b> at <code>([^<]+)</code>", cells).groups()  # type: ignore[union-attr]
