@@ -4,9 +4,11 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
 
 * every stream of every table has a gapless ``seq`` from 1 with no duplicate, and each ``event_id`` is
   the deterministic id of its (stream, table, seq);
-* every closed shoe's reveal hashes to its commitment, and the cards drawn are the revealed order after
-  the cut and the burn, in order, with the right count of cards left and the cutting card where the rules
-  put it;
+* every closed shoe's reveal hashes to its commitment, and every card drawn from it, wherever the log holds
+  it (after the shoe's ``ShoeClosed`` too), is the revealed order's after the cut and the burn, in order, with
+  the right count of cards left and the cutting card where the rules put it (:mod:`croupier.audit_shoes`:
+  ``card_not_in_order``, ``card_after_shoe_closed``, ``duplicate_card`` at the record); a round with a card
+  substituted is re-dealt from the card the reveal confirms;
 * every round: the cards drawn for it (from the round's own shoe), dealt by the rules core, give exactly the
   recorded hands, point counts, winner, naturals, cards required, dragon 7 / panda 8; each ``CardDealt``
   carries the card drawn for it and names the same rule and table cell; ``PointsAnnounced`` gives the
@@ -23,16 +25,20 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   (``bet_after_first_card``, whatever dealing made of that card);
 * every closed bet book is the bets placed minus the bets withdrawn, and holds no bet placed after its
   "No more bets" by the log's time (``bet_after_no_more_bets``: the call returns such a bet);
-* every bet of every closed book is settled exactly once, as the rules core settles it under the table
-  configuration in force when the round opened; every ``RoundSettled`` equals the sum of its bets; every
+* every bet of every closed book is settled, and every ``BetSettled`` record, wherever it stands, is the
+  rules core's settlement of its bet under the table configuration in force when the round opened
+  (:mod:`croupier.audit_settle`: ``settlement_mismatch``, ``bet_settled_twice``, ``unknown_bet_settled`` at
+  the record); every ``RoundResolved`` is the re-deal's (``outcome_mismatch``, ``duplicate_result``); no bet is
+  placed or withdrawn after its round's book closed (``bet_after_book_closed``); every ``RoundSettled`` equals the sum of its bets; every
   ``CommissionAccrued`` is the commission a player's bets at a seat accrued in the round, with a running
   total per seat and player that ``CommissionCollected`` empties;
 * the floor worked: every round opened was dealt (resolved or voided: ``round_not_dealt``) and every round
   dealt was settled (``round_not_settled``), beyond the rounds still in play at a table's tail (counted as
-  pending, below); and no command was rejected for a reason that means the floor is broken
-  (:data:`BROKEN_REASONS`: ``no_open_shoe``, a round that cannot open on the table's shoe;
-  ``unknown_round``, a bet or "No more bets" for a round the wagering service does not know): each such
-  rejection is a ``floor_broken`` discrepancy, and they are counted by reason (``broken_rejections``);
+  pending, below); and no command was refused for a reason that means the system failed
+  (:mod:`croupier.audit_floor`: ``no_open_shoe`` on the shoe the log shows in play; ``unknown_round`` for a
+  round dealing had opened): each such rejection is a ``floor_broken`` discrepancy, counted by reason
+  (``broken_rejections``). A person's command rightly refused (Open round after Close shoe, a shoe or round
+  not in play) is the floor working: counted by reason (``refused``), not a discrepancy;
 * the curator (13:69F-3.6(b), 3.11(a)), at a table with one: the shoe offered only at such a table and only
   when no one holds it (``curator_on_dealer_table``, ``curator_offer_while_held``); every ``ShoeKept`` and
   ``ShoePassed`` names the participant holding the shoe (``curator_mismatch``); after every round the Banker's
@@ -61,11 +67,15 @@ voided or settled) that is not resolved yet, or resolved but not settled at all 
 (``rounds_pending``), not as a discrepancy. A round settled in part is always a discrepancy (a round's
 settlements are published in one transaction).
 
+Each discrepancy names where (:attr:`Discrepancy.where`: the record, ``stream#seq``, when one record is at
+fault; else the round, bet or shoe), a plain sentence, and its round (:attr:`Discrepancy.round_id`).
+
 Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodable_record``,
 ``commitment_mismatch``, ``burn_mismatch``, ``burn_count``, ``card_not_in_order``, ``draw_positions``,
 ``shoe_bookkeeping``, ``shoe_mismatch``, ``no_config``, ``round_underivable``, ``extra_cards``,
 ``outcome_mismatch``, ``draw_reason_mismatch``, ``dealt_card_mismatch``, ``points_mismatch``,
-``book_mismatch``, ``unresolved_round``, ``settlement_count``, ``settlement_mismatch``,
+``book_mismatch``, ``unresolved_round``, ``settlement_count``, ``settlement_mismatch``, ``bet_settled_twice``,
+``card_after_shoe_closed``, ``duplicate_card``, ``duplicate_result``, ``bet_after_book_closed``,
 ``round_settled_count``, ``round_totals``, ``commission_mismatch``, ``unknown_bet_settled``,
 ``round_not_dealt``, ``round_not_settled``, ``floor_broken``, ``card_before_no_more_bets``,
 ``card_outside_round``, ``bet_after_first_card``, ``bet_after_no_more_bets``, ``vault_unopenable``, ``vault_mismatch``, ``vault_missing``,
@@ -79,148 +89,53 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from baccarat import round as R
 from baccarat.cards import hand_points, parse_card
 from baccarat.errors import BaccaratError
 from baccarat.table import TableConfig
-from baccarat.wagers import Wager, settle
-from contracts.envelope import Envelope, event_id
+from contracts.envelope import Envelope
 from contracts.events import (
-    Irregularity,
+    BankSettled,
     BetLine,
     BetPlaced,
     BetSettled,
     BettingClosed,
     BetWithdrawn,
     CardDealt,
-    CardDrawn,
-    BetRejected,
-    CommandRejected,
     CommissionAccrued,
     CommissionCollected,
-    BankSettled,
+    Irregularity,
     PointsAnnounced,
     RoundOpened,
     RoundResolved,
     RoundSettled,
     RoundVoided,
-    ShoeBurned,
-    ShoeClosed,
-    ShoeCut,
-    ShoeKept,
-    ShoeLoaded,
-    ShoeOffered,
-    ShoePassed,
     TableOpened,
 )
 from contracts.vault import VaultKeys
-from croupier import audit_chemin
-from croupier.provenance import CommandRecord, ProvenanceReport, check_provenance
+from croupier import (
+    audit_chemin,
+    audit_curator,
+    audit_floor,
+    audit_play,
+    audit_seq,
+    audit_settle,
+    audit_shoes,
+)
+from croupier.audit_report import AuditReport, Discrepancy, UndecodableRecord, UnknownEvent
+from croupier.provenance import CommandRecord, check_provenance
 from croupier.vaultcheck import VaultReport, check_vault
-from services.runtime.translate import shoe_rules, table_config
+from services.runtime.translate import table_config
 
-#: rejection reasons that mean the floor is broken, not that a player or dealer erred (issue 8): a round that
-#: cannot open on the shoe the table just loaded, a bet or "No more bets" for a round wagering never heard of
-BROKEN_REASONS = frozenset({"no_open_shoe", "unknown_round"})
 #: the ``Irregularity`` kinds whose card dealing kept out of the round (unless ``dealt_by_the_rules``)
 CARD_IRREGULARITIES = frozenset({"card_before_no_more_bets", "card_out_of_order", "card_on_wrong_hand",
                                  "card_after_round_ended"})
-#: the commands whose rejection for a broken-floor reason means the floor did not work (a dealer's read of a
-#: burn naming the wrong shoe is refused ``no_open_shoe`` too, but that is the dealer's slip, not the floor's)
-BROKEN_COMMANDS = frozenset({"open_round", "place_bet", "withdraw_bet", "close_betting", "draw_card"})
-
-
-@dataclass(frozen=True, slots=True)
-class Discrepancy:
-    """One thing the log says that the rules (or the log's own bookkeeping) contradict."""
-
-    table_id: str
-    kind: str
-    where: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.table_id} {self.kind} {self.where}: {self.detail}"
-
-
-@dataclass(frozen=True, slots=True)
-class UndecodableRecord:
-    """A record of an event topic that is not a valid event envelope (not even one of an unknown type).
-    ``table_id``: the record's key (UTF-8, replacement characters for bad bytes), ``"?"`` without one."""
-
-    table_id: str
-    topic: str
-    partition: int
-    offset: int
-    error: str
-
-
-@dataclass(frozen=True, slots=True)
-class UnknownEvent:
-    """A well-formed event envelope whose payload type this version does not know: skipped, but its place in
-    its stream (``seq``) is taken."""
-
-    table_id: str
-    stream: str
-    seq: int
-    event_id: str
-    type_name: str
-
-
-@dataclass
-class AuditReport:
-    """Counts of what was checked and the discrepancies found (clean when there are none)."""
-
-    events: int = 0
-    tables: int = 0
-    shoes_verified: int = 0
-    rounds_checked: int = 0
-    bets_checked: int = 0
-    discrepancies: list[Discrepancy] | None = None
-    #: rounds at a table's tail still in play (not resolved, or not settled yet): not discrepancies
-    rounds_pending: int = 0
-    #: records that did not decode at all (each is also an ``undecodable_record`` discrepancy)
-    undecodable_records: int = 0
-    #: well-formed events of types this version does not know, by type (skipped, not discrepancies)
-    unknown_types: dict[str, int] = field(default_factory=dict)
-    #: rejections whose reason means the floor is broken (:data:`BROKEN_REASONS`), by reason; each one is
-    #: also a ``floor_broken`` discrepancy
-    broken_rejections: dict[str, int] = field(default_factory=dict)
-    #: the vault check: opened with the key, not opened (no key), or not read
-    vault: VaultReport = field(default_factory=VaultReport)
-    #: the provenance check: events matched to their commands' records, or why the commands were not read
-    provenance: ProvenanceReport = field(default_factory=ProvenanceReport)
-
-    @property
-    def clean(self) -> bool:
-        return not self.discrepancies
-
-    def to_dict(self) -> dict[str, object]:
-        """Plain data (for ``--json``)."""
-        return {
-            "clean": self.clean,
-            "events": self.events,
-            "tables": self.tables,
-            "shoes_verified": self.shoes_verified,
-            "rounds_checked": self.rounds_checked,
-            "rounds_pending": self.rounds_pending,
-            "bets_checked": self.bets_checked,
-            "undecodable_records": self.undecodable_records,
-            "unknown_types": dict(sorted(self.unknown_types.items())),
-            "broken_rejections": dict(sorted(self.broken_rejections.items())),
-            "vault": self.vault.to_dict(),
-            "provenance": self.provenance.to_dict(),
-            "discrepancies": [
-                {"table_id": d.table_id, "kind": d.kind, "where": d.where, "detail": d.detail}
-                for d in self.discrepancies or []
-            ],
-        }
+#: re-exported: the rejection reasons and commands the floor verdict looks at (croupier/audit_floor.py)
+BROKEN_REASONS, BROKEN_COMMANDS = audit_floor.BROKEN_REASONS, audit_floor.BROKEN_COMMANDS
 
 
 def audit(
@@ -287,124 +202,25 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
                  unknown: list[UnknownEvent]) -> None:
     bad = rep.discrepancies
     assert bad is not None
+    mine = len(bad)  # this table's discrepancies start here
 
-    def flag(kind: str, where: str, detail: str) -> None:
-        bad.append(Discrepancy(tid, kind, where, detail))
+    def flag(kind: str, where: str, detail: str, round_id: str = "") -> None:
+        bad.append(Discrepancy(tid, kind, where, detail, round_id))
 
-    # ---- bookkeeping: gapless seq, no duplicates, derived event ids --------------------------------------
-    streams: dict[str, list[Envelope]] = defaultdict(list)
-    slots: dict[str, list[Envelope | UnknownEvent]] = defaultdict(list)
-    for e in envs:
-        streams[e.stream].append(e)
-        slots[e.stream].append(e)
-    for k in unknown:
-        slots[k.stream].append(k)
-    for stream, held in sorted(slots.items()):
-        held.sort(key=lambda h: h.seq)
-        first_of: dict[int, Envelope | UnknownEvent] = {}
-        for slot in held:
-            if slot.seq in first_of:
-                flag("duplicate_seq", f"{stream}#{slot.seq}",
-                     f"the same seq appears twice ({_compare(first_of[slot.seq], slot)})")
-            else:
-                first_of[slot.seq] = slot
-            if slot.event_id != event_id(stream, tid, slot.seq):
-                flag("bad_event_id", f"{stream}#{slot.seq}",
-                     f"event_id {slot.event_id} is not derived from its seq")
-        seen = set(first_of)
-        expected = set(range(1, max(seen) + 1)) if seen else set()
-        for missing in sorted(expected - seen):
-            flag("seq_gap", f"{stream}#{missing}", "missing event")
-    for es in streams.values():
-        es.sort(key=lambda e: e.seq)
+    # ---- bookkeeping: gapless seq, no duplicates, derived event ids (croupier/audit_seq.py) -------------
+    streams = audit_seq.check_seqs(tid, envs, unknown, flag)
 
-    # ---- the floor worked: no rejection for a reason that means it is broken --------------------------
-    # a round refused ``no_open_shoe`` that opened when the dealer tried again moments later (the dealing
-    # service learns of a just-loaded shoe from the shoe's stream, a few ms after the dealer sees it) is the
-    # floor working; a round that never opened is not
-    opened_rounds = {e.payload.round_id for e in streams.get("dealing.events", []) if isinstance(e.payload, RoundOpened)}
-    for stream, es in sorted(streams.items()):
-        for e in es:
-            p = e.payload
-            if (isinstance(p, (CommandRejected, BetRejected)) and p.reason in BROKEN_REASONS
-                    and (isinstance(p, BetRejected) or p.command in BROKEN_COMMANDS)):
-                if only_shoe and e.shoe_id not in (None, only_shoe):
-                    continue
-                if (isinstance(p, CommandRejected) and p.command == "open_round" and p.reason == "no_open_shoe"
-                        and e.round_id in opened_rounds):
-                    continue
-                rep.broken_rejections[p.reason] = rep.broken_rejections.get(p.reason, 0) + 1
-                what = p.command if isinstance(p, CommandRejected) else f"bet on {p.round_id}"
-                flag("floor_broken", f"{stream}#{e.seq}", f"{what} {p.command_id} rejected {p.reason}: {p.detail}")
+    # ---- the floor worked: a person's refused command is not a failure (croupier/audit_floor.py) -------------
+    audit_floor.judge_rejections(streams, only_shoe, flag, rep.broken_rejections, rep.refused)
 
     shoe_ev = streams.get("shoe.events", [])
     deal_ev = streams.get("dealing.events", [])
     wager_ev = streams.get("wagering.events", [])
     settle_ev = streams.get("settlement.events", [])
 
-    # ---- shoes: commitment, and cards drawn follow the revealed order after cut and burn ------------
-    loaded: dict[str, ShoeLoaded] = {}
-    cuts: dict[str, int] = {}
-    burns: dict[str, ShoeBurned] = {}
-    drawn: dict[str, list[CardDrawn]] = defaultdict(list)
-    drawn_by_round: dict[str, list[CardDrawn]] = defaultdict(list)
-    for e in shoe_ev:
-        p = e.payload
-        if isinstance(p, ShoeLoaded):
-            loaded[p.shoe_id] = p
-        elif isinstance(p, ShoeCut):
-            cuts[p.shoe_id] = p.cut_at
-        elif isinstance(p, ShoeBurned):
-            burns[p.shoe_id] = p
-        elif isinstance(p, CardDrawn):
-            drawn[p.shoe_id].append(p)
-            drawn_by_round[p.round_id].append(p)
-        elif isinstance(p, ShoeClosed):
-            if only_shoe and p.shoe_id != only_shoe:
-                continue
-            ld = loaded.get(p.shoe_id)
-            if ld is None or not ld.commitment:
-                continue
-            try:
-                salt = bytes.fromhex(p.salt)
-            except ValueError:
-                salt = None
-            if salt is None or hashlib.sha256(salt + ",".join(p.order).encode()).hexdigest() != ld.commitment:
-                flag("commitment_mismatch", p.shoe_id, "the revealed order and salt do not hash to the commitment")
-                continue
-            order = p.order
-            at = cuts.get(p.shoe_id, 0)
-            order = order[at:] + order[:at]
-            b = burns.get(p.shoe_id)
-            if b is not None:
-                if order[:1] != [b.exposed] or order[1:1 + b.burned_count] != b.burned:
-                    flag("burn_mismatch", p.shoe_id, "the burn is not the first cards of the revealed order")
-                try:
-                    want_burn = shoe_rules(ld.rules).burn.count_after(parse_card(b.exposed))
-                except (BaccaratError, ValueError) as ex:
-                    want_burn = f"none ({ex})"  # type: ignore[assignment]
-                if b.burned_count != want_burn:
-                    flag("burn_count", p.shoe_id, f"burned {b.burned_count} after {b.exposed}, rules say {want_burn}")
-            for d in drawn[p.shoe_id]:
-                if d.position < 0 or d.position >= len(order) or order[d.position] != d.card:
-                    flag("card_not_in_order", f"{p.shoe_id}@{d.position}",
-                         f"drew {d.card} where the revealed order has "
-                         f"{order[d.position] if 0 <= d.position < len(order) else 'nothing'}")
-            positions = [d.position for d in drawn[p.shoe_id]]
-            first = 1 + b.burned_count if b else 0
-            if positions != list(range(first, first + len(positions))):
-                flag("draw_positions", p.shoe_id, "cards did not leave the shoe one after another")
-            end_card = len(order) - ld.rules.end_card_offset
-            notes = [f"loaded {ld.cards} cards, revealed {len(order)}"] if ld.cards != len(order) else []
-            if p.cards_dealt != first + len(positions):
-                notes.append(f"closed with {p.cards_dealt} cards dealt, the log has {first + len(positions)} "
-                             "(burn included)")
-            for d in drawn[p.shoe_id]:
-                if d.cards_left != len(order) - d.position - 1 or d.cutting_card_out != (d.position == end_card):
-                    notes.append(f"card {d.position}: {d.cards_left} left, cutting card out {d.cutting_card_out}")
-            if notes:
-                flag("shoe_bookkeeping", p.shoe_id, "; ".join(notes[:5]) + (" ..." if len(notes) > 5 else ""))
-            rep.shoes_verified += 1
+    # ---- shoes: commitment, and every card drawn is the revealed order's (croupier/audit_shoes.py) ---------
+    shoes = audit_shoes.check_shoes(shoe_ev, only_shoe, flag)
+    rep.shoes_verified += shoes.verified
 
     # ---- rounds: re-deal each from its drawn cards ----------------------------------------------------
     config: TableConfig | None = None
@@ -415,7 +231,8 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
     opened_order: list[str] = []
     dealt: dict[str, list[CardDealt]] = defaultdict(list)
     announced: dict[str, list[PointsAnnounced]] = defaultdict(list)
-    resolved: dict[str, RoundResolved] = {}
+    resolved: dict[str, RoundResolved] = {}  # the round's first result
+    results: dict[str, list[Envelope]] = defaultdict(list)  # every result record of the round
     voided: set[str] = set()
     misdealt: dict[str, int] = {}  # round -> card number put on the Player's Hand against Table 1 (3.12(a))
     skipped: dict[str, set[int]] = defaultdict(set)  # round -> card numbers dealing kept out of the round
@@ -441,7 +258,8 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         elif isinstance(p, PointsAnnounced):
             announced[p.round_id].append(p)
         elif isinstance(p, RoundResolved):
-            resolved[p.round_id] = p
+            resolved.setdefault(p.round_id, p)
+            results[p.round_id].append(e)
         elif isinstance(p, Irregularity) and p.kind == "unauthorised_player_third_card" and p.card_number:
             misdealt[p.round_id] = p.card_number
         elif isinstance(p, Irregularity) and p.kind in CARD_IRREGULARITIES and p.card_number \
@@ -464,8 +282,9 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         shoe = round_shoe.get(rid)
         if res.shoe_id != shoe:
             flag("shoe_mismatch", rid, f"resolved on shoe {res.shoe_id}, opened on {shoe}")
-        draws = sorted(drawn_by_round.get(rid, []), key=lambda d: d.card_number)
-        others = sorted({d.shoe_id for d in draws if d.shoe_id != shoe})
+        all_draws = shoes.draws_by_round.get(rid, [])
+        others = sorted({sid for d in all_draws if (sid := str(getattr(d.payload, "shoe_id", ""))) != shoe})
+        draws = audit_shoes.genuine_draws(all_draws, shoes.orders.get(shoe or ""))
         if others:
             flag("shoe_mismatch", rid, f"cards drawn from shoe(s) {', '.join(others)}, opened on {shoe}")
         if [d.card_number for d in draws] != list(range(1, len(draws) + 1)):
@@ -486,19 +305,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         rep.rounds_checked += 1
         if rest:
             flag("extra_cards", rid, f"{len(rest)} card(s) drawn beyond what the rules required")
-        want = (
-            [str(c) for c in o.player], [str(c) for c in o.banker], o.player_points, o.banker_points,
-            o.winner.value, o.player_natural, o.banker_natural, o.cards_required, o.dragon_7, o.panda_8,
-        )
-        got = (
-            res.player_cards, res.banker_cards, res.player_points, res.banker_points, res.winner,
-            res.player_natural, res.banker_natural, res.cards_required, res.dragon_7, res.panda_8,
-        )
-        if want != got:
-            fields = ("player_cards", "banker_cards", "player_points", "banker_points", "winner",
-                      "player_natural", "banker_natural", "cards_required", "dragon_7", "panda_8")
-            diffs = [f"{f}: recorded {g!r}, rules give {w!r}" for f, w, g in zip(fields, want, got) if w != g]
-            flag("outcome_mismatch", rid, "; ".join(diffs))
+        _check_results(results[rid], o, flag)
         cells = dealt.get(rid, [])
         rules = [(r.hand.value, r.position, r.rule, r.row, r.column) for r in o.reasons]
         recorded = [(d.hand, d.position, d.rule, d.row, d.column) for d in cells]
@@ -513,42 +320,22 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         if got_pa != [want_pa]:
             flag("points_mismatch", rid, f"announced {got_pa}, the first four cards give {want_pa}")
 
-    # ---- the order of play: no card before "No more bets", no bet after a card (3.2(d), 3.7(b)) -----------
-    closed_at = {e.payload.round_id: e.occurred_at for e in wager_ev if isinstance(e.payload, BettingClosed)}
-    first_card: dict[str, Envelope] = {}
-    for e in shoe_ev:
-        p = e.payload
-        if not isinstance(p, CardDrawn) or not in_scope(p.round_id):
-            continue
-        rid = p.round_id
-        if rid not in first_card or e.occurred_at < first_card[rid].occurred_at:
-            first_card[rid] = e
-        if rid not in round_shoe:
-            flag("card_outside_round", f"shoe.events#{e.seq}",
-                 f"card {p.card_number} ({p.card}) drawn for round {rid}, which was never opened at this table")
-        elif p.card_number not in skipped.get(rid, ()) and (rid not in closed_at or e.occurred_at < closed_at[rid]):
-            when = (f"at {e.occurred_at.isoformat()}, before \"No more bets\" at {closed_at[rid].isoformat()}"
-                    if rid in closed_at else 'and "No more bets" was never called')
-            flag("card_before_no_more_bets", f"shoe.events#{e.seq}",
-                 f"card {p.card_number} ({p.card}) of round {rid} left the shoe {when}, and no irregularity "
-                 "keeps it out of the round (13:69F-3.2(d), 3.7(b))")
-    for e in wager_ev:
-        p = e.payload
-        if isinstance(p, (BetPlaced, BetWithdrawn)) and p.round_id in first_card:
-            card = first_card[p.round_id]
-            if e.occurred_at > card.occurred_at:
-                what = "placed" if isinstance(p, BetPlaced) else "withdrawn"
-                flag("bet_after_first_card", f"wagering.events#{e.seq}",
-                     f"bet {p.bet_id} {what} at {e.occurred_at.isoformat()}, after card "
-                     f"{card.payload.card_number} ({card.payload.card}) of round {p.round_id} left the shoe at "
-                     f"{card.occurred_at.isoformat()} (13:69F-3.2(d))")
+    # ---- the order of play: no card before "No more bets", no bet after a card (croupier/audit_play.py) -----
+    audit_play.check_order_of_play(shoe_ev, wager_ev, set(round_shoe), skipped, in_scope, flag)
 
     # ---- bet books: placed minus withdrawn ---------------------------------------------------------------
     books: dict[str, BettingClosed] = {}
+    book_seq: dict[str, int] = {}  # round -> the seq of its "No more bets"
     placed: dict[str, dict[str, BetLine]] = defaultdict(dict)
     placed_at: dict[str, datetime] = {}
     for e in wager_ev:
         p = e.payload
+        if isinstance(p, (BetPlaced, BetWithdrawn)) and p.round_id in books and in_scope(p.round_id):
+            # the wagering service refuses a bet once the book is closed: a record after it is forged
+            flag("bet_after_book_closed", f"wagering.events#{e.seq}",
+                 f"bet {p.bet_id} {'placed' if isinstance(p, BetPlaced) else 'withdrawn'} on round {p.round_id} "
+                 f"after its book closed with \"No more bets\" (wagering.events#{book_seq[p.round_id]}); not in the "
+                 "book, so neither settled nor returned", p.round_id)
         if isinstance(p, BetPlaced):
             placed[p.round_id][p.bet_id] = BetLine(bet_id=p.bet_id, seat=p.seat, player_id=p.player_id,
                                                    wager=p.wager, amount_cents=p.amount_cents)
@@ -557,6 +344,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             placed[p.round_id].pop(p.bet_id, None)
         elif isinstance(p, BettingClosed):
             books[p.round_id] = p
+            book_seq[p.round_id] = e.seq
             if in_scope(p.round_id) and list(p.bets) != list(placed[p.round_id].values()):
                 want_ids = list(placed[p.round_id])
                 flag("book_mismatch", p.round_id, f"closed book {[b.bet_id for b in p.bets]} differs from the "
@@ -640,30 +428,11 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
         for bet in book.bets:
             rep.bets_checked += 1
             ss = settled.get(bet.bet_id, [])
-            if len(ss) != 1:
-                flag("settlement_count", bet.bet_id, f"settled {len(ss)} times")
-                if not ss:
-                    continue
-            s = ss[0]
-            if rid in voided:
-                want_s: tuple[object, ...] = ("void", bet.amount_cents, 0, 0, False, "round_voided", "")
-            else:
-                try:
-                    x = settle(Wager(bet.wager), bet.amount_cents, outcomes[rid], round_config[rid])
-                except (BaccaratError, ValueError) as ex:
-                    flag("settlement_mismatch", bet.bet_id, f"the rules cannot settle this bet: {ex}")
-                    continue
-                want_s = (x.result.value, x.payout, x.commission, x.win, x.commission_accrued, x.category,
-                          str(x.odds) if x.odds else "")
-            got_s = (s.result, s.payout, s.commission, s.win, s.commission_accrued, s.category, s.odds)
-            same_bet = (s.round_id, s.stake, s.wager, s.seat, s.player_id) == (
-                rid, bet.amount_cents, bet.wager, bet.seat, bet.player_id)
-            if want_s != got_s or not same_bet:
-                detail = f"recorded {got_s}, rules give {want_s}"
-                if not same_bet:
-                    detail += (f"; recorded bet {(s.round_id, s.stake, s.wager, s.seat, s.player_id)}, "
-                               f"book has {(rid, bet.amount_cents, bet.wager, bet.seat, bet.player_id)}")
-                flag("settlement_mismatch", bet.bet_id, detail)
+            if not ss:  # a second settlement is ``bet_settled_twice`` at its record (croupier/audit_settle.py)
+                flag("settlement_count", bet.bet_id, f"bet {bet.bet_id} of round {rid} was never settled "
+                                                     "(settled 0 times)")
+                continue
+            s = ss[0]  # each record is checked against the rules by audit_settle, below
             total_stake += s.stake
             total_payout += s.payout
             total_commission += s.commission
@@ -710,104 +479,41 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             else:
                 flag("round_not_settled", rid, "round dealt without a closed bet book, never settled, and later "
                                                "rounds of the table were")
-    known = {b.bet_id for bk in books.values() for b in bk.bets}
-    for bet_id, ss in settled.items():
-        if bet_id not in known and in_scope(ss[0].round_id):
-            flag("unknown_bet_settled", bet_id, "a settlement for a bet no closed book holds")
-    _audit_curator(streams.get("dealing.events", []), flag)
+    audit_settle.check_settlement_records(settle_ev, books, outcomes, voided, round_config, in_scope, flag)
+    audit_curator.check_curator(streams.get("dealing.events", []), flag)
+    # every finding about a round names it: by the round's id, or the round of the record it points at
+    round_of = {f"{e.stream}#{e.seq}": e.round_id or getattr(e.payload, "round_id", "") for e in envs}
+    bet_round = {b.bet_id: rid for rid, bk in books.items() for b in bk.bets}
+    for k in range(mine, len(bad)):
+        d = bad[k]
+        if not d.round_id:
+            rid = d.where if d.where in round_shoe else round_of.get(d.where) or bet_round.get(d.where, "")
+            if rid:
+                bad[k] = Discrepancy(d.table_id, d.kind, d.where, d.detail, rid)
 
 
-def _audit_curator(dealing: list[Envelope], flag) -> None:  # type: ignore[no-untyped-def]
-    """The passing of the shoe (13:69F-3.6(b), 3.11(a)) re-checked from a table's ``dealing.events`` in ``seq``
-    order (a list of envelopes); ``flag(kind, where, detail)`` records a discrepancy. See the module's
-    docstring for the kinds."""
-    curator_table = False
-    holder: tuple[int, str] | None = None
-    due = ""  # a resolved round whose keep-or-pass is owed
-    must = ""  # a resolved round the Banker's Hand lost: the shoe must pass (3.11(a)1)
-
-    def where(e: Envelope) -> str:
-        return f"dealing.events#{e.seq}"
-
-    def holds(e: Envelope, seat: int, pid: str) -> None:
-        if holder != (seat, pid):
-            flag("curator_mismatch", where(e), f"{type(e.payload).__name__} names seat {seat} ({pid}); the shoe "
-                                               f"was held by {holder[1] + ' at seat ' + str(holder[0]) if holder else 'no one'}")
-
-    for e in dealing:
-        p = e.payload
-        if isinstance(p, TableOpened):
-            curator_table = p.config.curator
-            if not curator_table:
-                holder, due = None, ""
-        elif isinstance(p, ShoeOffered):
-            if not curator_table:
-                flag("curator_on_dealer_table", where(e), "the shoe was offered at a table the dealer deals")
-            if holder is not None:
-                flag("curator_offer_while_held", where(e), f"offered to seat {p.seat} while seat {holder[0]} "
-                                                           "held it")
-            holder, due = (p.seat, p.player_id), ""
-        elif isinstance(p, RoundOpened):
-            if must:
-                flag("curator_not_passed", must, "the Banker's Hand lost and the shoe was not passed before the "
-                                                 "next round (13:69F-3.11(a)1)")
-            if due:
-                flag("curator_decision_missing", due, "no keep or pass of the shoe recorded before the next round")
-            must = due = ""
-        elif isinstance(p, RoundResolved) and holder is not None and curator_table:
-            if p.winner == "player":
-                must = p.round_id
-            else:
-                due = p.round_id
-        elif isinstance(p, ShoeKept):
-            holds(e, p.seat, p.player_id)
-            if p.round_id == must:
-                flag("curator_kept_on_banker_loss", p.round_id, "the shoe was kept though the Banker's Hand lost "
-                                                                "(13:69F-3.11(a)1)")
-                must = ""
-            elif p.round_id != due:
-                flag("curator_out_of_turn", where(e), f"shoe kept after round {p.round_id}, which owed no decision")
-            due = ""
-        elif isinstance(p, ShoePassed):
-            holds(e, p.from_seat, p.from_player_id)
-            if p.reason == "banker_lost":
-                if p.round_id != must:
-                    flag("curator_pass_unfounded", where(e), f"passed as the Banker's Hand lost round "
-                                                             f"{p.round_id}, which it did not lose")
-                must = ""
-            elif p.reason == "curator_passed" and p.round_id != due:
-                flag("curator_out_of_turn", where(e), f"the curator passed after round {p.round_id}, which owed "
-                                                      "no decision")
-            elif p.round_id == must:  # an order that passed the shoe the rule passed anyway
-                must = ""
-            if p.to_seat and p.to_seat == p.from_seat:
-                flag("curator_mismatch", where(e), f"passed from seat {p.from_seat} to the same seat")
-            holder = (p.to_seat, p.to_player_id) if p.to_seat else None
-            due = ""
-    if must:
-        flag("curator_not_passed", must, "the Banker's Hand lost and the shoe was not passed (13:69F-3.11(a)1)")
+def _check_results(records: list[Envelope], o: R.Outcome, flag) -> None:  # type: ignore[no-untyped-def]
+    """Every ``RoundResolved`` record of a round against the rules' re-deal ``o``: ``outcome_mismatch`` (a
+    result the cards contradict) and ``duplicate_result`` (a second result for the round), at the record."""
+    want = (
+        [str(c) for c in o.player], [str(c) for c in o.banker], o.player_points, o.banker_points,
+        o.winner.value, o.player_natural, o.banker_natural, o.cards_required, o.dragon_7, o.panda_8,
+    )
+    fields = ("player_cards", "banker_cards", "player_points", "banker_points", "winner",
+              "player_natural", "banker_natural", "cards_required", "dragon_7", "panda_8")
+    for k, e in enumerate(records):
+        res = e.payload
+        assert isinstance(res, RoundResolved)
+        at = f"{e.stream}#{e.seq}"
+        if k:
+            flag("duplicate_result", at, f"round {res.round_id} resolved again ({res.winner}); "
+                                         f"{records[0].stream}#{records[0].seq} resolved it first", res.round_id)
+        got = tuple(getattr(res, f) for f in fields)
+        if want != got:
+            diffs = [f"{f}: recorded {g!r}, rules give {w!r}" for f, w, g in zip(fields, want, got) if w != g]
+            flag("outcome_mismatch", at, f"round {res.round_id}: the cards drawn contradict the result: "
+                                         + "; ".join(diffs), res.round_id)
 
 
-def _tag(env: Envelope | UnknownEvent) -> str:
-    if isinstance(env, UnknownEvent):
-        return f"{env.type_name} (a type this version does not know)"
-    return str(type(env.payload).__struct_config__.tag)
-
-
-def _compare(first: Envelope | UnknownEvent, second: Envelope | UnknownEvent) -> str:
-    """How two envelopes with the same seq differ, for an investigator."""
-    if first == second:
-        return f"an identical copy of {_tag(first)}"
-    if isinstance(first, UnknownEvent) or isinstance(second, UnknownEvent) or (
-            type(first.payload) is not type(second.payload)):
-        return f"different events: {_tag(first)} and {_tag(second)}"
-
-    def short(v: object) -> str:
-        text = repr(v)
-        return text if len(text) <= 40 else text[:37] + "..."
-
-    diffs = [f"{f} {short(getattr(first, f))} then {short(getattr(second, f))}" for f in first.__struct_fields__
-             if f != "payload" and getattr(first, f) != getattr(second, f)]
-    diffs += [f"payload.{f} {short(getattr(first.payload, f))} then {short(getattr(second.payload, f))}"
-              for f in first.payload.__struct_fields__ if getattr(first.payload, f) != getattr(second.payload, f)]
-    return f"two different {_tag(first)}: {'; '.join(diffs)}"
+__all__ = ["BROKEN_COMMANDS", "BROKEN_REASONS", "AuditReport", "CommandRecord", "Discrepancy", "UndecodableRecord",
+           "UnknownEvent", "audit"]

@@ -1010,6 +1010,10 @@ def audit(
         typer.echo(f"undecodable records: {report.undecodable_records}; events of unknown types skipped: {skipped}"
                    + (f" ({', '.join(f'{k} {v}' for k, v in sorted(report.unknown_types.items()))})"
                       if skipped else ""))
+        if report.refused:
+            typer.echo("commands refused with a reason (a person's command the log shows could not be done: the "
+                       "floor worked, not discrepancies): "
+                       + ", ".join(f"{k} {v}" for k, v in sorted(report.refused.items())))
         if report.broken_rejections:
             typer.echo("the floor is broken: commands rejected "
                        + ", ".join(f"{k} {v}" for k, v in sorted(report.broken_rejections.items())))

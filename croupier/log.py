@@ -26,6 +26,18 @@ def partition_of(table_id: str, partitions: int = T.PARTITIONS) -> int:
     return DefaultPartitioner()(T.key(table_id), list(range(partitions)), list(range(partitions)))
 
 
+async def visible_topics(settings: Settings) -> set[str]:
+    """The topics (full names) this principal can see: a topic it may not describe is not listed."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(**settings.client_options())
+    await admin.start()
+    try:
+        return set(await admin.list_topics())
+    finally:
+        await admin.close()
+
+
 class VaultUnreadable(LookupError):
     """``shoe.vault`` cannot be read by this principal (not authorised, or the topic does not exist)."""
 
@@ -67,17 +79,9 @@ async def read_vault(settings: Settings, table: str | None = None):  # type: ign
     undecodable)``. Raises aiokafka's ``TopicAuthorizationFailedError`` (or another ``KafkaError``) for a
     principal that may not read it: only the shoe principal may (infra/kafka/acls.py), and
     :class:`VaultUnreadable` when the topic is not visible to this principal at all."""
-    from aiokafka.admin import AIOKafkaAdminClient
-
     from croupier.audit import UndecodableRecord
 
-    admin = AIOKafkaAdminClient(**settings.client_options())
-    await admin.start()
-    try:
-        visible = settings.topic(T.SHOE_VAULT) in set(await admin.list_topics())
-    finally:
-        await admin.close()
-    if not visible:
+    if settings.topic(T.SHOE_VAULT) not in await visible_topics(settings):
         who = f"principal {settings.sasl_username!r}" if settings.secured else "this client"
         raise VaultUnreadable(f"{settings.topic(T.SHOE_VAULT)} is not visible to {who} (no such topic, or not "
                               "authorised: only the shoe principal may read the vault)")
@@ -102,19 +106,13 @@ async def read_for_audit(settings: Settings, table: str | None = None):  # type:
     caused by, so a live floor's log reads as a consistent cut), records that do not decode, events of types
     this version does not know."""
     import msgspec
-    from aiokafka.admin import AIOKafkaAdminClient
 
     from contracts import topics as T
     from contracts.codecs import Undecodable, UnknownMessageType, decode_event
     from croupier.audit import UndecodableRecord, UnknownEvent
     from services.runtime.kafka import read_log
 
-    admin = AIOKafkaAdminClient(**settings.client_options())
-    await admin.start()
-    try:
-        existing = set(await admin.list_topics())
-    finally:
-        await admin.close()
+    existing = await visible_topics(settings)
     # only topics that exist: reading a missing one would have the broker auto-create it under a wrong prefix
     streams = tuple(s for s in (T.SETTLEMENT_EVENTS, T.WAGERING_EVENTS, T.DEALING_EVENTS, T.SHOE_EVENTS)
                     if settings.topic(s) in existing)
@@ -146,13 +144,22 @@ async def read_commands(settings: Settings, table: str | None = None):  # type: 
     """Every decodable record of the command topics (all tables, or one) for the audit's provenance check:
     :class:`croupier.provenance.CommandRecord` s, each with its topic, offset and the broker's append time. A
     record that does not decode is left out (the services dead-lettered or skipped it: it caused nothing).
-    Raises :class:`CommandsUnreadable` when a command topic that exists
-    cannot be read (aiokafka's authorization error on a secured broker)."""
+    Raises :class:`CommandsUnreadable` when no command topic is visible to this principal (one that may not
+    describe them, as ``analytics``, sees none: the provenance is then "attribution only", never a
+    ``command_missing`` for every event) or a command topic that exists cannot be read (aiokafka's
+    authorization error on a secured broker)."""
     from aiokafka.errors import TopicAuthorizationFailedError
 
     from contracts.codecs import decode_command
     from croupier.provenance import CommandRecord
 
+    visible = await visible_topics(settings)
+    if not any(settings.topic(base) in visible for base in T.COMMAND_TOPICS):
+        # a principal without Describe on them (analytics: event topics only) sees none of them: reading them
+        # would give nothing, and every command-caused event would look forged (command_missing)
+        who = f"principal {settings.sasl_username!r}" if settings.secured else "this client"
+        raise CommandsUnreadable(f"no command topic is visible to {who} (not authorised, or no such topics): the "
+                                 "surveillance principal may read the command topics")
     out: list[CommandRecord] = []
     for base in T.COMMAND_TOPICS:
         try:

@@ -23,14 +23,12 @@ of the round an event belongs to, then by its ``seq``.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import difflib
 import hashlib
-import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Awaitable, Iterable, Iterator, TypeVar
+from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 
@@ -65,13 +63,11 @@ from contracts.events import (
     ShoeCut,
     ShoeFinished,
     ShoeKept,
-    ShoePassed,
     ShoeLoaded,
+    ShoePassed,
     TableOpened,
 )
-
-UTC = timezone.utc
-_R = TypeVar("_R")
+from croupier.replay_marks import audit_marks
 
 
 class ReplayError(ValueError):
@@ -161,17 +157,14 @@ class TableStory:
 
     def __init__(self, envelopes: Iterable[Envelope], table_id: str):
         self.table_id = table_id
-        seen: set[tuple[str, int]] = set()
-        envs: list[Envelope] = []
-        for e in envelopes:
-            if e.table_id != table_id or (e.stream, e.seq) in seen:
-                continue
-            seen.add((e.stream, e.seq))
-            envs.append(e)
+        # every record, a second one at a seq already taken too: a forged or doubled record is shown, marked
+        envs: list[Envelope] = [e for e in envelopes if e.table_id == table_id]
         if not envs:
             raise ReplayError(f"no events for table {table_id!r}")
         envs.sort(key=lambda e: (_STREAM_RANK.get(e.stream, 9), e.stream, e.seq))
         self.envs = envs
+        #: the audit's findings, shown where they happened (croupier/replay_marks.py)
+        self.marks = audit_marks(envs, table_id)
         self.first = min(_utc(e.occurred_at) for e in envs)
         self.last = max(_utc(e.occurred_at) for e in envs)
         self.has_ledger = any(e.stream == T.PROJECTION_LEDGER for e in envs)
@@ -233,7 +226,12 @@ class TableStory:
     def _round_view(self, r: _Round, envs: list[Envelope]) -> dict[str, Any]:
         deal = sorted((e for e in envs if e.stream == T.DEALING_EVENTS), key=lambda e: e.seq)
         closed_seq = next((e.seq for e in envs if isinstance(e.payload, BettingClosed)), None)
-        drawn = {e.payload.card_number: e for e in envs if isinstance(e.payload, CardDrawn)}
+        drawn: dict[int, Envelope] = {}  # card number -> the first card drawn as it; any other is shown apart
+        extra_draws: list[Envelope] = []
+        for e in sorted((e for e in envs if isinstance(e.payload, CardDrawn)), key=lambda e: e.seq):
+            number = e.payload.card_number if isinstance(e.payload, CardDrawn) else 0
+            (extra_draws if number in drawn else []).append(e)
+            drawn.setdefault(number, e)
         dealt_before: dict[int, int] = {}  # dealing seq -> cards dealt before it in the round
         k = 0
         card_no: dict[int, int] = {}
@@ -244,10 +242,13 @@ class TableStory:
             dealt_before[e.seq] = k
         keyed: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
 
-        def add(e: Envelope, phase: float, sub: float, entry: dict[str, Any]) -> None:
+        def add(e: Envelope, phase: float, sub: float, entry: dict[str, Any], also: Envelope | None = None) -> None:
             at = _utc(e.occurred_at)
+            marks = self.marks.of(e) + (self.marks.of(also) if also is not None else [])
             entry = {"at": iso(at), "event": entry.pop("event", type(e.payload).__struct_config__.tag),
-                     "stream": e.stream, "seq": e.seq, **entry}
+                     "stream": e.stream, "seq": e.seq, **entry, "marks": marks}
+            if also is not None:  # the card drawn for it: its marks are this line's
+                entry["drawn"] = f"{also.stream}#{also.seq}"
             keyed.append(((at, phase, sub, _STREAM_RANK.get(e.stream, 9), e.seq), entry))
 
         status = "betting"
@@ -289,7 +290,7 @@ class TableStory:
                     "shoe_position": dp.position if isinstance(dp, CardDrawn) else None,
                     "cards_left": dp.cards_left if isinstance(dp, CardDrawn) else None,
                     "cutting_card_out": dp.cutting_card_out if isinstance(dp, CardDrawn) else None,
-                })
+                }, d)
             elif isinstance(p, DominantPlayerChosen):  # chemin de fer, at "No more bets" (13:69F-4.8(c))
                 add(e, 3, 1, _fields(p, "round_id"))
             elif isinstance(p, OptionOffered):  # chemin de fer: the option and its controller (4.8(b)-(c))
@@ -324,15 +325,18 @@ class TableStory:
                 ledger.append({"at": iso(_utc(e.occurred_at)), "seq": e.seq, **_fields(p, "round_id")})
             elif isinstance(p, AdvantageBetFlagged):
                 alerts.append({"at": iso(_utc(e.occurred_at)), "seq": e.seq, **_fields(p, "round_id")})
-        # a card drawn from the shoe that no CardDealt names (yet): still part of the story
-        for n, d in drawn.items():
-            if n not in dealt_numbers:
-                dp = d.payload
-                assert isinstance(dp, CardDrawn)
-                add(d, 4, n, {"event": "card", "n": n, "card": dp.card, "hand": None, "hand_position": None,
-                              "rule": None, "row": None, "column": None, "source": None,
-                              "why": "drawn from the shoe; not (yet) dealt to a hand", "shoe_position": dp.position,
-                              "cards_left": dp.cards_left, "cutting_card_out": dp.cutting_card_out})
+        # a card drawn from the shoe that no CardDealt names (yet), or a second card drawn as the same card
+        # number (a substituted card): still part of the story
+        undealt = [d for n, d in drawn.items() if n not in dealt_numbers]
+        for d in undealt + extra_draws:
+            dp = d.payload
+            assert isinstance(dp, CardDrawn)
+            why = ("drawn from the shoe; not (yet) dealt to a hand" if d in undealt else
+                   f"drawn again as card {dp.card_number}: a second card for one card number")
+            add(d, 4, dp.card_number, {"event": "card", "n": dp.card_number, "card": dp.card, "hand": None,
+                                       "hand_position": None, "rule": None, "row": None, "column": None,
+                                       "source": None, "why": why, "shoe_position": dp.position,
+                                       "cards_left": dp.cards_left, "cutting_card_out": dp.cutting_card_out})
         keyed.sort(key=lambda x: x[0])
         if total is not None:
             status = "settled"
@@ -362,6 +366,8 @@ class TableStory:
             "void": void,
             "total": total,
             "timeline": [entry for _, entry in keyed],
+            "marks": self.marks.of_round(r.round_id, {f"{e['stream']}#{e['seq']}" for _, e in keyed}
+                                         | {e["drawn"] for _, e in keyed if "drawn" in e}),
             "ledger": ledger if self.has_ledger else None,
             "alerts": alerts if self.has_alerts else None,
         }
@@ -435,6 +441,7 @@ class TableStory:
             "closed": closed,
             "rounds_played": len([rid for rid in s.rounds
                                   if until is None or _utc(self.rounds[rid].opened.occurred_at) <= until]),
+            "marks": [m for m in self.marks.table if m["where"].split("@")[0] == s.shoe_id],
         }
 
     # ---- the table at a moment --------------------------------------------------------------------------
@@ -494,6 +501,7 @@ class TableStory:
                 "stakes": tot["stakes"] if tot else None, "payouts": tot["payouts"] if tot else None,
                 "commission": tot["commission"] if tot else None,
                 "table_result": tot["table_result"] if tot else None,
+                "anomalies": len(self.marks.by_round.get(rid, ())),
             })
         shoes = []
         for sid, s in self.shoes.items():
@@ -518,8 +526,10 @@ class TableStory:
                        "commission": sum(r["commission"] for r in settled),
                        "table_result": sum(r["table_result"] for r in settled)},
             "outside_rounds": [{"at": iso(_utc(e.occurred_at)), "stream": e.stream, "seq": e.seq,
-                                "event": type(e.payload).__struct_config__.tag, **_fields(e.payload)}
-                               for e in self.orphans],
+                                "event": type(e.payload).__struct_config__.tag, **_fields(e.payload),
+                                "marks": self.marks.of(e)} for e in self.orphans],
+            #: every anomaly the audit found at the table, each on its own line
+            "marks": list(self.marks.all),
         }
 
 
@@ -539,349 +549,10 @@ def replay(envelopes: Iterable[Envelope], table_id: str, *, round_id: str | None
     return {"view": "summary", **story.summary()}
 
 
-# ---- reading from Kafka -----------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _quiet_aiokafka() -> Iterator[None]:
-    """Silence aiokafka's own logging (connection retries) while the caller reports one clean line."""
-    log = logging.getLogger("aiokafka")
-    saved = (log.level, log.propagate, list(log.handlers))
-    log.setLevel(logging.CRITICAL + 1)
-    log.propagate = False
-    log.addHandler(logging.NullHandler())
-    try:
-        yield
-    finally:
-        log.setLevel(saved[0])
-        log.propagate = saved[1]
-        log.handlers[:] = saved[2]
+# the human output lives in croupier/replay_render.py (re-exported here: the CLI and the pit pages import it)
+# reading a table's log from Kafka lives in croupier/replay_read.py (re-exported: the CLI imports it from here)
+from croupier.replay_read import known_tables, read_floor, read_table, unknown_table_message
+from croupier.replay_render import describe, render
 
-
-async def _existing_topics(settings: Any) -> set[str]:
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    admin = AIOKafkaAdminClient(**settings.client_options(), request_timeout_ms=10_000)
-    try:
-        await admin.start()
-        return set(await admin.list_topics())
-    finally:
-        await admin.close()
-
-
-async def _guarded(coro: Awaitable[_R], settings: Any, timeout_s: float) -> _R:
-    from aiokafka.errors import KafkaError
-
-    with _quiet_aiokafka():
-        try:
-            return await asyncio.wait_for(coro, timeout_s)
-        except (KafkaError, OSError, TimeoutError) as e:
-            detail = "timed out" if isinstance(e, TimeoutError) else (str(e) or type(e).__name__)
-            raise Unreachable(f"cannot reach Kafka at {settings.bootstrap_servers} ({detail})") from None
-
-
-async def read_table(settings: Any, table_id: str, *, timeout_s: float = 300.0) -> list[Any]:
-    """Every event of ``table_id`` on the four event streams and, when their topics exist, the projection's
-    ledger and alerts, as :class:`croupier.log.LogRecord`. Reads only topics that exist (a broker that
-    auto-creates topics would otherwise create them under a mistyped prefix). Raises :class:`Unreachable`."""
-    from croupier.log import EVENT_STREAMS, PROJECTION_STREAMS, read_events
-
-    async def run() -> list[Any]:
-        existing = await _existing_topics(settings)
-        streams = tuple(s for s in EVENT_STREAMS + PROJECTION_STREAMS if settings.topic(s) in existing)
-        if not any(s in EVENT_STREAMS for s in streams):
-            return []
-        return await read_events(settings, table_id, streams)
-
-    return await _guarded(run(), settings, timeout_s)
-
-
-async def read_floor(settings: Any, *, timeout_s: float = 600.0) -> list[Any]:
-    """Every event of every table, as :func:`read_table` reads one (the same streams, every partition of
-    each, read once), in per-stream order. Raises :class:`Unreachable`."""
-    from croupier.log import EVENT_STREAMS, PROJECTION_STREAMS, read_events
-
-    async def run() -> list[Any]:
-        existing = await _existing_topics(settings)
-        streams = tuple(s for s in EVENT_STREAMS + PROJECTION_STREAMS if settings.topic(s) in existing)
-        if not any(s in EVENT_STREAMS for s in streams):
-            return []
-        return await read_events(settings, None, streams)
-
-    return await _guarded(run(), settings, timeout_s)
-
-
-async def known_tables(settings: Any, *, timeout_s: float = 120.0) -> list[str]:
-    """Tables with a dealing event (for the "unknown table" message); empty when the topic is missing."""
-    from croupier.log import tables_in_log
-
-    async def run() -> list[str]:
-        if settings.topic(T.DEALING_EVENTS) not in await _existing_topics(settings):
-            return []
-        return await tables_in_log(settings)
-
-    return await _guarded(run(), settings, timeout_s)
-
-
-def unknown_table_message(table_id: str, tables: list[str], prefix: str) -> str:
-    where = f" under topic prefix {prefix!r}" if prefix else ""
-    if not tables:
-        return f"no events for table {table_id!r}{where}: the log holds no table"
-    return f"no events for table {table_id!r}{where}: the log has " + _ids_hint("table", tables, table_id)
-
-
-# ---- human output -----------------------------------------------------------------------------------------
-def _t(at: str) -> str:
-    """``2026-01-01T00:00:00.120000Z`` → ``2026-01-01 00:00:00.120``."""
-    d = parse_time(at)
-    return d.strftime("%Y-%m-%d %H:%M:%S.") + f"{d.microsecond // 1000:03d}"
-
-
-def _cards(cs: list[str] | None) -> str:
-    return " ".join(cs) if cs else "-"
-
-
-def describe(entry: dict[str, Any]) -> tuple[str, str]:
-    """A timeline entry as (label, detail), plain text."""
-    ev = entry["event"]
-    if ev == "round_opened":
-        return "round opened", f"round {entry['number']} of shoe {entry['shoe_id']}"
-    if ev == "betting_opened":
-        return "betting opened", "place your bets"
-    if ev == "bet_placed":
-        return "bet", (f"seat {entry['seat']} {entry['player_id']}: {entry['wager']} {money(entry['amount_cents'])} "
-                       f"({entry['amount_cents']} cents) [{entry['bet_id']}]")
-    if ev == "bet_rejected":
-        what = (f"seat {entry['seat']} {entry['player_id']}: {entry['wager'] or '-'} {money(entry['amount_cents'])} "
-                f"({entry['amount_cents']} cents)")
-        return "bet rejected", f"{what} - {entry['reason']}: {entry['detail']} [{entry['command_id']}]"
-    if ev == "bet_withdrawn":
-        if entry.get("reason") == "betting_closed":
-            return "bet returned", f"{entry['bet_id']}: placed after \"No more bets\" by the log's time"
-        return "bet withdrawn", entry["bet_id"]
-    if ev == "betting_closed":
-        return "no more bets", f"{entry['count']} bet(s) in the book, {money(entry['total_cents'])} staked"
-    if ev == "card":
-        where = (f"shoe position {entry['shoe_position']}, {entry['cards_left']} left"
-                 + (", cutting card out" if entry["cutting_card_out"] else "")
-                 if entry["shoe_position"] is not None else "no CardDrawn")
-        hand = f"{entry['hand']} {entry['hand_position']}" if entry["hand"] else "?"
-        return f"card {entry['n']}", f"{entry['card']} to {hand} ({where}) - {entry['why']}"
-    if ev == "points_announced":
-        return "points", (f"Player {entry['player_points']}, Banker {entry['banker_points']}"
-                          + (" - natural" if entry["natural"] else ""))
-    if ev == "round_resolved":
-        flags = [f for f in ("dragon_7", "panda_8") if entry[f]]
-        nat = [h for h in ("player", "banker") if entry[f"{h}_natural"]]
-        return "result", (f"{entry['winner']} wins" if entry["winner"] != "tie" else "tie") + (
-            f": Player {_cards(entry['player_cards'])} = {entry['player_points']}, "
-            f"Banker {_cards(entry['banker_cards'])} = {entry['banker_points']}; "
-            f"{entry['cards_required']} cards"
-            + (f"; natural: {', '.join(nat)}" if nat else "")
-            + (f"; {', '.join(flags)}" if flags else ""))
-    if ev == "round_voided":
-        return "round void", entry["reason"]
-    if ev == "dominant_player_chosen":
-        return "dominant player", (f"seat {entry['seat']} {entry['player_id']} controls the Player's Hand "
-                                   f"({entry['rule']}, {money(entry['wager_cents'])} against the bank; 13:69F-4.8(c))")
-    if ev == "option_offered":
-        return "option", (f"{entry['cell']}: seat {entry['seat']} {entry['player_id']} decides, draw or stand, within "
-                          f"{entry['option_seconds']} s (default: {'draw' if entry['default_draw'] else 'stand'})")
-    if ev == "option_decided":
-        return "decided", (f"{entry['cell']}: {'draw' if entry['draw'] else 'stand'}, by "
-                           + (f"seat {entry['seat']} {entry['player_id']}" if entry["by"] == "participant"
-                              else "the table's default"))
-    if ev == "bank_settled":
-        com = entry["commission_cents"]
-        return "bank", (f"seat {entry['seat']} {entry['player_id']}: bank {money(entry['bank_cents'])} against "
-                        f"{money(entry['wagers_cents'])}, {'won' if entry['won_cents'] >= 0 else 'lost'} "
-                        f"{money(abs(entry['won_cents']))}"
-                        + (f", house commission {money(com)}{' accrued' if entry['commission_accrued'] else ''}"
-                           if com else "") + f"; bank after {money(entry['bank_after_cents'])}")
-    if ev == "bet_settled":
-        c = entry["commission"]
-        com = f", commission {money(c)}{' accrued' if entry['commission_accrued'] else ''}" if c else ""
-        return "settled", (f"seat {entry['seat']} {entry['player_id']}: {entry['wager']} {money(entry['stake'])} "
-                           f"{entry['result']} ({entry['category']}{', ' + entry['odds'] if entry['odds'] else ''})"
-                           f", payout {money(entry['payout'])}{com}")
-    if ev == "commission_accrued":
-        return "commission owed", (f"seat {entry['seat']} {entry['player_id']}: +{money(entry['amount_cents'])}, "
-                                   f"owes {money(entry['owed_cents'])}")
-    if ev == "round_settled":
-        return "round total", (f"{entry['bets']} bet(s): stakes {money(entry['stakes'])}, payouts "
-                               f"{money(entry['payouts'])}, commission {money(entry['commission'])}, "
-                               f"house {money(entry['table_result'])}")
-    if ev == "irregularity":
-        return "irregularity", f"{entry['kind']}: {entry['detail']}"
-    if ev == "card_read_refused":
-        return "card refused", f"{entry['card']} as card {entry['card_number']}: {entry['reason']}"
-    if ev == "command_rejected":
-        return "rejected", f"{entry['command']}: {entry['reason']} {entry['detail']} [{entry['command_id']}]"
-    rest = {k: v for k, v in entry.items() if k not in ("at", "event", "stream", "seq")}
-    return ev, str(rest)
-
-
-def render(view: dict[str, Any], console: Any) -> None:
-    """Print a :func:`replay` view with Rich; every piece of data goes in as plain text (no markup)."""
-    kind = view["view"]
-    if kind == "round":
-        _render_round(view, console)
-    elif kind == "shoe":
-        _render_shoe(view, console)
-    elif kind == "at":
-        _render_at(view, console)
-    else:
-        _render_summary(view, console)
-
-
-def _p(console: Any, text: str, style: str | None = None) -> None:
-    console.print(text, markup=False, highlight=False, style=style)
-
-
-def _clock(at: str, day: str) -> str:
-    """The time of day (ms) when ``at`` falls on ``day`` (``YYYY-MM-DD``), else the full date and time."""
-    full = _t(at)
-    return full[11:] if full.startswith(day) else full
-
-
-def _render_round(v: dict[str, Any], console: Any) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    day = _t(v["opened_at"])[:10]
-    _p(console, f"Round {v['round_id']} at table {v.get('table_id', '?')}: round {v['number']} of shoe "
-                f"{v['shoe_id']}, opened {_t(v['opened_at'])}, {v['status']}", "bold")
-    t = Table("time", "event", "detail")
-    for e in v["timeline"]:
-        label, detail = describe(e)
-        t.add_row(Text(_clock(e["at"], day)), Text(label), Text(detail))
-    console.print(t)
-    if v.get("ledger") is None:
-        _p(console, "Ledger: no projection.ledger events in the log (the projection has not run)")
-    elif v["ledger"]:
-        lt = Table("kind", "seat", "lines (debit +, credit -)", title="Ledger (projection.ledger)",
-                   title_justify="left")
-        for x in v["ledger"]:
-            lines = ", ".join(f"{ln['account']} {money(ln['amount_cents'])}" for ln in x["lines"])
-            seat = f"{x['seat']} {x['player_id']}" if x.get("seat") else ""
-            lt.add_row(Text(x["kind"]), Text(seat), Text(lines))
-        console.print(lt)
-    else:
-        _p(console, "Ledger: no entries for this round")
-    for a in v.get("alerts") or []:
-        _p(console, f"Surveillance alert: seat {a['seat']} {a['player_id']} bet {money(a['stake_cents'])} on "
-                    f"{a['wager']} at EV {a['ev']:+.6f} per unit (expected gain {money(a['expected_gain_cents'])}, "
-                    f"{a['cards_left']} cards left)")
-
-
-def _shoe_lines(s: dict[str, Any]) -> list[str]:
-    out = []
-    if s["loaded"]:
-        ld = s["loaded"]
-        out.append(f"loaded {_t(ld['at'])}: {ld['cards']} cards ({ld['rules']['decks']} decks), source "
-                   f"{ld['source']}, commitment {ld['commitment'] or '-'}")
-    if s["cut"]:
-        out.append(f"cut {_t(s['cut']['at'])}: {s['cut']['cut_at']} cards moved to the back")
-    if s["burn"]:
-        b = s["burn"]
-        out.append(f"burn {_t(b['at'])}: exposed {b['exposed']}, {b['burned_count']} burned"
-                   + (f" ({' '.join(b['burned'])})" if b["burned"] else ""))
-    out.append(f"cards: {s['dealt']} dealt, {s['burned']} burned, {s['cards_left']} left"
-               + ("; cutting card out" if s["cutting_card_out"] else ""))
-    if s["finished"]:
-        out.append(f"finished {_t(s['finished']['at'])}: no further round after {s['finished']['rounds']}")
-    if s["closed"]:
-        c = s["closed"]
-        check = {True: "matches the commitment", False: "DOES NOT match the commitment",
-                 None: "nothing to check"}[c["commitment_verified"]]
-        out.append(f"closed {_t(c['at'])}: {c['reason']}, {c['cards_dealt']} cards out (burn included); reveal of "
-                   f"{len(c['order'])} cards {check}")
-    return out
-
-
-def _render_shoe(v: dict[str, Any], console: Any) -> None:
-    from rich.text import Text
-    from rich.tree import Tree
-
-    tree = Tree(Text(f"Shoe {v['shoe_id']} at table {v['table_id']}: {v['status']}, {len(v['rounds'])} round(s)",
-                     style="bold"))
-    for line in _shoe_lines(v):
-        tree.add(Text(line))
-    console.print(tree)
-    for r in v["rounds"]:
-        console.print()
-        _render_round({**r, "table_id": v["table_id"]}, console)
-
-
-def _render_at(v: dict[str, Any], console: Any) -> None:
-    from rich.text import Text
-    from rich.tree import Tree
-
-    tree = Tree(Text(f"Table {v['table_id']} at {_t(v['at'])} (log from {_t(v['span']['first'])} "
-                     f"to {_t(v['span']['last'])})", style="bold"))
-    c = v["config"]
-    if c:
-        sp = c["spec"]
-        node = tree.add(Text(f"configuration in force since {_t(c['since'])}: {sp['variant']}, "
-                             f"{sp['shoe']['decks']} decks"))
-        node.add(Text(f"wagers: {', '.join(sp['wagers'])}"))
-        node.add(Text(f"commission {sp['commission_rate'][0]}/{sp['commission_rate'][1]} "
-                      f"{sp['commission_mode']} ({sp['commission_scope']}); no-vig: {sp['no_vig']}"))
-        if sp["limits"]:
-            node.add(Text("limits: " + ", ".join(f"{w} {money(x['min_cents'])}-{money(x['max_cents'])}"
-                                                 for w, x in sp["limits"].items())))
-    else:
-        tree.add(Text("no configuration yet"))
-    s = v["shoe"]
-    if s:
-        node = tree.add(Text(f"shoe {s['shoe_id']}: {s['status']}, {s['rounds_played']} round(s) opened"))
-        for line in _shoe_lines(s):
-            node.add(Text(line))
-    else:
-        tree.add(Text("no shoe loaded yet"))
-    ip, done = v["round_in_progress"], v["last_finished_round"]
-    tree.add(Text(f"round in progress: {ip['round_id']} ({ip['status']})" if ip else "no round in progress"))
-    tree.add(Text(f"last finished round: {done['round_id']}" if done else "no round finished yet"))
-    console.print(tree)
-    for r in (ip, done):
-        if r:
-            console.print()
-            _render_round({**r, "table_id": v["table_id"]}, console)
-
-
-def _render_summary(v: dict[str, Any], console: Any) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    _p(console, f"Table {v['table_id']}: {v['events']} events from {_t(v['span']['first'])} to "
-                f"{_t(v['span']['last'])}", "bold")
-    for c in v["configs"]:
-        _p(console, f"configuration since {_t(c['since'])}: {c['variant']}; wagers {', '.join(c['wagers'])}")
-    for s in v["shoes"]:
-        check = {True: ", reveal verified", False: ", REVEAL DOES NOT MATCH", None: ""}[s["commitment_verified"]]
-        _p(console, f"shoe {s['shoe_id']}: {s['status']}, {s['rounds']} round(s), {s['dealt']} cards dealt{check}")
-    t = Table("round", "result", "Player", "Banker", "bets", "stakes", "house")
-    for r in v["rounds"]:
-        flags = [f for f, on in (("natural", r["natural"]), ("dragon 7", r["dragon_7"]),
-                                 ("panda 8", r["panda_8"])) if on]
-        if r["void"] is not None:
-            result = f"void: {r['void']}"
-        elif r["winner"]:
-            result = r["winner"] + (f" ({', '.join(flags)})" if flags else "")
-        else:
-            result = r["status"]
-        if r["rejected"]:
-            result += f"; {r['rejected']} rejected"
-
-        def m(x: int | None) -> str:
-            return money(x) if x is not None else "-"
-
-        pl = f"{_cards(r['player_cards'])} = {r['player_points']}" if r["player_cards"] else "-"
-        bk = f"{_cards(r['banker_cards'])} = {r['banker_points']}" if r["banker_cards"] else "-"
-        t.add_row(*(Text(x) for x in (r["round_id"], result, pl, bk, str(r["bets"]), m(r["stakes"]),
-                                      m(r["table_result"]))))
-    console.print(t)
-    tot = v["totals"]
-    _p(console, f"{tot['rounds']} round(s), {tot['settled']} settled: stakes {money(tot['stakes'])}, payouts "
-                f"{money(tot['payouts'])}, commission {money(tot['commission'])}, house {money(tot['table_result'])}")
-    for e in v["outside_rounds"]:
-        label, detail = describe(e)
-        _p(console, f"outside any round, {_t(e['at'])}: {label} {detail}")
+__all__ = ["ReplayError", "TableStory", "Unreachable", "describe", "iso", "known_tables", "money", "parse_time",
+           "read_floor", "read_table", "render", "replay", "unknown_table_message"]
