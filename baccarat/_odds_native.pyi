@@ -1,0 +1,28 @@
+"""Type stub of the compiled odds kernel (baccarat/_odds_native.c; optional, see setup.py)."""
+
+from collections.abc import Sequence
+
+from typing_extensions import Buffer
+
+#: 1 when the AVX2+FMA float64 loop is used (CPU has it, CROUPIER_ODDS_NO_SIMD unset), else 0
+SIMD: int
+#: cards up to which the float64 loop is exact (Permut(N, 6) <= 2**53)
+FLOAT64_MAX_CARDS: int
+
+class Plan:
+    """One ruleset's table: ``Plan(table_u16, rows, sub_a_u16, sub_b_u16, subk_u8, gather_u8)``."""
+
+    def __init__(self, table: Buffer, rows: int, sub_a: Buffer, sub_b: Buffer, subk: Buffer,
+                 gather: Buffer) -> None: ...
+
+class Tracker:
+    """Exact counts of one composition (N <= 1,450 cards), updated card by card."""
+
+    counts: tuple[int, ...]
+    def __init__(self, plan: Plan, counts: Sequence[int]) -> None: ...
+    def remove(self, value: int) -> None: ...
+    def reset(self, counts: Sequence[int]) -> None: ...
+    def sums(self) -> list[int]: ...
+    def copy(self) -> Tracker: ...
+
+def evaluate(plan: Plan, counts: Sequence[int]) -> list[int]: ...
