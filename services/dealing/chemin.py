@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 
 from baccarat import round as R
 from baccarat.cards import Hand
-from baccarat.chemin import ChemWager, controller, dominant_participant, option_cell, settle_bank
+from baccarat.chemin import ChemWager, controller, dominant_participant, option_cell, settle_table_bank
 from baccarat.errors import BaccaratError
 from baccarat.round import Winner
 from baccarat.table import TableConfig
@@ -96,8 +96,7 @@ class LastBank:
         if wagered is None:
             return None
         try:
-            return settle_bank(self.bank_cents, wagered, Winner(self.winner), config.commission_rate,
-                               config.rounding).bank_after_cents
+            return settle_table_bank(self.bank_cents, wagered, Winner(self.winner), config).bank_after_cents
         except BaccaratError:
             return None
 

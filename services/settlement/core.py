@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from baccarat.chemin import settle_bank
+from baccarat.chemin import settle_table_bank
 from baccarat.money import CommissionMode
 from baccarat.table import TableConfig
 from baccarat.wagers import Wager, settle
@@ -181,7 +181,7 @@ class SettlementCore:
         if o is not None and config is not None and config.variant.value == "chemin_de_fer" and p.bank is not None:
             seat, banker, bank = p.bank
             wagered = sum(b.amount_cents for b in p.book)
-            r = settle_bank(bank, wagered, o.winner, config.commission_rate, config.rounding)
+            r = settle_table_bank(bank, wagered, o.winner, config)
             acc = r.commission_cents > 0 and config.commission_mode is CommissionMode.ACCRUE
             out.append(Emit(BankSettled(round_id=round_id, seat=seat, player_id=banker, bank_cents=bank,
                                         wagers_cents=wagered, won_cents=r.won_cents,
