@@ -498,9 +498,12 @@ def generate() -> dict[str, str]:
 
 
 def _existing(directory: Path) -> set[str]:
+    """The generated kind of files in ``directory``: JSON (``asyncapi.json``, ``schema/``) and the two
+    generated pages. Other Markdown pages are written by hand (``docs/commission.md``) and never stale."""
     if not directory.is_dir():
         return set()
-    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()}
+    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()
+            and (p.suffix == ".json" or p.name in ("README.md", "parquet.md") and p.parent == directory)}
 
 
 def differences(directory: Path = DOCS_DIR) -> list[str]:

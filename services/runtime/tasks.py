@@ -67,6 +67,9 @@ DEFER_MAX_RECORDS = 1000
 #: (``ServiceCore.catch_up``; s): past it the command is decided anyway, with a warning (that topic's
 #: leader is away, say: its records cannot be read, and the table must not wait for them for ever)
 CATCH_UP_MAX_S = 2.0
+#: a task whose transactions have failed for this long without one succeeding is *stuck* (s): readiness
+#: reports it (``/health/ready`` 503, :meth:`Tasks.stuck`), so a partition that stopped advancing is seen
+STUCK_AFTER_S = 30.0
 
 
 def partition_of(table_id: str, partitions: int) -> int:
@@ -230,6 +233,11 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self._strikes: dict[int, dict[tuple[str, int], int]] = {}
         #: records that failed alone twice with an error no retry can fix: dead-lettered when next read
         self._poison: dict[int, dict[tuple[str, int], str]] = {}
+        #: poison records whose dead letter could not be written either: skipped (offsets only) when next
+        #: read, logged at error level with their size and digest, so the partition still advances
+        self._unletterable: dict[int, set[tuple[str, int]]] = {}
+        #: task p -> when (monotonic s) its transactions began failing without one succeeding since
+        self._failing_since: dict[int, float] = {}
         #: held while the host decides one task's records (tasks of a batch commit concurrently)
         self._deciding = asyncio.Lock()
         #: task p -> input offsets of batches that caused nothing, not committed yet (they go with the
@@ -288,6 +296,15 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 continue
             out[(self.settings.base(tp.topic), tp.partition)] = max(0, end - pos)
         return out
+
+    def stuck(self, now: float | None = None) -> dict[int, float]:
+        """``{task: seconds}`` of the held tasks whose transactions have failed for at least
+        :data:`STUCK_AFTER_S` without one succeeding (``now``: monotonic seconds): a partition that does not
+        advance (a record whose outcome cannot be written and is not yet set aside, a broker refusing the
+        task's producer). Readiness is refused while any is (:func:`services.runtime.ops.readiness`)."""
+        now = time.monotonic() if now is None else now
+        return {p: round(now - since, 1) for p, since in list(self._failing_since.items())
+                if p in self.state and now - since >= STUCK_AFTER_S}
 
     def snapshot_ages(self, now: float) -> dict[int, float]:
         """``{task: seconds}`` since each held task's latest checkpoint (``now``: Unix seconds), for a
@@ -399,6 +416,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self.state.pop(p, None)
         self.positions.pop(p, None)
         self._waits.pop(p, None)
+        self._failing_since.pop(p, None)
         self._forget_deferred(p)
         self.snapshot_at.pop(p, None)
         self.host.runner.reset(self.tables_of(p))
@@ -753,17 +771,27 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             tp = TopicPartition(r.topic, p)
             offsets[tp] = max(offsets.get(tp, 0), r.offset + 1)
         poison = self._poison.get(p, {})
+        lettered = False  # this transaction carries a poison record's dead letter
         if single and (recs[0].topic, recs[0].offset) in poison:
             r = recs[0]
             error = poison[(r.topic, r.offset)]
-            self.host.dead_letters += 1
-            self.host.metrics.dead_letter("unpublishable")
-            self.log.error("dead_letter_unpublishable", topic=r.topic, partition=p, offset=r.offset, error=error)
             decisions: list[Decision] = []
-            letters = [DeadLetter(service=self.service, topic=r.topic, partition=p, offset=r.offset,
-                                  key=r.key.decode("utf-8", "replace") if r.key else None,
-                                  error=f"unpublishable outcome: {error}", original=r.value or b"",
-                                  received_at=self.host.clock())]
+            letter = DeadLetter.of(service=self.service, topic=r.topic, partition=p, offset=r.offset, key=r.key,
+                                   error=f"unpublishable outcome: {error}", original=r.value or b"",
+                                   received_at=self.host.clock())
+            if (r.topic, r.offset) in self._unletterable.get(p, set()):
+                # its letter failed too: the record is passed over (offsets only), never the partition stopped
+                self.host.metrics.dead_letter("unletterable")
+                self.log.error("record_skipped_unletterable", topic=r.topic, partition=p, offset=r.offset,
+                               size=letter.original_size, sha256=letter.original_sha256, error=letter.error)
+                letters = []
+            else:
+                lettered = True
+                self.host.dead_letters += 1
+                self.host.metrics.dead_letter("unpublishable")
+                self.log.error("dead_letter_unpublishable", topic=r.topic, partition=p, offset=r.offset,
+                               error=letter.error)
+                letters = [letter]
         else:
             async with self._deciding:  # the host collects one batch at a time
                 decisions, letters = await self.host.collect(
@@ -795,7 +823,9 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             self.host.metrics.aborted(fenced)
             self.log.warning("transaction_failed", task=p, error=f"{type(e).__name__}: {e}",
                              records=len(recs), fenced=fenced)
-            if single and not fenced and _unpublishable(e):
+            if lettered and not fenced and _unpublishable(e):  # not even its letter can be written
+                self._unletterable.setdefault(p, set()).add((recs[0].topic, recs[0].offset))
+            elif single and not fenced and _unpublishable(e):
                 key = (recs[0].topic, recs[0].offset)
                 strikes = self._strikes.setdefault(p, {})
                 strikes[key] = strikes.get(key, 0) + 1
@@ -805,7 +835,9 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             self._restore_after_failure(p)
             return False
         self.positions[p].update(offsets)
+        self._failing_since.pop(p, None)
         self._poison.get(p, {}).pop((recs[0].topic, recs[0].offset), None)
+        self._unletterable.get(p, set()).discard((recs[0].topic, recs[0].offset))
         self.host.metrics.settle(True)
         self.host.log_published(decisions)
         return True
@@ -813,6 +845,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
     def _restore_after_failure(self, p: int) -> None:
         """Task ``p``'s transaction failed, so its state ran ahead of the log: pause it and restore it (its
         consumer then seeks back to the committed offsets)."""
+        self._failing_since.setdefault(p, time.monotonic())
         self.state[p] = "restoring"
         if self.consumer is not None:
             self.consumer.pause(*self._tps(p))
@@ -831,6 +864,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                     continue
                 try:
                     await self._commit(p, [], [], {})
+                    self._failing_since.pop(p, None)
                     n += 1
                 except Exception as e:  # noqa: BLE001 - fenced or broker away: restore, as after any failure
                     fenced = "Fenced" in type(e).__name__ or "Epoch" in type(e).__name__
