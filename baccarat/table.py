@@ -92,6 +92,13 @@ PUNTO_BANCO_WAGERS = frozenset({Wager.BANKER, Wager.PLAYER, Wager.TIE})
 CHEMIN_WAGERS = frozenset({Wager.PLAYER, Wager.BANCO, Wager.BANCO_SUIVI})
 
 
+#: where each game asks at least six decks: punto banco 13:69F-3.1(a); casino night 13:47-20.20(b)2; chemin de
+#: fer its own subchapter's cards section, 13:69F-4.1 (not retrieved: its number by analogy with 3.1, and the
+#: six decks with it), never punto banco's section
+MIN_DECKS_RULE = {Variant.PUNTO_BANCO: "13:69F-3.1(a)", Variant.CASINO_NIGHT: "13:47-20.20(b)2",
+                  Variant.CHEMIN_DE_FER: "chemin de fer, 13:69F-4.1 [not retrieved: as punto banco's 3.1(a)]"}
+
+
 @dataclass(frozen=True, slots=True)
 class TableConfig:
     """Everything that makes one table's game, validated on construction.
@@ -122,6 +129,9 @@ class TableConfig:
     max_players: int = 14
     limits: Mapping[Wager, Limits] = field(default_factory=dict)
     curator: bool = False
+    #: the seats in the order the curator passes the shoe (counter-clockwise around this table; 13:69F-3.11 is
+    #: cut off where it says where the shoe goes): empty, the next seat number up, wrapping to the lowest
+    curator_seat_order: tuple[int, ...] = ()
     #: chemin de fer only: its named practices (option defaults and time, seat order, bank size and passing)
     chemin: ChemRules = field(default_factory=ChemRules)
 
@@ -150,9 +160,16 @@ class TableConfig:
             if self.no_vig:
                 raise IllegalTableConfig("chemin de fer has no no-vigorish variation")
         if self.shoe.decks < 6 and (self.regulated or self.variant is Variant.CASINO_NIGHT):
-            raise IllegalTableConfig(
-                f"{self.shoe.decks} decks: a regulated table needs at least 6 (13:69F-3.1(a), 13:47-20.20(b)2)"
-            )
+            raise IllegalTableConfig(f"{self.shoe.decks} decks: a regulated table needs at least 6 "
+                                     f"({MIN_DECKS_RULE[self.variant]})")
+        object.__setattr__(self, "curator_seat_order", tuple(self.curator_seat_order))
+        order = self.curator_seat_order
+        if order and (len(set(order)) != len(order) or not all(
+                isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= self.max_players for x in order)):
+            raise IllegalTableConfig(f"curator_seat_order must list distinct seats 1..{self.max_players}, "
+                                     f"got {list(order)}")
+        if order and not self.curator:
+            raise IllegalTableConfig("curator_seat_order is the order the curator passes the shoe: set curator")
         if Wager.DRAGON_7 in w:
             if not self.no_vig:
                 raise IllegalTableConfig("dragon 7 is offered only in the no-vigorish variation (13:69F-3.2(a)6)")

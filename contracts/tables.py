@@ -94,4 +94,6 @@ class TableSpec(msgspec.Struct, frozen=True):
     limits: LimitMap = msgspec.field(default_factory=dict)
     irregularity_handling: Code = "void_round"
     curator: bool = False
+    #: the seats in the order the curator passes the shoe (counter-clockwise); empty: ascending seat numbers
+    curator_seat_order: SeatList = msgspec.field(default_factory=list)
     chemin: ChemSpec = msgspec.field(default_factory=ChemSpec)

@@ -224,7 +224,8 @@ def _passed(state: "DealingState", round_id: str, reason: str, rule: str) -> Sho
     """The shoe passes from the curator to the next participant (:func:`baccarat.curator.next_holder`)."""
     assert state.curator is not None
     seat, pid = state.curator
-    to = C.next_holder(seat, state.seated)
+    cfg = state.config
+    to = C.next_holder(seat, state.seated, cfg.curator_seat_order if cfg is not None else ())
     return ShoePassed(round_id=round_id, from_seat=seat, from_player_id=pid, to_seat=to[0] if to else 0,
                       to_player_id=to[1] if to else "", reason=reason, rule=rule)
 

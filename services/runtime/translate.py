@@ -107,6 +107,7 @@ def table_config(spec: TableSpec) -> TableConfig:
         max_players=spec.max_players,
         limits={Wager.parse(w): Limits(v.min_cents, v.max_cents) for w, v in spec.limits.items()},
         curator=spec.curator,
+        curator_seat_order=tuple(spec.curator_seat_order),
         chemin=chem_rules(spec.chemin),
     )
 
@@ -138,6 +139,7 @@ def table_spec(config: TableConfig) -> TableSpec:
         max_players=config.max_players,
         limits={w.value: LimitSpec(v.min_cents, v.max_cents) for w, v in config.limits.items()},
         curator=config.curator,
+        curator_seat_order=list(config.curator_seat_order),
         chemin=chem_spec(config.chemin),
     )
 

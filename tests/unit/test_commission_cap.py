@@ -118,3 +118,15 @@ def test_a_regulated_chemin_de_fer_table_refuses_a_commission_above_5_percent():
     # the bank's commission is capped as a bettor's: 5 % of 2,525 won at a 25 ¢ unit is 125, not 150
     t = chemin_de_fer(rounding=Rounding(RoundingPolicy.HOUSE, 25))
     assert settle_table_bank(10_000, 2525, Winner.BANKER, t).commission_cents == 125
+
+
+def test_too_few_decks_at_chemin_de_fer_cites_its_own_section():
+    from baccarat.shoe import ShoeRules
+
+    with pytest.raises(IllegalTableConfig, match=r"13:69F-4\.1") as e:
+        chemin_de_fer(shoe=ShoeRules(decks=4))
+    assert "chemin de fer" in str(e.value) and "13:69F-3.1(a)" not in str(e.value)
+    with pytest.raises(IllegalTableConfig, match=r"\(13:69F-3\.1\(a\)\)"):
+        punto_banco(shoe=ShoeRules(decks=4))
+    with pytest.raises(IllegalTableConfig, match=r"13:47-20\.20\(b\)2"):
+        casino_night(shoe=ShoeRules(decks=4))
