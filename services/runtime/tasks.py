@@ -47,6 +47,7 @@ from contracts.envelope import DeadLetter
 from services.runtime import snapshot as S
 from services.runtime.core import Decision
 from services.runtime.host import ServiceHost
+from services.runtime.producers import retrieve_later, stop_quietly
 from services.runtime.logging import get_logger
 from services.runtime.metrics import LIVE, ServiceMetrics
 from services.runtime.settings import Settings
@@ -367,10 +368,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
     async def _close_producer(self, p: int) -> None:
         prod = self.producers.pop(p, None)
         if prod is not None:
-            try:
-                await prod.stop()
-            except Exception:  # noqa: BLE001 - a fenced or disconnected producer still closes
-                pass
+            await stop_quietly(prod)
 
     # -- rebalance listener --------------------------------------------------------------------------
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
@@ -566,7 +564,11 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                                     # and then with a transient NOT_ENOUGH_REPLICAS (aiokafka #1172; see
                                     # bench/rawloop.py RetryCount): retry soon
                                     retry_backoff_ms=10)
-            await prod.start()  # init_transactions: fences the old owner and completes its open transaction
+            try:
+                await prod.start()  # init_transactions: fences the old owner and completes its open transaction
+            except BaseException:  # fenced, moved away or the broker away: never leave it open (its connections)
+                await stop_quietly(prod)
+                raise
             self.producers[p] = prod
         marks = {"fence": time.monotonic() - t0}
         committed: dict[TopicPartition, int | None] = {}
@@ -935,25 +937,13 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         out.append((S.CHECKPOINT_KEY, S.encode(cp)))
         return out
 
-    async def _commit(self, p: int, decisions: list[Decision], letters: list[Any],
-                      offsets: dict[TopicPartition, int], handled: int = 0, force_checkpoint: bool = False,
-                      ) -> None:
-        """Write a batch's decisions, dead letters, due checkpoint and input offsets in one transaction of
-        task ``p``'s producer (raises whatever the producer raises; the caller restores the task)."""
-        prod = self.producers.get(p)
-        if prod is None:
-            raise TaskFailed(f"task {p} has no producer")
-        if producer_dead(prod):  # never begin a transaction on a fenced producer: restore (a new one)
-            raise TaskFailed(f"task {p}: its producer is fenced")
-        deferred = self._uncommitted.get(p)
-        if deferred:  # earlier batches' offsets that caused nothing: committed with this transaction
-            offsets = {**deferred, **offsets}
+    async def _transaction(self, prod: Any, p: int, decisions: list[Decision], letters: list[Any],
+                           checkpoint: list[tuple[bytes, bytes]], offsets: dict[TopicPartition, int],
+                           futs: list[tuple[str | None, Any]]) -> None:
+        """One transaction of task ``p``: the records (their futures appended to ``futs`` as sent, with the own
+        stream of each event) and the input offsets; returns once every record is acknowledged."""
         s = self.settings
-        own = {self.host.core.own_stream, *self.host.core.private_streams}
-        checkpoint = self._checkpoint_records(p, offsets, force_checkpoint)
-        t0 = time.perf_counter()
         async with prod.transaction():
-            futs: list[tuple[str | None, Any]] = []
             for d in decisions:
                 key = T.key(d.table_id)
                 for env in d.events:
@@ -970,7 +960,32 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                                                    partition=p)))
             if offsets:
                 await prod.send_offsets_to_transaction(offsets, self.group_id)
-            metas = await asyncio.gather(*(f for _, f in futs))
+            await asyncio.gather(*(f for _, f in futs))
+
+    async def _commit(self, p: int, decisions: list[Decision], letters: list[Any],
+                      offsets: dict[TopicPartition, int], handled: int = 0, force_checkpoint: bool = False,
+                      ) -> None:
+        """Write a batch's decisions, dead letters, due checkpoint and input offsets in one transaction of
+        task ``p``'s producer (raises whatever the producer raises; the caller restores the task)."""
+        prod = self.producers.get(p)
+        if prod is None:
+            raise TaskFailed(f"task {p} has no producer")
+        if producer_dead(prod):  # never begin a transaction on a fenced producer: restore (a new one)
+            raise TaskFailed(f"task {p}: its producer is fenced")
+        deferred = self._uncommitted.get(p)
+        if deferred:  # earlier batches' offsets that caused nothing: committed with this transaction
+            offsets = {**deferred, **offsets}
+        own = {self.host.core.own_stream, *self.host.core.private_streams}
+        checkpoint = self._checkpoint_records(p, offsets, force_checkpoint)
+        t0 = time.perf_counter()
+        futs: list[tuple[str | None, Any]] = []
+        try:
+            await self._transaction(prod, p, decisions, letters, checkpoint, offsets, futs)
+        except BaseException:
+            for _, f in futs:  # the records' futures fail later (ProducerFenced...): their error is the
+                retrieve_later(f)  # transaction's, raised here, never "Future exception was never retrieved"
+            raise
+        metas = [f.result() for _, f in futs]
         self.host.metrics.transaction(time.perf_counter() - t0, bool(checkpoint))
         if deferred:
             self._forget_deferred(p)
