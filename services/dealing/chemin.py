@@ -39,6 +39,7 @@ from contracts.commands import DecideOption, ExpireOption, OpenRound
 from contracts.envelope import CommandEnvelope
 from contracts.events import (
     BetLine,
+    CardsCalled,
     DominantPlayerChosen,
     Event,
     OptionDecided,
@@ -66,6 +67,8 @@ class ChemRound:
     book: tuple[BetLine, ...] | None = None
     dominant: tuple[int, str] | None = None
     offered: OptionOffered | None = None
+    #: "Cards" was called (``CardsCalled``, 13:69F-4.8(d)): the Banker deals
+    cards_called: bool = False
     #: the log's time of ``offered``: its deadline is this plus ``offered.option_seconds``
     offered_at: datetime | None = None
 
@@ -115,6 +118,8 @@ def evolve(chem: ChemRound, deal: R.Deal, e: Event, at: datetime) -> tuple[ChemR
     """Fold one of dealing's chemin de fer events (logged at ``at``) into the round (no validation)."""
     if isinstance(e, DominantPlayerChosen):
         return replace(chem, dominant=(e.seat, e.player_id)), deal
+    if isinstance(e, CardsCalled):
+        return replace(chem, cards_called=True), deal
     if isinstance(e, OptionOffered):
         return replace(chem, offered=e, offered_at=at), deal
     if isinstance(e, OptionDecided):
@@ -203,6 +208,13 @@ def choose_dominant(config: TableConfig | None, round_id: str, shoe_id: str, che
         rule = "highest_wager"
     return [Emit(DominantPlayerChosen(round_id=round_id, seat=seat, player_id=player, wager_cents=total,
                                       rule=rule),
+                 round_id=round_id, shoe_id=shoe_id, causation_id=cause, occurred_at=at)]
+
+
+def call_cards(round_id: str, shoe_id: str, chem: ChemRound, cause: str, at: datetime) -> list[Emit | Send]:
+    """The dealer's "Cards" call once the Dominant Player is chosen: ``CardsCalled`` naming the Banker who
+    deals the initial four cards (13:69F-4.8(d)); the first card is asked for only after it."""
+    return [Emit(CardsCalled(round_id=round_id, banker_seat=chem.banker_seat, banker_player_id=chem.banker_player_id),
                  round_id=round_id, shoe_id=shoe_id, causation_id=cause, occurred_at=at)]
 
 
