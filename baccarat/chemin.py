@@ -39,6 +39,7 @@ from baccarat.round import INITIAL_DEAL_ORDER, Winner
 
 if TYPE_CHECKING:  # pragma: no cover
     from baccarat.cards import Card
+    from baccarat.table import TableConfig
 
 #: 13:69F-4.8(d): cards 1 and 3 to the Player's Hand (before the Dominant Player), 2 and 4 to the Banker.
 DEAL_ORDER = INITIAL_DEAL_ORDER
@@ -331,11 +332,13 @@ class BankResult:
 
 
 def settle_bank(bank_cents: int, wagers_cents: int, winner: Winner, rate: Fraction,
-                rounding: Rounding) -> BankResult:
+                rounding: Rounding, *, at_most: bool = False) -> BankResult:
     """Settle the bank of ``bank_cents`` against ``wagers_cents`` of wagers on the Player's Hand, each paid
     even money by the bank when the Player's Hand wins and returned on a tie (the bettors' side is
     :func:`baccarat.wagers.settle` of a ``player``/``banco`` wager). The house takes ``rate`` of what the
-    bank won, rounded by ``rounding``'s commission rule (``house``: up to the unit), never more than it won.
+    bank won, rounded by ``rounding``'s commission rule (``house``: up to the unit), never more than it won;
+    ``at_most`` (a regulated table, :attr:`baccarat.table.TableConfig.commission_capped`): never more than
+    ``rate`` of it either (rounded down where the rule would round up, :meth:`Rounding.commission`).
 
     Raises :class:`BaccaratError` when the wagers exceed the bank (the wagering service refuses such a bet
     before the deal: ``bank_cannot_cover``) and :class:`InvalidAmount` for amounts that are not cents.
@@ -346,8 +349,15 @@ def settle_bank(bank_cents: int, wagers_cents: int, winner: Winner, rate: Fracti
     if wagers_cents > bank_cents:
         raise BaccaratError(f"{wagers_cents} cents of wagers against a bank of {bank_cents}")
     won = {Winner.BANKER: wagers_cents, Winner.PLAYER: -wagers_cents, Winner.TIE: 0}[winner]
-    commission = min(rounding.commission(won * Fraction(rate)), won) if won > 0 and rate else 0
+    commission = min(rounding.commission(won * Fraction(rate), at_most=at_most), won) if won > 0 and rate else 0
     return BankResult(bank_cents, wagers_cents, won, commission, bank_cents + won - commission)
+
+
+def settle_table_bank(bank_cents: int, wagers_cents: int, winner: Winner, table: "TableConfig") -> BankResult:
+    """:func:`settle_bank` on ``table``'s terms: its commission rate and rounding, capped at the rate on a
+    regulated table (:attr:`baccarat.table.TableConfig.commission_capped`). Raises as :func:`settle_bank`."""
+    return settle_bank(bank_cents, wagers_cents, winner, table.commission_rate, table.rounding,
+                       at_most=table.commission_capped)
 
 
 def bank_expectation(banker_count: int, player_count: int, total: int, rate: Fraction) -> Fraction:

@@ -101,9 +101,20 @@ class Rounding:
         """Round a patron's winnings (cents, exact fraction) to a whole number of units."""
         return self._round(amount, up=self.policy is RoundingPolicy.PATRON)
 
-    def commission(self, amount: Fraction) -> int:
-        """Round a commission owed by a patron (cents, exact fraction) to a whole number of units."""
-        return self._round(amount, up=self.policy is RoundingPolicy.HOUSE)
+    def commission(self, amount: Fraction, *, at_most: bool = False) -> int:
+        """Round a commission owed by a patron (cents, exact fraction) to a whole number of units.
+
+        ``at_most``: ``amount`` is a regulated maximum (a regulated table's rate of the amount won,
+        13:69F-3.3(c), 13:47-20.20(d)5): where the policy would round above it (``HOUSE`` always rounds a
+        fraction up, ``HALF_EVEN`` may), the commission is rounded **down** to the unit instead: the choice
+        the unit forces goes to the patron, and the commission is never more than ``amount``. A $25.25
+        Banker win at 5 % owes 126.25 ¢: 127 ¢ at a 1 ¢ unit and 150 ¢ at a 25 ¢ unit under ``HOUSE``
+        (5.03 %, 5.94 %); 126 ¢ and 125 ¢ ``at_most``.
+        """
+        rounded = self._round(amount, up=self.policy is RoundingPolicy.HOUSE)
+        if at_most and rounded > amount:
+            return (amount.numerator // (amount.denominator * self.unit_cents)) * self.unit_cents
+        return rounded
 
 
 class CommissionMode(Enum):

@@ -107,8 +107,9 @@ def check_regulated_terms(t: TableConfig) -> None:
 def _check_chemin(t: TableConfig) -> None:
     """A regulated chemin de fer table: wagers against the Banker are paid even money by the bank, a tie
     returns them, and a tie for the highest wager goes to the seat nearest the Banker counter-clockwise
-    (13:69F-4.8(c)3 [V]). The house's commission on the bank's winnings is more than 0 and below 100 %
-    (its rate is a configuration, default 5 %: 13:69F-4 commission text not retrieved)."""
+    (13:69F-4.8(c)3 [V]). The house's commission on the bank's winnings is more than 0 and at most 5 %, the
+    punto banco maximum of 13:69F-3.3(c) (its rate is a configuration, default 5 %: the 13:69F-4 commission
+    text was not retrieved, and a regulated table takes no more than the regulated baccarat rate)."""
     from baccarat.chemin import TieBreak
 
     if not _same(t.pay.player, EVEN_MONEY):
@@ -118,9 +119,10 @@ def _check_chemin(t: TableConfig) -> None:
     if t.chemin.tie_break is not TieBreak.NEAREST_COUNTER_CLOCKWISE:
         raise IllegalTableConfig("13:69F-4.8(c): equally high wagers give control to the seat nearest the Banker "
                                  "moving counterclockwise; another tie break is for an unregulated table only")
-    if not (0 < t.commission_rate < 1):
-        raise IllegalTableConfig(f"the house's commission on the bank's winnings must be in (0, 1), "
-                                 f"got {t.commission_rate}")
+    if not (0 < t.commission_rate <= FIVE_PERCENT):
+        raise IllegalTableConfig(f"the house's commission on the bank's winnings must be more than 0 and at most "
+                                 f"5 % on a regulated table (13:69F-3.3(c)'s rate; the 13:69F-4 commission text "
+                                 f"was not retrieved), got {t.commission_rate}")
 
 
 __all__ = ["EVEN_MONEY", "FIVE_PERCENT", "TIE_ODDS", "check_regulated_terms"]

@@ -54,6 +54,22 @@ class CasinoNightBankerRule(Enum):
     LITERAL = "literal"  # draw on 0-2 only
 
 
+class CasinoNightTieCommission(Enum):
+    """The two readings of casino night's commission on a winning tie bet (digest §4, §7 item 18(b)).
+
+    13:47-20.20(d)5 collects "a five percent commission ... on all winning bets"; (e)5.ii pays "a winning bet
+    on a tie ... 8 to 1". Read together:
+
+    * ``CHARGED`` (default, the literal (d)5): the tie is paid 8 to 1 and 5 % of the win is collected, 7.6 to
+      1 net (a $10 tie bet wins $80 less $4.00);
+    * ``EXEMPT``: (e)5.ii is the tie's net payout, so a winning tie pays 8 to 1 free of commission (the
+      Player and Banker wins still pay 5 %).
+    """
+
+    CHARGED = "charged"
+    EXEMPT = "exempt"
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Table minimum and maximum for one wager, in cents (min ≥ 1, max ≥ min)."""
@@ -74,6 +90,13 @@ DEFAULT_SIDE_LIMITS = Limits(500, 50_000)  # $5 – $500
 PUNTO_BANCO_WAGERS = frozenset({Wager.BANKER, Wager.PLAYER, Wager.TIE})
 #: chemin de fer: a wager against the Banker (on the Player's Hand) and banco (the whole bank)
 CHEMIN_WAGERS = frozenset({Wager.PLAYER, Wager.BANCO, Wager.BANCO_SUIVI})
+
+
+#: where each game asks at least six decks: punto banco 13:69F-3.1(a); casino night 13:47-20.20(b)2; chemin de
+#: fer its own subchapter's cards section, 13:69F-4.1 (not retrieved: its number by analogy with 3.1, and the
+#: six decks with it), never punto banco's section
+MIN_DECKS_RULE = {Variant.PUNTO_BANCO: "13:69F-3.1(a)", Variant.CASINO_NIGHT: "13:47-20.20(b)2",
+                  Variant.CHEMIN_DE_FER: "chemin de fer, 13:69F-4.1 [not retrieved: as punto banco's 3.1(a)]"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +125,13 @@ class TableConfig:
     tie_pushes_main_bets: bool = True
     bonus_requires_base_bet: bool = False
     casino_night_banker_rule: CasinoNightBankerRule = CasinoNightBankerRule.TABLE_2
+    casino_night_tie_commission: CasinoNightTieCommission = CasinoNightTieCommission.CHARGED
     max_players: int = 14
     limits: Mapping[Wager, Limits] = field(default_factory=dict)
     curator: bool = False
+    #: the seats in the order the curator passes the shoe (counter-clockwise around this table; 13:69F-3.11 is
+    #: cut off where it says where the shoe goes): empty, the next seat number up, wrapping to the lowest
+    curator_seat_order: tuple[int, ...] = ()
     #: chemin de fer only: its named practices (option defaults and time, seat order, bank size and passing)
     chemin: ChemRules = field(default_factory=ChemRules)
 
@@ -133,9 +160,16 @@ class TableConfig:
             if self.no_vig:
                 raise IllegalTableConfig("chemin de fer has no no-vigorish variation")
         if self.shoe.decks < 6 and (self.regulated or self.variant is Variant.CASINO_NIGHT):
-            raise IllegalTableConfig(
-                f"{self.shoe.decks} decks: a regulated table needs at least 6 (13:69F-3.1(a), 13:47-20.20(b)2)"
-            )
+            raise IllegalTableConfig(f"{self.shoe.decks} decks: a regulated table needs at least 6 "
+                                     f"({MIN_DECKS_RULE[self.variant]})")
+        object.__setattr__(self, "curator_seat_order", tuple(self.curator_seat_order))
+        order = self.curator_seat_order
+        if order and (len(set(order)) != len(order) or not all(
+                isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= self.max_players for x in order)):
+            raise IllegalTableConfig(f"curator_seat_order must list distinct seats 1..{self.max_players}, "
+                                     f"got {list(order)}")
+        if order and not self.curator:
+            raise IllegalTableConfig("curator_seat_order is the order the curator passes the shoe: set curator")
         if Wager.DRAGON_7 in w:
             if not self.no_vig:
                 raise IllegalTableConfig("dragon 7 is offered only in the no-vigorish variation (13:69F-3.2(a)6)")
@@ -172,6 +206,9 @@ class TableConfig:
                 raise IllegalTableConfig("casino night has no no-vigorish variation")
             if self.curator:
                 raise IllegalTableConfig("casino night is dealt by the dealer (13:47-20.20(d)1): no curator")
+        elif self.casino_night_tie_commission is not CasinoNightTieCommission.CHARGED:
+            raise IllegalTableConfig("casino_night_tie_commission is a casino night term (13:47-20.20(d)5, "
+                                     f"(e)5.ii); this table plays {self.variant.value}")
         if self.bonus_requires_base_bet and not (w & MAIN_WAGERS):
             raise IllegalTableConfig("bonus_requires_base_bet needs the Banker or Player wager offered")
         for wager in self.limits:
@@ -210,10 +247,22 @@ class TableConfig:
         default = DEFAULT_MAIN_LIMITS if wager in MAIN_WAGERS | CHEMIN_WAGERS else DEFAULT_SIDE_LIMITS
         return self.limits.get(wager, default)
 
+    @property
+    def commission_capped(self) -> bool:
+        """True on a regulated table (a regulated punto banco or chemin de fer table, and every casino night):
+        its commission rate is a maximum no rounding may exceed, so where the unit forces a choice the
+        commission is rounded toward the patron (:meth:`baccarat.money.Rounding.commission` ``at_most``;
+        13:69F-3.3(c), 13:47-20.20(d)5). An unregulated (test or training) table rounds by its policy alone."""
+        return self.regulated or self.variant is Variant.CASINO_NIGHT
+
     def commission_rate_for(self, wager: Wager) -> Fraction:
         """Commission on ``wager``'s winnings: Banker only on a standard table, none on a no-vig table,
-        every winning bet under :attr:`CommissionScope.ALL_WINNERS`."""
+        every winning bet under :attr:`CommissionScope.ALL_WINNERS` (but a casino-night tie when
+        :attr:`casino_night_tie_commission` is ``EXEMPT``)."""
         if self.no_vig or self.variant is Variant.CHEMIN_DE_FER:  # chemin: on the bank's winnings instead
+            return Fraction(0)
+        if (wager is Wager.TIE and self.variant is Variant.CASINO_NIGHT
+                and self.casino_night_tie_commission is CasinoNightTieCommission.EXEMPT):
             return Fraction(0)
         if self.commission_scope is CommissionScope.ALL_WINNERS or wager is Wager.BANKER:
             return self.commission_rate
@@ -310,6 +359,7 @@ __all__ = [
     "Limits",
     "CommissionScope",
     "CasinoNightBankerRule",
+    "CasinoNightTieCommission",
     "CommissionMode",
     "Odds",
     "punto_banco",

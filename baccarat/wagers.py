@@ -250,7 +250,8 @@ def settle(wager: Wager, stake: int, outcome: Outcome, table: "TableConfig") -> 
     """Settle one bet of ``stake`` cents on ``wager`` against ``outcome`` under ``table``'s rules.
 
     Commission (13:69F-3.3(c) [P]; 13:47-20.20(d)) is ``rate × win`` rounded by the table's named
-    rounding policy; it is deducted from the payout or accrued to the seat per ``table.commission_mode``.
+    rounding policy, and on a regulated table (:attr:`TableConfig.commission_capped`) never above
+    ``rate × win`` (rounded down where the policy would round up: toward the patron); it is deducted from the payout or accrued to the seat per ``table.commission_mode``.
     Raises :class:`baccarat.errors.InvalidAmount` for a stake that is not positive whole cents and
     :class:`baccarat.errors.WagerNotOffered` for a wager the table does not offer.
     """
@@ -266,7 +267,7 @@ def settle(wager: Wager, stake: int, outcome: Outcome, table: "TableConfig") -> 
     odds = table.pay.odds_for(wager, category)
     win = table.rounding.win(stake * odds.ratio)
     rate = table.commission_rate_for(wager)
-    commission = table.rounding.commission(win * rate) if rate else 0
+    commission = table.rounding.commission(win * rate, at_most=table.commission_capped) if rate else 0
     commission = min(commission, win)
     accrued = commission > 0 and table.commission_mode is CommissionMode.ACCRUE
     payout = stake + win - (0 if accrued else commission)

@@ -17,6 +17,7 @@ import random
 import statistics
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -65,6 +66,7 @@ def main() -> None:
         state = core.evolve(state, Envelope(event_id=event_id(stream, "T1", i + 1), stream=stream, table_id="T1",
                                             seq=i + 1, causation_id="load", correlation_id="T1", occurred_at=AT,
                                             payload=out.payload, shoe_id="S1"))
+    state = replace(state, round_in_play="R1", no_more_bets="R1")  # R1 is dealing ("No more bets" called)
     draw = command("T1", "d", AT, DrawCard(shoe_id="S1", round_id="R1", card_number=1))
     (drawn,) = core.decide(state, draw)
     env = Envelope(event_id=event_id(core.own_stream, "T1", 9), stream=core.own_stream, table_id="T1", seq=9,

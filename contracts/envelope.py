@@ -16,6 +16,7 @@ principal, acted: the dealer or the player at a betting terminal, as the command
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import datetime
 
@@ -79,8 +80,24 @@ class CommandEnvelope(msgspec.Struct, frozen=True, kw_only=True):
     payload: AnyCommand
 
 
+#: the bytes of the original record a dead letter keeps: a record may be up to the broker's limit
+#: (:data:`contracts.bounds.RECORD_LIMIT_BYTES`), and its letter (JSON: the bytes in base64, 4/3 as many, plus
+#: the error and the rest) must fit under the same limit, or the letter can never be written and the record's
+#: partition never advances (issue 28: a 900 KB record's 1.2 MB letter). 64 KiB shows what the record was.
+MAX_DEAD_LETTER_ORIGINAL = 65_536
+#: characters of a dead letter's ``error`` and ``key`` kept (an exception's text can quote its input)
+MAX_DEAD_LETTER_TEXT = 2_000
+
+
 class DeadLetter(msgspec.Struct, frozen=True, kw_only=True):
-    """A message a service could not decode or validate: where it came from, the error and its bytes."""
+    """A message a service could not decode or validate: where it came from, the error and its bytes.
+
+    ``original``: the record's value, or only its first :data:`MAX_DEAD_LETTER_ORIGINAL` bytes when
+    ``original_truncated``; ``original_size`` (bytes) and ``original_sha256`` (hex) are always of the whole
+    value, so the record can be matched on its topic at ``offset``. A letter written before these fields
+    existed decodes with size 0, digest "" and not truncated (its ``original`` is whole). Build one with
+    :meth:`of`, which bounds every field.
+    """
 
     service: str
     topic: str
@@ -90,3 +107,24 @@ class DeadLetter(msgspec.Struct, frozen=True, kw_only=True):
     error: str
     original: bytes
     received_at: datetime
+    original_size: int = 0
+    original_sha256: str = ""
+    original_truncated: bool = False
+
+    @classmethod
+    def of(cls, *, service: str, topic: str, partition: int, offset: int, key: bytes | None, error: str,
+           original: bytes, received_at: datetime) -> "DeadLetter":
+        """A letter whose size is bounded whatever the record: ``original`` cut to its first
+        :data:`MAX_DEAD_LETTER_ORIGINAL` bytes (said so by ``original_truncated``, with the whole value's size
+        and SHA-256), ``key`` (decoded as UTF-8, bad bytes replaced) and ``error`` to
+        :data:`MAX_DEAD_LETTER_TEXT` characters (a cut text ends with ``"…"``)."""
+        text = key.decode("utf-8", "replace") if key else None
+        return cls(service=service, topic=topic, partition=partition, offset=offset,
+                   key=_cut(text) if text is not None else None, error=_cut(error),
+                   original=original[:MAX_DEAD_LETTER_ORIGINAL], received_at=received_at,
+                   original_size=len(original), original_sha256=hashlib.sha256(original).hexdigest(),
+                   original_truncated=len(original) > MAX_DEAD_LETTER_ORIGINAL)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_DEAD_LETTER_TEXT else text[:MAX_DEAD_LETTER_TEXT - 1] + "…"

@@ -173,6 +173,17 @@ class DominantPlayerChosen(Event, frozen=True, tag="dominant_player_chosen"):
     rule: EvCode
 
 
+class CardsCalled(Event, frozen=True, tag="cards_called"):
+    """Chemin de fer: the dealer announces "Cards" and the Banker deals the initial four cards (13:69F-4.8(d)),
+    after the Dominant Player is chosen and before the first card. ``banker_seat`` / ``banker_player_id``: the
+    Banker who deals (every card of the round is dealt by that participant); ``rule``: ``13:69F-4.8(d)``."""
+
+    round_id: EvId
+    banker_seat: int
+    banker_player_id: EvId
+    rule: EvCode = "13:69F-4.8(d)"
+
+
 class OptionOffered(Event, frozen=True, tag="option_offered"):
     """Chemin de fer: the round reached an option cell (``cell``: ``player_5``, ``banker_3_9``,
     ``banker_4_1``, ``banker_5_4``; ``row``/``column`` as in ``CardDealt``) of ``hand``; its controller
@@ -569,7 +580,7 @@ AnyEvent = Union[
     ShoeLoaded, ShoeCut, ShoeBurned, CardDrawn, CardReadRefused, ShoeClosed, ShoeOrderSealed, ShoeOrderEncrypted,
     TableOpened, RoundOpened, CardDealt, PointsAnnounced, Irregularity, RoundResolved, RoundVoided, ShoeFinished,
     ShoeOffered, ShoeKept, ShoePassed,
-    DominantPlayerChosen, OptionOffered, OptionDecided, BankSettled,
+    DominantPlayerChosen, CardsCalled, OptionOffered, OptionDecided, BankSettled,
     BettingOpened, BetPlaced, BetRejected, BetWithdrawn, BettingClosed, PlayerSeated, PlayerLeft,
     BetSettled, CommissionAccrued, CommissionCollected, RoundSettled,
     OddsUpdated, LedgerPosted, AdvantageBetFlagged,

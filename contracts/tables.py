@@ -87,8 +87,13 @@ class TableSpec(msgspec.Struct, frozen=True):
     tie_pushes_main_bets: bool = True
     bonus_requires_base_bet: bool = False
     casino_night_banker_rule: Code = "table_2"
+    #: casino night's commission on a winning tie bet: ``charged`` (13:47-20.20(d)5 "all winning bets": 8 to 1
+    #: less 5 %) | ``exempt`` ((e)5.ii's 8 to 1 read as the net); another variant takes only ``charged``
+    casino_night_tie_commission: Code = "charged"
     max_players: int = 14
     limits: LimitMap = msgspec.field(default_factory=dict)
     irregularity_handling: Code = "void_round"
     curator: bool = False
+    #: the seats in the order the curator passes the shoe (counter-clockwise); empty: ascending seat numbers
+    curator_seat_order: SeatList = msgspec.field(default_factory=list)
     chemin: ChemSpec = msgspec.field(default_factory=ChemSpec)

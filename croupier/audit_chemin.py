@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from baccarat.chemin import ChemWager, OptionCell, dominant_participant, settle_bank
+from baccarat.chemin import ChemWager, OptionCell, dominant_participant, settle_table_bank
 from baccarat.errors import BaccaratError
 from baccarat.round import Outcome, Winner
 from baccarat.table import TableConfig
@@ -159,8 +159,8 @@ def check_passing(rounds: Sequence[tuple[str, TableConfig, RoundOpened, Sequence
                     wagered = sum(b.amount_cents for b in prev_book or ()
                                   if b.wager in {w.value for w in AGAINST_THE_BANK})
                     try:
-                        after = settle_bank(prev.bank_cents, wagered, Winner(prev_winner), cfg.commission_rate,
-                                            cfg.rounding).bank_after_cents if prev_book is not None else None
+                        after = settle_table_bank(prev.bank_cents, wagered, Winner(prev_winner),
+                                                  cfg).bank_after_cents if prev_book is not None else None
                     except (BaccaratError, ValueError):
                         after = None
                 if after is not None and after > rules.bank_max_cents:
@@ -185,7 +185,7 @@ def check_bank(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Seq
         return 0, 0
     wagered = sum(b.amount_cents for b in book)
     try:
-        want = settle_bank(opened.bank_cents, wagered, outcome.winner, cfg.commission_rate, cfg.rounding)
+        want = settle_table_bank(opened.bank_cents, wagered, outcome.winner, cfg)
     except BaccaratError as ex:
         flag("bank_mismatch", rid, f"the bank cannot be settled: {ex}")
         return 0, 0

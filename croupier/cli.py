@@ -256,11 +256,10 @@ def resolve(
         outcome, unused = resolve_round(parse_cards(cards), table.ruleset)
     settlements = [settle(w, c, outcome, table) for w, c in bets]
     if variant == "chemin_de_fer" and bets:
-        from baccarat.chemin import settle_bank
+        from baccarat.chemin import settle_table_bank
 
         total = sum(c for _, c in bets)
-        b = settle_bank(total if bank is None else bank, total, outcome.winner, table.commission_rate,
-                        table.rounding)
+        b = settle_table_bank(total if bank is None else bank, total, outcome.winner, table)
         chem["bank"] = {"bank": b.bank_cents, "wagers": b.wagers_cents, "won": b.won_cents,
                         "commission": b.commission_cents, "bank_after": b.bank_after_cents}
     result = {

@@ -69,6 +69,7 @@ EVENT_TOPICS: dict[type, tuple[str, ...]] = {
     E.ShoeKept: (T.DEALING_EVENTS,),
     E.ShoePassed: (T.DEALING_EVENTS,),
     E.DominantPlayerChosen: (T.DEALING_EVENTS,),
+    E.CardsCalled: (T.DEALING_EVENTS,),
     E.OptionOffered: (T.DEALING_EVENTS,),
     E.OptionDecided: (T.DEALING_EVENTS,),
     E.BankSettled: (T.SETTLEMENT_EVENTS,),

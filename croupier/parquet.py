@@ -12,7 +12,10 @@ of every file, in this order:
   ``kafka_timestamp`` (the record's own Kafka timestamp, ms, UTC: when it was written, which for a reaction
   published later is after ``occurred_at``);
 * the payload's fields, in the contract's order, under their own names; a payload field whose name is an
-  envelope column (``round_id``, ``shoe_id``) is ``payload_<name>``.
+  envelope column (``round_id``, ``shoe_id``) is ``payload_<name>``. Where the contract writes "none" as
+  ``""`` (an id field ``round_id`` / ``shoe_id`` whose default is ``""``, e.g. ``LedgerPosted.shoe_id``) the
+  column is nullable and "none" is null; a ``gaming_day`` (``YYYY-MM-DD``) is an Arrow ``date32``. Both read
+  back as the contract's text.
 
 Types come from the msgspec types of :mod:`contracts.events` (the same types the JSON Schemas of
 ``docs/schema/events`` are generated from): ``int`` is int64 (cents, seats, counts, seq), ``float``
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +122,50 @@ def _field(name: str, info: Any) -> Any:
     return _pa().field(name, arrow_type(info), nullable=nullable)
 
 
+#: payload id fields whose contract default ``""`` means "none": a nullable column, "" written as null
+EMPTY_AS_NULL = ("round_id", "shoe_id")
+#: payload fields holding a calendar date as ``YYYY-MM-DD`` text: an Arrow date32 column
+DATE_FIELDS = ("gaming_day",)
+
+
+def _payload_kind(field: Any) -> str:
+    """``"date"``, ``"empty_null"`` or ``""`` (as the contract types it) of a payload field's column."""
+    if field.name in DATE_FIELDS and isinstance(_unwrap(field.type), mi.StrType):
+        return "date"
+    if field.name in EMPTY_AS_NULL and field.default == "":
+        return "empty_null"
+    return ""
+
+
+def _payload_field(col: str, field: Any) -> Any:
+    pa = _pa()
+    kind = _payload_kind(field)
+    if kind == "date":
+        return pa.field(col, pa.date32(), nullable=False)
+    if kind == "empty_null":
+        return pa.field(col, pa.string(), nullable=True)
+    return _field(col, field.type)
+
+
+def _to_column(kind: str, value: Any) -> Any:
+    if kind == "date":
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            raise ParquetError(f"gaming_day {value!r} is not a date YYYY-MM-DD") from None
+    if kind == "empty_null":
+        return value or None
+    return value
+
+
+def _from_column(kind: str, value: Any) -> Any:
+    if kind == "date":
+        return value.isoformat() if value is not None else value
+    if kind == "empty_null":
+        return "" if value is None else value
+    return value
+
+
 def payload_columns(event_type: type) -> dict[str, str]:
     """``{column: payload field}`` of an event type, in the contract's order (envelope names prefixed)."""
     taken = {*ENVELOPE_COLUMNS, *LOCATION_COLUMNS, "type"}
@@ -142,8 +189,8 @@ def event_schema(event_type: type) -> Any:
                pa.field("kafka_partition", pa.int32(), nullable=False),
                pa.field("kafka_offset", pa.int64(), nullable=False),
                pa.field("kafka_timestamp", pa.timestamp("ms", tz="UTC"), nullable=False)]
-    info = {f.name: f.type for f in mi.type_info(event_type).fields}
-    fields += [_field(col, info[name]) for col, name in payload_columns(event_type).items()]
+    info = {f.name: f for f in mi.type_info(event_type).fields}
+    fields += [_payload_field(col, info[name]) for col, name in payload_columns(event_type).items()]
     schema = pa.schema(fields, metadata={META_EVENT_TYPE: event_type.__name__.encode(),
                                          META_SCHEMA: str(SCHEMA_VERSION).encode()})
     _SCHEMAS[event_type] = schema
@@ -162,6 +209,7 @@ def arrow_table(event_type: type, records: Iterable[LogRecord]) -> Any:
     cols: dict[str, list[Any]] = {name: [] for name in schema.names}
     tag = event_type.__struct_config__.tag
     pcols = payload_columns(event_type)
+    kinds = {f.name: _payload_kind(f) for f in mi.type_info(event_type).fields}
     for rec in records:
         env = rec.env
         if type(env.payload) is not event_type:
@@ -174,7 +222,7 @@ def arrow_table(event_type: type, records: Iterable[LogRecord]) -> Any:
         cols["kafka_offset"].append(rec.offset)
         cols["kafka_timestamp"].append(rec.timestamp_ms)
         for col, name in pcols.items():
-            cols[col].append(_builtins(getattr(env.payload, name)))
+            cols[col].append(_to_column(kinds[name], _builtins(getattr(env.payload, name))))
     try:
         return pa.table(cols, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
@@ -243,7 +291,9 @@ def records_of(table: Any, event_type: type | None = None) -> list[LogRecord]:
         event_type = EVENT_TYPES.get(name)
         if event_type is None:
             raise ParquetError(f"not a typed croupier export (event type {name!r} in the schema metadata)")
-    info = {f.name: f.type for f in mi.type_info(event_type).fields}
+    fields = mi.type_info(event_type).fields
+    info = {f.name: f.type for f in fields}
+    kinds = {f.name: _payload_kind(f) for f in fields}
     pcols = payload_columns(event_type)
     missing = [c for c in (*ENVELOPE_COLUMNS, *LOCATION_COLUMNS, *pcols) if c not in table.column_names]
     if missing:
@@ -251,7 +301,8 @@ def records_of(table: Any, event_type: type | None = None) -> list[LogRecord]:
     tag = event_type.__struct_config__.tag
     out = []
     for row in table.to_pylist():
-        payload = {"type": tag, **{name: _from_arrow(info[name], row[col]) for col, name in pcols.items()}}
+        payload = {"type": tag, **{name: _from_column(kinds[name], _from_arrow(info[name], row[col]))
+                                   for col, name in pcols.items()}}
         env = {name: row[name] for name in ENVELOPE_COLUMNS if row[name] is not None}
         try:
             envelope = msgspec.convert({**env, "payload": payload}, Envelope)
@@ -288,7 +339,7 @@ def type_text(t: Any) -> str:
         return "struct<" + ", ".join(f"{t.field(i).name}: {type_text(t.field(i).type)}"
                                      for i in range(t.num_fields)) + ">"
     names = {pa.string(): "string", pa.int64(): "int64", pa.int32(): "int32", pa.bool_(): "bool",
-             pa.float64(): "float64", pa.binary(): "binary"}
+             pa.float64(): "float64", pa.binary(): "binary", pa.date32(): "date32"}
     if t in names:
         return names[t]
     raise ParquetError(f"no name for the Arrow type {t}")

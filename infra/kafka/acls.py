@@ -71,7 +71,8 @@ def _written_by(kind: str) -> tuple[str, ...]:
 
 
 GRANTS: tuple[Grant, ...] = (
-    _service("shoe", (T.SHOE_EVENTS, T.SHOE_VAULT), (T.SHOE_COMMANDS, T.SHOE_DRAWS),
+    _service("shoe", (T.SHOE_EVENTS, T.SHOE_VAULT), (T.SHOE_COMMANDS, T.SHOE_DRAWS, T.DEALING_EVENTS,
+                                                     T.WAGERING_EVENTS),
              note="the only principal that can read or write shoe.vault and shoe.snapshots (the live shoe, sealed)"),
     _service("dealing", (T.DEALING_EVENTS,), (T.DEALING_COMMANDS, T.DEALING_OPTIONS, T.SHOE_EVENTS,
                                               T.WAGERING_EVENTS),

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 
 from baccarat import round as R
 from baccarat.cards import Hand
-from baccarat.chemin import ChemWager, controller, dominant_participant, option_cell, settle_bank
+from baccarat.chemin import ChemWager, controller, dominant_participant, option_cell, settle_table_bank
 from baccarat.errors import BaccaratError
 from baccarat.round import Winner
 from baccarat.table import TableConfig
@@ -39,6 +39,7 @@ from contracts.commands import DecideOption, ExpireOption, OpenRound
 from contracts.envelope import CommandEnvelope
 from contracts.events import (
     BetLine,
+    CardsCalled,
     DominantPlayerChosen,
     Event,
     OptionDecided,
@@ -66,6 +67,8 @@ class ChemRound:
     book: tuple[BetLine, ...] | None = None
     dominant: tuple[int, str] | None = None
     offered: OptionOffered | None = None
+    #: "Cards" was called (``CardsCalled``, 13:69F-4.8(d)): the Banker deals
+    cards_called: bool = False
     #: the log's time of ``offered``: its deadline is this plus ``offered.option_seconds``
     offered_at: datetime | None = None
 
@@ -96,8 +99,7 @@ class LastBank:
         if wagered is None:
             return None
         try:
-            return settle_bank(self.bank_cents, wagered, Winner(self.winner), config.commission_rate,
-                               config.rounding).bank_after_cents
+            return settle_table_bank(self.bank_cents, wagered, Winner(self.winner), config).bank_after_cents
         except BaccaratError:
             return None
 
@@ -116,6 +118,8 @@ def evolve(chem: ChemRound, deal: R.Deal, e: Event, at: datetime) -> tuple[ChemR
     """Fold one of dealing's chemin de fer events (logged at ``at``) into the round (no validation)."""
     if isinstance(e, DominantPlayerChosen):
         return replace(chem, dominant=(e.seat, e.player_id)), deal
+    if isinstance(e, CardsCalled):
+        return replace(chem, cards_called=True), deal
     if isinstance(e, OptionOffered):
         return replace(chem, offered=e, offered_at=at), deal
     if isinstance(e, OptionDecided):
@@ -204,6 +208,13 @@ def choose_dominant(config: TableConfig | None, round_id: str, shoe_id: str, che
         rule = "highest_wager"
     return [Emit(DominantPlayerChosen(round_id=round_id, seat=seat, player_id=player, wager_cents=total,
                                       rule=rule),
+                 round_id=round_id, shoe_id=shoe_id, causation_id=cause, occurred_at=at)]
+
+
+def call_cards(round_id: str, shoe_id: str, chem: ChemRound, cause: str, at: datetime) -> list[Emit | Send]:
+    """The dealer's "Cards" call once the Dominant Player is chosen: ``CardsCalled`` naming the Banker who
+    deals the initial four cards (13:69F-4.8(d)); the first card is asked for only after it."""
+    return [Emit(CardsCalled(round_id=round_id, banker_seat=chem.banker_seat, banker_player_id=chem.banker_player_id),
                  round_id=round_id, shoe_id=shoe_id, causation_id=cause, occurred_at=at)]
 
 

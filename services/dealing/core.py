@@ -48,6 +48,7 @@ from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
 from contracts.events import (
     BettingClosed,
     CardDealt,
+    CardsCalled,
     CardDrawn,
     CommandRejected,
     DominantPlayerChosen,
@@ -224,7 +225,8 @@ def _passed(state: "DealingState", round_id: str, reason: str, rule: str) -> Sho
     """The shoe passes from the curator to the next participant (:func:`baccarat.curator.next_holder`)."""
     assert state.curator is not None
     seat, pid = state.curator
-    to = C.next_holder(seat, state.seated)
+    cfg = state.config
+    to = C.next_holder(seat, state.seated, cfg.curator_seat_order if cfg is not None else ())
     return ShoePassed(round_id=round_id, from_seat=seat, from_player_id=pid, to_seat=to[0] if to else 0,
                       to_player_id=to[1] if to else "", reason=reason, rule=rule)
 
@@ -298,7 +300,7 @@ class DealingCore:
                 deal = replace(deal, discarded=deal.discarded + (parse_card(e.card),))
                 dealt = e.card_number
             return replace(state, round=replace(rs, deal=deal, dealt=dealt))
-        if isinstance(e, (DominantPlayerChosen, OptionOffered, OptionDecided)) and rs is not None \
+        if isinstance(e, (DominantPlayerChosen, CardsCalled, OptionOffered, OptionDecided)) and rs is not None \
                 and rs.chem is not None and rs.round_id == e.round_id:
             chem, deal = CH.evolve(rs.chem, rs.deal, e, env.occurred_at)
             return replace(state, round=replace(rs, chem=chem, deal=deal))
@@ -415,6 +417,8 @@ class DealingCore:
                          occurred_at=rs.closed_by[1])]
         if rs.chem is not None and rs.chem.dominant is None:  # chemin de fer: 4.8(c) before the first card
             return CH.choose_dominant(state.config, rs.round_id, rs.shoe_id, rs.chem, rs.closed_by)
+        if rs.chem is not None and not rs.chem.cards_called:  # 4.8(d): "Cards", then the Banker deals
+            return CH.call_cards(rs.round_id, rs.shoe_id, rs.chem, *rs.closed_by)
         step = R.next_step(rs.deal)
         nxt = _next_number(rs)
         if isinstance(step, R.Outcome):
@@ -445,7 +449,8 @@ class DealingCore:
                 CardDealt(round_id=rs.round_id, card=d.card, hand=reason.hand.value, position=reason.position,
                           rule=reason.rule, source=reason.source, why=reason.describe(), row=reason.row,
                           column=reason.column),
-                round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=d.event_id, occurred_at=d.at)]
+                round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=d.event_id, occurred_at=d.at,
+                actor=rs.chem.banker_player_id if rs.chem is not None and rs.chem.banker_player_id else None)]
             if len(rs.deal.player) + len(rs.deal.banker) == INITIAL_CARDS - 1:
                 deal = R.add_card(rs.deal, parse_card(d.card))
                 pp, bp = hand_points(deal.player), hand_points(deal.banker)

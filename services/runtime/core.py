@@ -53,6 +53,9 @@ class Emit:
     occurred_at: datetime | None = None
     #: another stream the service owns (e.g. ``shoe.vault``); None: the service's main events stream
     stream: str | None = None
+    #: who acted, for a reaction whose act is a participant's (chemin de fer: the Banker deals the card a
+    #: ``CardDealt`` records, 13:69F-4.8(d)); None: the command's actor (a reaction: none)
+    actor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +234,7 @@ class Runner(Generic[S]):
                     occurred_at=o.occurred_at or at,
                     claimed_at=claimed_at if o.occurred_at is None else None,
                     principal=principal if o.occurred_at is None else self.core.name,
-                    actor=actor if o.occurred_at is None else None,
+                    actor=o.actor if o.actor is not None else actor if o.occurred_at is None else None,
                     round_id=o.round_id,
                     shoe_id=o.shoe_id,
                     payload=o.payload,

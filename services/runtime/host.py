@@ -137,11 +137,8 @@ class ServiceHost:
         self.dead_letters += 1
         self.metrics.dead_letter(error.split(":", 1)[0].replace(" ", "_"))
         self.log.warning("dead_letter", topic=topic, partition=partition, offset=offset, error=error)
-        letter = DeadLetter(
-            service=self.core.name, topic=topic, partition=partition, offset=offset,
-            key=key.decode("utf-8", "replace") if key else None, error=error, original=body,
-            received_at=self.clock(),
-        )
+        letter = DeadLetter.of(service=self.core.name, topic=topic, partition=partition, offset=offset, key=key,
+                               error=error, original=body, received_at=self.clock())
         if self._letters is not None:
             self._letters.append(letter)
             return

@@ -7,8 +7,9 @@ paths itself). Both are cheap: no state digest, no request to the broker on the 
   only when this fails.
 * **Readiness** (``/health/ready``, 200 or 503): the broker answers (:class:`BrokerProbe`, a metadata
   request every couple of seconds in the background), and every service of the process holds an assignment
-  whose tasks are all restored (:func:`readiness`). A service still waiting for its broker, rebalancing,
-  or restoring is not ready.
+  whose tasks are all restored and none stuck (:func:`readiness`; a task is *stuck* when its transactions
+  have failed for :data:`services.runtime.tasks.STUCK_AFTER_S` without one succeeding: its partition does not
+  advance). A service still waiting for its broker, rebalancing, restoring or stuck is not ready.
 """
 
 from __future__ import annotations
@@ -126,8 +127,8 @@ class BrokerProbe:
 
 
 def service_status(service: Service | None) -> dict[str, Any]:
-    """``{"started", "assigned", "restored", "tasks": {state: count}}`` of one service (None: not started:
-    still waiting for its broker)."""
+    """``{"started", "assigned", "restored", "tasks": {state: count}, "stuck": {task: seconds}}`` of one
+    service (None: not started: still waiting for its broker)."""
     if service is None:
         return {"started": False, "assigned": False, "restored": False, "tasks": {}}
     tasks = service.tasks
@@ -137,16 +138,16 @@ def service_status(service: Service | None) -> dict[str, Any]:
     for s in list(tasks.state.values()):
         counts[s] = counts.get(s, 0) + 1
     return {"started": True, "assigned": tasks.assignment_held, "restored": tasks.ready,
-            "tasks": dict(sorted(counts.items()))}
+            "tasks": dict(sorted(counts.items())), "stuck": tasks.stuck()}
 
 
 def readiness(services: Mapping[str, Service | None], probe: BrokerProbe | None) -> tuple[bool, dict[str, Any]]:
     """(ready, body) of a process running ``services`` (name -> service, None while not started): ready
     when the broker answers (``probe``; None: not checked) and every service holds an assignment whose tasks
-    are all restored. ``body``: ``{"ready", "broker_reachable", "services": {name: service_status}}``."""
+    are all restored and none stuck. ``body``: ``{"ready", "broker_reachable", "services": {name: service_status}}``."""
     status = {name: service_status(svc) for name, svc in services.items()}
     broker = probe.reachable if probe is not None else True
-    ok = broker and bool(status) and all(s["started"] and s["assigned"] and s["restored"]
+    ok = broker and bool(status) and all(s["started"] and s["assigned"] and s["restored"] and not s.get("stuck")
                                          for s in status.values())
     body: dict[str, Any] = {"ready": ok, "broker_reachable": broker, "services": status}
     if probe is not None and not broker:

@@ -47,6 +47,7 @@ from contracts.envelope import DeadLetter
 from services.runtime import snapshot as S
 from services.runtime.core import Decision
 from services.runtime.host import ServiceHost
+from services.runtime.producers import retrieve_later, stop_quietly
 from services.runtime.logging import get_logger
 from services.runtime.metrics import LIVE, ServiceMetrics
 from services.runtime.settings import Settings
@@ -67,6 +68,9 @@ DEFER_MAX_RECORDS = 1000
 #: (``ServiceCore.catch_up``; s): past it the command is decided anyway, with a warning (that topic's
 #: leader is away, say: its records cannot be read, and the table must not wait for them for ever)
 CATCH_UP_MAX_S = 2.0
+#: a task whose transactions have failed for this long without one succeeding is *stuck* (s): readiness
+#: reports it (``/health/ready`` 503, :meth:`Tasks.stuck`), so a partition that stopped advancing is seen
+STUCK_AFTER_S = 30.0
 
 
 def partition_of(table_id: str, partitions: int) -> int:
@@ -230,6 +234,11 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self._strikes: dict[int, dict[tuple[str, int], int]] = {}
         #: records that failed alone twice with an error no retry can fix: dead-lettered when next read
         self._poison: dict[int, dict[tuple[str, int], str]] = {}
+        #: poison records whose dead letter could not be written either: skipped (offsets only) when next
+        #: read, logged at error level with their size and digest, so the partition still advances
+        self._unletterable: dict[int, set[tuple[str, int]]] = {}
+        #: task p -> when (monotonic s) its transactions began failing without one succeeding since
+        self._failing_since: dict[int, float] = {}
         #: held while the host decides one task's records (tasks of a batch commit concurrently)
         self._deciding = asyncio.Lock()
         #: task p -> input offsets of batches that caused nothing, not committed yet (they go with the
@@ -288,6 +297,15 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                 continue
             out[(self.settings.base(tp.topic), tp.partition)] = max(0, end - pos)
         return out
+
+    def stuck(self, now: float | None = None) -> dict[int, float]:
+        """``{task: seconds}`` of the held tasks whose transactions have failed for at least
+        :data:`STUCK_AFTER_S` without one succeeding (``now``: monotonic seconds): a partition that does not
+        advance (a record whose outcome cannot be written and is not yet set aside, a broker refusing the
+        task's producer). Readiness is refused while any is (:func:`services.runtime.ops.readiness`)."""
+        now = time.monotonic() if now is None else now
+        return {p: round(now - since, 1) for p, since in list(self._failing_since.items())
+                if p in self.state and now - since >= STUCK_AFTER_S}
 
     def snapshot_ages(self, now: float) -> dict[int, float]:
         """``{task: seconds}`` since each held task's latest checkpoint (``now``: Unix seconds), for a
@@ -350,10 +368,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
     async def _close_producer(self, p: int) -> None:
         prod = self.producers.pop(p, None)
         if prod is not None:
-            try:
-                await prod.stop()
-            except Exception:  # noqa: BLE001 - a fenced or disconnected producer still closes
-                pass
+            await stop_quietly(prod)
 
     # -- rebalance listener --------------------------------------------------------------------------
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
@@ -399,6 +414,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         self.state.pop(p, None)
         self.positions.pop(p, None)
         self._waits.pop(p, None)
+        self._failing_since.pop(p, None)
         self._forget_deferred(p)
         self.snapshot_at.pop(p, None)
         self.host.runner.reset(self.tables_of(p))
@@ -548,7 +564,11 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                                     # and then with a transient NOT_ENOUGH_REPLICAS (aiokafka #1172; see
                                     # bench/rawloop.py RetryCount): retry soon
                                     retry_backoff_ms=10)
-            await prod.start()  # init_transactions: fences the old owner and completes its open transaction
+            try:
+                await prod.start()  # init_transactions: fences the old owner and completes its open transaction
+            except BaseException:  # fenced, moved away or the broker away: never leave it open (its connections)
+                await stop_quietly(prod)
+                raise
             self.producers[p] = prod
         marks = {"fence": time.monotonic() - t0}
         committed: dict[TopicPartition, int | None] = {}
@@ -753,17 +773,27 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             tp = TopicPartition(r.topic, p)
             offsets[tp] = max(offsets.get(tp, 0), r.offset + 1)
         poison = self._poison.get(p, {})
+        lettered = False  # this transaction carries a poison record's dead letter
         if single and (recs[0].topic, recs[0].offset) in poison:
             r = recs[0]
             error = poison[(r.topic, r.offset)]
-            self.host.dead_letters += 1
-            self.host.metrics.dead_letter("unpublishable")
-            self.log.error("dead_letter_unpublishable", topic=r.topic, partition=p, offset=r.offset, error=error)
             decisions: list[Decision] = []
-            letters = [DeadLetter(service=self.service, topic=r.topic, partition=p, offset=r.offset,
-                                  key=r.key.decode("utf-8", "replace") if r.key else None,
-                                  error=f"unpublishable outcome: {error}", original=r.value or b"",
-                                  received_at=self.host.clock())]
+            letter = DeadLetter.of(service=self.service, topic=r.topic, partition=p, offset=r.offset, key=r.key,
+                                   error=f"unpublishable outcome: {error}", original=r.value or b"",
+                                   received_at=self.host.clock())
+            if (r.topic, r.offset) in self._unletterable.get(p, set()):
+                # its letter failed too: the record is passed over (offsets only), never the partition stopped
+                self.host.metrics.dead_letter("unletterable")
+                self.log.error("record_skipped_unletterable", topic=r.topic, partition=p, offset=r.offset,
+                               size=letter.original_size, sha256=letter.original_sha256, error=letter.error)
+                letters = []
+            else:
+                lettered = True
+                self.host.dead_letters += 1
+                self.host.metrics.dead_letter("unpublishable")
+                self.log.error("dead_letter_unpublishable", topic=r.topic, partition=p, offset=r.offset,
+                               error=letter.error)
+                letters = [letter]
         else:
             async with self._deciding:  # the host collects one batch at a time
                 decisions, letters = await self.host.collect(
@@ -795,7 +825,9 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             self.host.metrics.aborted(fenced)
             self.log.warning("transaction_failed", task=p, error=f"{type(e).__name__}: {e}",
                              records=len(recs), fenced=fenced)
-            if single and not fenced and _unpublishable(e):
+            if lettered and not fenced and _unpublishable(e):  # not even its letter can be written
+                self._unletterable.setdefault(p, set()).add((recs[0].topic, recs[0].offset))
+            elif single and not fenced and _unpublishable(e):
                 key = (recs[0].topic, recs[0].offset)
                 strikes = self._strikes.setdefault(p, {})
                 strikes[key] = strikes.get(key, 0) + 1
@@ -805,7 +837,9 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
             self._restore_after_failure(p)
             return False
         self.positions[p].update(offsets)
+        self._failing_since.pop(p, None)
         self._poison.get(p, {}).pop((recs[0].topic, recs[0].offset), None)
+        self._unletterable.get(p, set()).discard((recs[0].topic, recs[0].offset))
         self.host.metrics.settle(True)
         self.host.log_published(decisions)
         return True
@@ -813,6 +847,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
     def _restore_after_failure(self, p: int) -> None:
         """Task ``p``'s transaction failed, so its state ran ahead of the log: pause it and restore it (its
         consumer then seeks back to the committed offsets)."""
+        self._failing_since.setdefault(p, time.monotonic())
         self.state[p] = "restoring"
         if self.consumer is not None:
             self.consumer.pause(*self._tps(p))
@@ -831,6 +866,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                     continue
                 try:
                     await self._commit(p, [], [], {})
+                    self._failing_since.pop(p, None)
                     n += 1
                 except Exception as e:  # noqa: BLE001 - fenced or broker away: restore, as after any failure
                     fenced = "Fenced" in type(e).__name__ or "Epoch" in type(e).__name__
@@ -901,25 +937,13 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         out.append((S.CHECKPOINT_KEY, S.encode(cp)))
         return out
 
-    async def _commit(self, p: int, decisions: list[Decision], letters: list[Any],
-                      offsets: dict[TopicPartition, int], handled: int = 0, force_checkpoint: bool = False,
-                      ) -> None:
-        """Write a batch's decisions, dead letters, due checkpoint and input offsets in one transaction of
-        task ``p``'s producer (raises whatever the producer raises; the caller restores the task)."""
-        prod = self.producers.get(p)
-        if prod is None:
-            raise TaskFailed(f"task {p} has no producer")
-        if producer_dead(prod):  # never begin a transaction on a fenced producer: restore (a new one)
-            raise TaskFailed(f"task {p}: its producer is fenced")
-        deferred = self._uncommitted.get(p)
-        if deferred:  # earlier batches' offsets that caused nothing: committed with this transaction
-            offsets = {**deferred, **offsets}
+    async def _transaction(self, prod: Any, p: int, decisions: list[Decision], letters: list[Any],
+                           checkpoint: list[tuple[bytes, bytes]], offsets: dict[TopicPartition, int],
+                           futs: list[tuple[str | None, Any]]) -> None:
+        """One transaction of task ``p``: the records (their futures appended to ``futs`` as sent, with the own
+        stream of each event) and the input offsets; returns once every record is acknowledged."""
         s = self.settings
-        own = {self.host.core.own_stream, *self.host.core.private_streams}
-        checkpoint = self._checkpoint_records(p, offsets, force_checkpoint)
-        t0 = time.perf_counter()
         async with prod.transaction():
-            futs: list[tuple[str | None, Any]] = []
             for d in decisions:
                 key = T.key(d.table_id)
                 for env in d.events:
@@ -936,7 +960,32 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
                                                    partition=p)))
             if offsets:
                 await prod.send_offsets_to_transaction(offsets, self.group_id)
-            metas = await asyncio.gather(*(f for _, f in futs))
+            await asyncio.gather(*(f for _, f in futs))
+
+    async def _commit(self, p: int, decisions: list[Decision], letters: list[Any],
+                      offsets: dict[TopicPartition, int], handled: int = 0, force_checkpoint: bool = False,
+                      ) -> None:
+        """Write a batch's decisions, dead letters, due checkpoint and input offsets in one transaction of
+        task ``p``'s producer (raises whatever the producer raises; the caller restores the task)."""
+        prod = self.producers.get(p)
+        if prod is None:
+            raise TaskFailed(f"task {p} has no producer")
+        if producer_dead(prod):  # never begin a transaction on a fenced producer: restore (a new one)
+            raise TaskFailed(f"task {p}: its producer is fenced")
+        deferred = self._uncommitted.get(p)
+        if deferred:  # earlier batches' offsets that caused nothing: committed with this transaction
+            offsets = {**deferred, **offsets}
+        own = {self.host.core.own_stream, *self.host.core.private_streams}
+        checkpoint = self._checkpoint_records(p, offsets, force_checkpoint)
+        t0 = time.perf_counter()
+        futs: list[tuple[str | None, Any]] = []
+        try:
+            await self._transaction(prod, p, decisions, letters, checkpoint, offsets, futs)
+        except BaseException:
+            for _, f in futs:  # the records' futures fail later (ProducerFenced...): their error is the
+                retrieve_later(f)  # transaction's, raised here, never "Future exception was never retrieved"
+            raise
+        metas = [f.result() for _, f in futs]
         self.host.metrics.transaction(time.perf_counter() - t0, bool(checkpoint))
         if deferred:
             self._forget_deferred(p)

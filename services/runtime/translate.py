@@ -16,7 +16,7 @@ from baccarat.errors import BaccaratError
 from baccarat.money import CommissionMode, Odds, Rounding, RoundingPolicy
 from baccarat.round import Outcome, Winner
 from baccarat.shoe import BurnRule, EndOfShoePolicy, ShoeRules
-from baccarat.table import CasinoNightBankerRule, CommissionScope, Limits, TableConfig
+from baccarat.table import CasinoNightBankerRule, CasinoNightTieCommission, CommissionScope, Limits, TableConfig
 from baccarat.wagers import BONUS_STANDARD, PayTable, Wager
 from contracts.events import RoundResolved
 from contracts.tables import ChemSpec, LimitSpec, ShoeSpec, TableSpec
@@ -102,9 +102,12 @@ def table_config(spec: TableSpec) -> TableConfig:
         bonus_requires_base_bet=spec.bonus_requires_base_bet,
         casino_night_banker_rule=_enum(CasinoNightBankerRule, spec.casino_night_banker_rule,
                                        "casino_night_banker_rule"),
+        casino_night_tie_commission=_enum(CasinoNightTieCommission, spec.casino_night_tie_commission,
+                                          "casino_night_tie_commission"),
         max_players=spec.max_players,
         limits={Wager.parse(w): Limits(v.min_cents, v.max_cents) for w, v in spec.limits.items()},
         curator=spec.curator,
+        curator_seat_order=tuple(spec.curator_seat_order),
         chemin=chem_rules(spec.chemin),
     )
 
@@ -132,9 +135,11 @@ def table_spec(config: TableConfig) -> TableSpec:
         tie_pushes_main_bets=config.tie_pushes_main_bets,
         bonus_requires_base_bet=config.bonus_requires_base_bet,
         casino_night_banker_rule=config.casino_night_banker_rule.value,
+        casino_night_tie_commission=config.casino_night_tie_commission.value,
         max_players=config.max_players,
         limits={w.value: LimitSpec(v.min_cents, v.max_cents) for w, v in config.limits.items()},
         curator=config.curator,
+        curator_seat_order=list(config.curator_seat_order),
         chemin=chem_spec(config.chemin),
     )
 

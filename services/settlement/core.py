@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from baccarat.chemin import settle_bank
+from baccarat.chemin import settle_table_bank
 from baccarat.money import CommissionMode
 from baccarat.table import TableConfig
 from baccarat.wagers import Wager, settle
@@ -59,6 +59,8 @@ class Pending:
     voided: tuple[RoundVoided, str, datetime] | None = None
     #: chemin de fer: the Banker's (seat, player id) and the bank in cents
     bank: tuple[int, str, int] | None = None
+    #: the shoe the round is dealt from (its ``RoundOpened``): the settlement's events name it in their envelope
+    shoe_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +133,7 @@ class SettlementCore:
             return replace(state, spec=e.config)
         if isinstance(e, RoundOpened):
             bank = (e.banker_seat, e.banker_player_id, e.bank_cents) if e.banker_player_id else None
-            return self._update(state, e.round_id, spec=state.spec, bank=bank)
+            return self._update(state, e.round_id, spec=state.spec, bank=bank, shoe_id=e.shoe_id)
         if isinstance(e, BettingClosed):
             return self._update(state, e.round_id, book=tuple(e.bets))
         if isinstance(e, RoundResolved):
@@ -147,7 +149,10 @@ class SettlementCore:
         for round_id, p in state.pending.items():
             if p.book is None or (p.result is None and p.voided is None):
                 continue
-            return self._settle_round(state, round_id, p)
+            outs = self._settle_round(state, round_id, p)
+            if not p.shoe_id:
+                return outs
+            return [replace(o, shoe_id=p.shoe_id) if isinstance(o, Emit) and o.shoe_id is None else o for o in outs]
         return []
 
     def _settle_round(self, state: SettlementState, round_id: str, p: Pending) -> list[Emit | Send]:
@@ -181,7 +186,7 @@ class SettlementCore:
         if o is not None and config is not None and config.variant.value == "chemin_de_fer" and p.bank is not None:
             seat, banker, bank = p.bank
             wagered = sum(b.amount_cents for b in p.book)
-            r = settle_bank(bank, wagered, o.winner, config.commission_rate, config.rounding)
+            r = settle_table_bank(bank, wagered, o.winner, config)
             acc = r.commission_cents > 0 and config.commission_mode is CommissionMode.ACCRUE
             out.append(Emit(BankSettled(round_id=round_id, seat=seat, player_id=banker, bank_cents=bank,
                                         wagers_cents=wagered, won_cents=r.won_cents,

@@ -1,7 +1,11 @@
 """The shoe service's decider: one shoe per table, from a CSPRNG shuffle, a supplied order or a physical shoe.
 
 Commands (``shoe.commands``): ``LoadShoe``, ``DrawCard``, ``ReadCard``, ``ReadBurn`` (a physical shoe's
-burn, read card by card), ``CloseShoe``. Events
+burn, read card by card), ``CloseShoe``. Inputs: ``dealing.events`` (the round in play, from ``RoundOpened`` to
+its ``RoundResolved`` / ``RoundVoided``) and ``wagering.events`` ("No more bets": ``BettingClosed``), so that
+a card leaves the shoe only for the round in play once betting is closed (a ``DrawCard`` for any other round,
+or numbered outside 1..6, is refused ``round_not_dealing`` / ``card_out_of_bounds``), and the shoe is not
+closed under a round in play (``CloseShoe`` refused ``round_in_play``: void the round first). Events
 (``shoe.events``): ``ShoeLoaded`` (with the commitment), ``ShoeCut``, ``ShoeBurned``, ``CardDrawn``,
 ``CardReadRefused``, ``ShoeClosed`` (the reveal), ``CommandRejected``; and on ``shoe.vault`` (read by this
 service alone) ``ShoeOrderEncrypted``, so a restarted shoe service knows the order it committed to.
@@ -35,9 +39,13 @@ from services.configs import is_test_table
 from contracts.commands import CloseShoe, DrawCard, LoadShoe, ReadBurn, ReadCard
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
+    BettingClosed,
     CardDrawn,
     CardReadRefused,
     CommandRejected,
+    RoundOpened,
+    RoundResolved,
+    RoundVoided,
     ShoeBurned,
     ShoeClosed,
     ShoeCut,
@@ -96,6 +104,12 @@ class ShoeState:
     closed: bool = True
     source: str = ""
     drawn: frozenset[tuple[str, int]] = frozenset()
+    #: the round in play at the table: from its ``RoundOpened`` (dealing.events) to its ``RoundResolved`` /
+    #: ``RoundVoided``; "" between rounds. The shoe is not closed under it.
+    round_in_play: str = ""
+    #: the latest round past "No more bets" (its ``BettingClosed`` on wagering.events): cards are drawn only
+    #: for the round in play once it is this one
+    no_more_bets: str = ""
 
 
 @functools.lru_cache(maxsize=64)
@@ -103,6 +117,25 @@ def _cards(order: tuple[str, ...], cut_at: int | None) -> tuple[Card, ...]:
     """The order as it leaves the shoe (after the cut), parsed."""
     cards = tuple(parse_card(c) for c in order)
     return cards[cut_at:] + cards[:cut_at] if cut_at is not None else cards
+
+
+def draw_refusal(state: ShoeState, c: DrawCard) -> tuple[str, str] | None:
+    """Why no card may leave the shoe for ``c``, as ``(reason code, detail)``, or None when one may.
+
+    ``card_out_of_bounds``: ``card_number`` outside 1..:data:`baccarat.shoe.MAX_CARDS_PER_ROUND` (a round
+    takes four cards and at most two third cards, 13:69F-3.7 and Tables 1-2); ``round_not_dealing``: the round
+    is not the round in play, or it is and "No more bets" has not been called for it (cards are dealt only
+    after "No more bets", 13:69F-3.7(b))."""
+    if not 1 <= c.card_number <= S.MAX_CARDS_PER_ROUND:
+        return "card_out_of_bounds", (f"card number {c.card_number} is outside 1..{S.MAX_CARDS_PER_ROUND}: "
+                                      "a round takes at most six cards")
+    if c.round_id != state.round_in_play:
+        playing = f"round {state.round_in_play} is in play" if state.round_in_play else "no round is in play"
+        return "round_not_dealing", f"round {c.round_id} is not the round in play ({playing})"
+    if c.round_id != state.no_more_bets:
+        return "round_not_dealing", (f"round {c.round_id} is still taking bets: cards are dealt only after "
+                                     "\"No more bets\"")
+    return None
 
 
 def _reject(cmd: CommandEnvelope, reason: str, detail: str) -> list[Emit | Send]:
@@ -125,8 +158,13 @@ class ShoeCore:
     private_streams = (T.SHOE_VAULT,)
     command_streams = (T.SHOE_COMMANDS, T.SHOE_DRAWS)
     same_time_first: tuple[str, ...] = ()
-    catch_up: tuple[tuple[str, str], ...] = ()
-    input_streams: tuple[str, ...] = ()
+    #: a command is decided only once the round's progress the log held when it was read is folded: the
+    #: dealing service asks for a card after it read "No more bets" (so the ``BettingClosed`` is in the log
+    #: before its ``DrawCard``), the dealer closes the shoe after the round's result; on a cluster the
+    #: partitions come in different fetches, and a call decided before them would be refused wrongly
+    catch_up = tuple((cmd, inp) for cmd in (T.SHOE_COMMANDS, T.SHOE_DRAWS)
+                     for inp in (T.DEALING_EVENTS, T.WAGERING_EVENTS))
+    input_streams = (T.DEALING_EVENTS, T.WAGERING_EVENTS)
 
     def __init__(self, entropy: Entropy, vault: Vault, test_tables: tuple[str, ...] = ()):
         """``test_tables``: ``fnmatch`` patterns of the table ids whose profile makes them test tables, the
@@ -193,6 +231,15 @@ class ShoeCore:
         return state
 
     def absorb(self, state: ShoeState, env: Envelope) -> ShoeState:
+        """Fold the round's progress: ``RoundOpened`` / ``RoundResolved`` / ``RoundVoided`` (the round in
+        play) and ``BettingClosed`` ("No more bets"); every other input is ignored."""
+        e = env.payload
+        if isinstance(e, RoundOpened):
+            return replace(state, round_in_play=e.round_id)
+        if isinstance(e, (RoundResolved, RoundVoided)) and e.round_id == state.round_in_play:
+            return replace(state, round_in_play="")
+        if isinstance(e, BettingClosed):
+            return replace(state, no_more_bets=e.round_id)
         return state
 
     def sent(self, state: ShoeState, send: Send) -> ShoeState:
@@ -213,6 +260,10 @@ class ShoeCore:
         if isinstance(c, CloseShoe):
             if state.shoe is None or state.closed or c.shoe_id != state.shoe_id:
                 return _reject(cmd, "no_open_shoe", f"shoe {c.shoe_id} is not the open shoe of this table")
+            if state.round_in_play:
+                return _reject(cmd, "round_in_play",
+                               f"round {state.round_in_play} is in play on shoe {c.shoe_id}: the shoe closes between "
+                               "rounds (let the round finish, or void it first)")
             order: Sequence[str] = ()
             salt = ""
             if state.source != "physical":
@@ -296,6 +347,9 @@ class ShoeCore:
         if isinstance(c, DrawCard):
             if physical:
                 return []  # the card reader of a physical shoe reports the card (ReadCard) as it comes out
+            why = draw_refusal(state, c)
+            if why:
+                return _reject(cmd, *why)
             try:
                 shoe = self._sighted(state)
             except VaultOpenError as e:

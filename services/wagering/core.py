@@ -83,6 +83,21 @@ class Book:
     #: chemin de fer: the participant who may call banco suivi in this round (whose banco lost the last round
     #: against the same Banker)
     suivi: str = ""
+    #: the shoe the round is dealt from (its ``RoundOpened``): the round's events name it in their envelope
+    shoe_id: str = ""
+
+
+def _with_shoe(state: "WageringState", outs: list[Emit | Send]) -> list[Emit | Send]:
+    """``outs`` with each event about a round whose book is open (``BetPlaced``, ``BetRejected``,
+    ``BettingClosed`` ...) carrying that round's shoe id in its envelope (an export's ``shoe_id`` column)."""
+    out: list[Emit | Send] = []
+    for o in outs:
+        if isinstance(o, Emit) and o.shoe_id is None:
+            b = state.books.get(o.round_id or getattr(o.payload, "round_id", "") or "")
+            if b is not None and b.shoe_id:
+                o = replace(o, shoe_id=b.shoe_id)
+        out.append(o)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,9 +254,10 @@ class WageringCore:
             last = state.last_banco
             suivi = last[2] if bank and last and not last[0] and last[1] == bank[1] else ""
             if b is None:
-                b = Book(e.round_id, "pending", (env.event_id, env.occurred_at), bank=bank, suivi=suivi)
+                b = Book(e.round_id, "pending", (env.event_id, env.occurred_at), bank=bank, suivi=suivi,
+                         shoe_id=e.shoe_id)
             else:
-                b = replace(b, opened_by=(env.event_id, env.occurred_at), bank=bank, suivi=suivi)
+                b = replace(b, opened_by=(env.event_id, env.occurred_at), bank=bank, suivi=suivi, shoe_id=e.shoe_id)
             return replace(_with_book(state, b), last_banco=None)
         if isinstance(e, RoundResolved):  # chemin de fer: a banco that lost gives its player banco suivi
             last = state.last_banco
@@ -263,6 +279,9 @@ class WageringCore:
         return state
 
     def react(self, state: WageringState, last: Envelope | None) -> list[Emit | Send]:
+        return _with_shoe(state, self._react(state))
+
+    def _react(self, state: WageringState) -> list[Emit | Send]:
         for b in state.books.values():
             if b.status == "pending" and b.opened_by is not None:
                 return [Emit(BettingOpened(round_id=b.round_id), round_id=b.round_id,
@@ -275,6 +294,11 @@ class WageringCore:
 
     # -- decide ----------------------------------------------------------------------------------
     def decide(self, state: WageringState, cmd: CommandEnvelope) -> list[Emit | Send]:
+        """The command's events, each naming the shoe of its round in the envelope (``shoe_id``) when the
+        round's book knows it."""
+        return _with_shoe(state, self._decide(state, cmd))
+
+    def _decide(self, state: WageringState, cmd: CommandEnvelope) -> list[Emit | Send]:
         c = cmd.payload
         if isinstance(c, PlaceBet):
             return self._place(state, cmd, c)

@@ -85,6 +85,7 @@ from contracts.events import (
     CommandRejected,
     CommissionAccrued,
     CommissionCollected,
+    CardsCalled,
     DominantPlayerChosen,
     Event,
     Irregularity,
@@ -383,6 +384,8 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
     RoundOpened: realistic(RoundOpened, round_id=round_ids, shoe_id=shoe_ids, number=st.integers(1, 90),
                            banker_seat=st.integers(0, 14), banker_player_id=st.one_of(st.just(""), player_ids),
                            bank_cents=st.one_of(st.just(0), cents)),
+    CardsCalled: realistic(CardsCalled, round_id=round_ids, banker_seat=seats, banker_player_id=player_ids,
+                           rule=st.just("13:69F-4.8(d)")),
     DominantPlayerChosen: realistic(DominantPlayerChosen, round_id=round_ids, seat=seats, player_id=player_ids,
                                     wager_cents=cents, rule=st.sampled_from(
                                         ["banco", "highest_wager", "nearest_counter_clockwise", "first_wager"])),

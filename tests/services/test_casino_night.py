@@ -99,18 +99,18 @@ class Table:
 async def test_every_winning_bet_pays_five_percent_of_its_winnings_and_losers_and_pushes_pay_none():
     t = Table(profile("casino_night"))
     r1 = await t.open()
-    a = t.bet(r1, 1, "alice", "player", 2_510)  # wins 2,510; 5 % = 125.5, the house's rounding: 126
+    a = t.bet(r1, 1, "alice", "player", 2_510)  # wins 2,510; 5 % = 125.5: never above 5 %, 125
     b = t.bet(r1, 2, "bob", "banker", 2_500)  # loses
     c = t.bet(r1, 3, "carol", "tie", 2_500)  # loses
     await t.deal(r1, PLAYER_NATURAL_8)
-    assert t.settled(r1) == {a: ("win", 2_510, 126, 4_894), b: ("lose", 0, 0, 0), c: ("lose", 0, 0, 0)}
-    assert t.totals(r1) == (3, 7_510, 4_894, 126, 7_510 - 4_894)
+    assert t.settled(r1) == {a: ("win", 2_510, 125, 4_895), b: ("lose", 0, 0, 0), c: ("lose", 0, 0, 0)}
+    assert t.totals(r1) == (3, 7_510, 4_895, 125, 7_510 - 4_895)
 
     r2 = await t.open()
-    a = t.bet(r2, 1, "alice", "banker", 2_530)  # the bank's bet: even money, then 5 % (126.5 -> 127)
+    a = t.bet(r2, 1, "alice", "banker", 2_530)  # the bank's bet: even money, then 5 % (126.5 -> 126)
     b = t.bet(r2, 2, "bob", "player", 5_000)
     await t.deal(r2, BANKER_NATURAL_9)
-    assert t.settled(r2) == {a: ("win", 2_530, 127, 4_933), b: ("lose", 0, 0, 0)}
+    assert t.settled(r2) == {a: ("win", 2_530, 126, 4_934), b: ("lose", 0, 0, 0)}
 
     r3 = await t.open()
     a = t.bet(r3, 1, "alice", "tie", 2_510)  # 8 to 1: wins 20,080, 5 % = 1,004
@@ -126,13 +126,15 @@ async def test_every_winning_bet_pays_five_percent_of_its_winnings_and_losers_an
 
 
 @pytest.mark.parametrize(("policy", "unit", "stake", "commission"), [
-    # 5 % of 2,510 = 125.5 cents
-    (RoundingPolicy.HOUSE, 1, 2_510, 126),  # commission up (the fraction to the house)
+    # 5 % of 2,510 = 125.5 cents. Casino night's 5 % is a maximum (13:47-20.20(d)5): a policy that would
+    # round above it rounds down instead (issue 28), so HOUSE and HALF_EVEN take 125 here
+    (RoundingPolicy.HOUSE, 1, 2_510, 125),  # commission up would be 126 (5.02 %)
     (RoundingPolicy.PATRON, 1, 2_510, 125),  # commission down
-    (RoundingPolicy.HALF_EVEN, 1, 2_510, 126),  # 125.5 -> the even 126
+    (RoundingPolicy.HALF_EVEN, 1, 2_510, 125),  # 125.5 -> the even 126, above 5 %: 125
     (RoundingPolicy.HALF_EVEN, 1, 2_530, 126),  # 126.5 -> the even 126
+    (RoundingPolicy.HOUSE, 1, 2_540, 127),  # exact: 127
     # 5 % of 2,525 = 126.25 cents, to a quarter chip
-    (RoundingPolicy.HOUSE, 25, 2_525, 150),
+    (RoundingPolicy.HOUSE, 25, 2_525, 125),  # up would be 150 (5.94 %)
     (RoundingPolicy.PATRON, 25, 2_525, 125),
     (RoundingPolicy.HALF_EVEN, 25, 2_525, 125),  # 5.05 quarters -> 5
 ])

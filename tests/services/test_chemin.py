@@ -235,18 +235,18 @@ async def test_the_bank_loses_and_pays_every_wager_no_commission():
 async def test_commission_accrued_to_the_bankers_box_with_its_rounding():
     t = Table(chemin_de_fer(commission_mode=CommissionMode.ACCRUE))
     rid = await t.open(bank=100_000)
-    t.bet(rid, 2, "ann", 33_325)  # 5 % of 33,325 = 1,666.25: the house's rounding takes 1,667
+    t.bet(rid, 2, "ann", 33_325)  # 5 % of 33,325 = 1,666.25: never above 5 % on a regulated table, 1,666
     await t.bus.pump()
     await t.close(rid)
     await t.read(rid, ("Kh", "2d", "2c", "Ad", "9d"))
     await t.decide(rid, "banker", True, 1, "banker")
     await t.read(rid, ["5d"], first=6)
     (bank,) = t.of(T.SETTLEMENT_EVENTS, BankSettled)
-    assert (bank.won_cents, bank.commission_cents, bank.commission_accrued) == (33_325, 1_667, True)
+    assert (bank.won_cents, bank.commission_cents, bank.commission_accrued) == (33_325, 1_666, True)
     (acc,) = t.of(T.SETTLEMENT_EVENTS, CommissionAccrued)
-    assert (acc.seat, acc.player_id, acc.amount_cents, acc.owed_cents) == (1, "banker", 1_667, 1_667)
+    assert (acc.seat, acc.player_id, acc.amount_cents, acc.owed_cents) == (1, "banker", 1_666, 1_666)
     (rs,) = t.of(T.SETTLEMENT_EVENTS, RoundSettled)
-    assert rs.table_result == 1_667
+    assert rs.table_result == 1_666
     t.clean()
 
 
@@ -506,7 +506,7 @@ async def test_a_whole_shoe_of_chemin_de_fer_audits_clean_conserves_money_and_re
         assert sum(x.payout - x.stake for x in mine) + (b.won_cents - b.commission_cents) \
             + by_round[b.round_id].table_result == 0
         assert by_round[b.round_id].table_result == b.commission_cents == (
-            -(-b.won_cents // 20) if b.won_cents > 0 else 0)  # 5 %, rounded up to the cent (house rounding)
+            b.won_cents // 20 if b.won_cents > 0 else 0)  # 5 %, never above it on a regulated table (issue 28)
     assert sum(b.commission_cents for b in banks) > 0
     logged = {topic: len(recs) for topic, recs in t.bus.topics.items()}
     for name, host in t.hosts.items():
@@ -970,3 +970,27 @@ async def test_a_banco_is_judged_by_the_logs_order_not_by_read_order():
     # the banco logged first and read first: it takes the whole bank, ann's later wager is refused
     assert await round_of(base, base + timedelta(seconds=1), base + timedelta(seconds=2)) == (
         [("ann", "banco_called")], [], ["banco"], [("cat", 100_000)])
+
+
+async def test_cards_is_called_before_the_deal_and_the_banker_deals_every_card():
+    """13:69F-4.8(d): "After the dealer announces 'Cards,' the Banker shall deal an initial four cards" (issue
+    28, item 8): ``CardsCalled`` names the Banker, after the Dominant Player and before the first card, and each
+    ``CardDealt`` is logged under the Banker who dealt it."""
+    from contracts.events import CardDealt, CardsCalled, DominantPlayerChosen
+
+    t = Table()
+    rid = await t.open(banker=(1, "banker"), bank=100_000)
+    t.bet(rid, 2, "ann", 20_000)
+    await t.close(rid)
+    dealing = events(t.bus, T.DEALING_EVENTS)
+    (called,) = [e for e in dealing if isinstance(e.payload, CardsCalled)]
+    assert (called.payload.round_id, called.payload.banker_seat, called.payload.banker_player_id,
+            called.payload.rule) == (rid, 1, "banker", "13:69F-4.8(d)")
+    kinds = [type(e.payload) for e in dealing]
+    assert kinds.index(DominantPlayerChosen) < kinds.index(CardsCalled)
+    assert CardDealt not in kinds  # no card yet
+    await t.read(rid, ["9s", "2s", "Ks", "3s"])  # a Player natural: four cards
+    dealt = [e for e in events(t.bus, T.DEALING_EVENTS) if isinstance(e.payload, CardDealt)]
+    assert len(dealt) == 4 and {e.actor for e in dealt} == {"banker"}
+    assert all(e.seq > called.seq for e in dealt)
+    t.clean()

@@ -318,3 +318,29 @@ async def test_an_investigators_replay_of_a_round_shows_the_shoe_passing():
     assert [(x["from_seat"], x["to_seat"], x["reason"]) for x in passed] == [(1, 3, "banker_lost")]
     after = [x["event"] for x in story["timeline"]]
     assert after.index("round_resolved") < after.index("shoe_passed")
+
+
+# ---- issue 28, item 8: the next seat from the table's configuration, not fixed in baccarat/curator.py ----------
+@pytest.mark.parametrize(("seat", "order", "to"), [
+    (1, (1, 5, 3), (5, "c")),  # counter-clockwise at this table: 1, 5, 3
+    (5, (1, 5, 3), (3, "b")),
+    (3, (1, 5, 3), (1, "a")),  # wraps to the first of the order
+    (0, (5, 3, 1), (5, "c")),  # no curator yet: the first seat of the order with a participant
+    (1, (1, 2, 4, 5, 3), (5, "c")),  # seats without a participant are passed over
+])
+def test_the_shoe_goes_to_the_next_seat_of_the_tables_order(seat, order, to):
+    assert next_holder(seat, [(1, "a"), (3, "b"), (5, "c")], order) == to
+
+
+def test_the_curator_seat_order_is_configured_on_the_wire_and_checked():
+    from baccarat.table import punto_banco
+    from services.runtime.translate import table_config, table_spec
+
+    t = punto_banco(curator=True, curator_seat_order=(1, 7, 6, 5, 4, 3, 2))
+    assert table_config(table_spec(t)) == t and table_spec(t).curator_seat_order == [1, 7, 6, 5, 4, 3, 2]
+    with pytest.raises(IllegalTableConfig, match="distinct seats"):
+        punto_banco(curator=True, curator_seat_order=(1, 1))
+    with pytest.raises(IllegalTableConfig, match="distinct seats"):
+        punto_banco(curator=True, curator_seat_order=(1, 15))
+    with pytest.raises(IllegalTableConfig, match="set curator"):
+        punto_banco(curator_seat_order=(1, 2))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import msgspec
@@ -15,9 +16,11 @@ import pytest
 
 from baccarat.cards import parse_card
 from contracts import topics as T
-from contracts.codecs import decode_event
+from contracts.codecs import decode_event, encode
 from contracts.commands import CloseShoe, DrawCard, LoadShoe
+from contracts.envelope import Envelope, event_id
 from contracts.events import (
+    BettingClosed,
     CardDrawn,
     CommandRejected,
     ShoeBurned,
@@ -25,6 +28,8 @@ from contracts.events import (
     ShoeLoaded,
     ShoeOrderEncrypted,
     ShoeOrderSealed,
+    RoundOpened,
+    RoundVoided,
 )
 from contracts.vault import VaultKeyError, VaultKeys, VaultOpenError, add_key, new_key_entry, open_sealed
 from services.runtime.core import command
@@ -72,6 +77,22 @@ class Shoe:
         self.bus.send(topic, command("T1", f"c{self.n}-{id(self)}", AT, payload))
         await self.bus.pump()
 
+    async def play(self, rid: str, cards: int) -> None:
+        """Round ``rid`` in play past "No more bets" (its events as the dealing and wagering services log
+        them), ``cards`` drawn for it, then ended: the shoe draws only for such a round."""
+        self._log(T.DEALING_EVENTS, RoundOpened(round_id=rid, shoe_id="S1", number=1))
+        self._log(T.WAGERING_EVENTS, BettingClosed(round_id=rid, bets=[]))
+        for n in range(1, cards + 1):
+            await self.send(DrawCard(shoe_id="S1", round_id=rid, card_number=n))
+        self._log(T.DEALING_EVENTS, RoundVoided(round_id=rid, reason="test"))
+        await self.bus.pump()
+
+    def _log(self, stream: str, payload) -> None:  # type: ignore[no-untyped-def]
+        seq = len(self.bus.topics.get(stream, [])) + 1
+        self.bus.append(stream, T.key("T1"), encode(Envelope(
+            event_id=event_id(stream, "T1", seq), stream=stream, table_id="T1", seq=seq, causation_id="c",
+            correlation_id="T1", occurred_at=AT, payload=payload)))
+
     def events(self, stream: str = T.SHOE_EVENTS) -> list:  # type: ignore[type-arg]
         return [decode_event(r.value).payload for r in self.bus.topics.get(stream, [])]
 
@@ -83,8 +104,8 @@ class Shoe:
 async def _dealt(draws: int = 20, cut_at: int | None = 100) -> Shoe:
     s = Shoe(ShoeCore(seeded_entropy(5), seeded_vault(5)))
     await s.send(LoadShoe(shoe_id="S1", cut_at=cut_at))
-    for k in range(1, draws + 1):
-        await s.send(DrawCard(shoe_id="S1", round_id=f"R{(k + 5) // 6}", card_number=k))
+    for r in range(0, draws, 6):
+        await s.play(f"R{r // 6 + 1}", min(6, draws - r))
     return s
 
 
@@ -166,7 +187,7 @@ async def test_a_restarted_shoe_service_deals_on_from_the_encrypted_vault_and_re
     bus.remove(s.host)
     stranger = await Shoe.restarted(ShoeCore(seeded_entropy(9), seeded_vault(9, VaultKeys((("test-1", OTHER_KEY),)))),
                                     bus)
-    await stranger.send(DrawCard(shoe_id="S1", round_id="R2", card_number=7))
+    await stranger.play("R2", 1)
     rejected = [e for e in stranger.events() if isinstance(e, CommandRejected)]
     assert [r.reason for r in rejected] == ["vault_unopenable"]
     assert "does not authenticate" in rejected[0].detail
@@ -174,7 +195,7 @@ async def test_a_restarted_shoe_service_deals_on_from_the_encrypted_vault_and_re
     # keys rotated: test-2 is now the newest; the open shoe (test-1) still deals, a new shoe seals under test-2
     rotated = VaultKeys.parse(f"{new_key_entry('test-1', TEST_KEY)}\n{new_key_entry('test-2', OTHER_KEY)}")
     again = await Shoe.restarted(ShoeCore(seeded_entropy(9), seeded_vault(9, rotated)), bus)
-    await again.send(DrawCard(shoe_id="S1", round_id="R2", card_number=7))
+    await again.play("R3", 1)
     await again.send(CloseShoe(shoe_id="S1"))
     closed = _reveal(again)
     drawn = [e for e in again.events() if isinstance(e, CardDrawn)]
@@ -199,6 +220,7 @@ def test_a_legacy_clear_vault_record_still_rebuilds_its_shoe():
                                                                                   salt="00" * 16)))
     state = core.evolve(state, env(T.SHOE_EVENTS, 1, ShoeLoaded(shoe_id="S0", rules=ShoeSpec(), cards=416,
                                                                 source="csprng", commitment=commitment(order, "00" * 16))))
+    state = replace(state, round_in_play="R1", no_more_bets="R1")
     (out,) = core.decide(state, command("T1", "d1", AT, DrawCard(shoe_id="S0", round_id="R1", card_number=1)))
     assert isinstance(out.payload, CardDrawn) and out.payload.card == order[0]
 

@@ -5,6 +5,7 @@ the CLI's many-table and filtered exports and their usage errors."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import typing
 from collections import Counter
@@ -168,7 +169,7 @@ def _arrow_kind(t) -> str:  # type: ignore[no-untyped-def]
     for kind, test in (("timestamp", pa.types.is_timestamp), ("int64", pa.types.is_int64),
                        ("string", pa.types.is_string), ("bool", pa.types.is_boolean),
                        ("double", pa.types.is_float64), ("list", pa.types.is_list), ("struct", pa.types.is_struct),
-                       ("map", pa.types.is_map), ("binary", pa.types.is_binary)):
+                       ("map", pa.types.is_map), ("binary", pa.types.is_binary), ("date", pa.types.is_date32)):
         if test(t):
             return kind
     raise AssertionError(t)
@@ -190,8 +191,9 @@ def test_each_event_types_columns_follow_its_json_schema(event_type):
         if name != "type":
             expected[P.PAYLOAD_PREFIX + name if name in expected else name] = _json_kind(prop, defs)
     got = {f.name: _arrow_kind(f.type) for f in schema if f.name not in (*P.LOCATION_COLUMNS, "type")}
-    # times are strings in JSON (RFC 3339) and timestamps in Arrow; bytes base64 strings and binary
-    assert got == {k: (got[k] if v == "string" and got.get(k) in ("timestamp", "binary") else v)
+    # times are strings in JSON (RFC 3339) and timestamps in Arrow; bytes base64 strings and binary; a
+    # gaming day a YYYY-MM-DD string and a date
+    assert got == {k: (got[k] if v == "string" and got.get(k) in ("timestamp", "binary", "date") else v)
                    for k, v in expected.items()}
     assert {k for k, v in got.items() if v == "timestamp"} >= {"occurred_at", "claimed_at"}
     assert [f.name for f in schema][: len(P.ENVELOPE_COLUMNS)] == list(P.ENVELOPE_COLUMNS)
@@ -368,3 +370,27 @@ def test_a_file_where_the_directory_should_be(fake_kafka, tmp_path):
     f.write_bytes(b"")
     _error(runner.invoke(app, ["export", "--format", "parquet", "--table", "T1", "--out", str(f)]), 2,
            "is a file")
+
+
+# ---- issue 28, item 9: the shoe of every round's event, a gaming day a date, "none" a null -----------------
+def test_the_rounds_events_name_their_shoe_and_the_ledgers_day_is_a_date(records, out):
+    shoes = {r.env.payload.round_id: r.env.payload.shoe_id for r in records
+             if type(r.env.payload).__name__ == "RoundOpened"}
+    for kind in ("BetPlaced", "BetSettled", "RoundSettled", "LedgerPosted"):
+        rows = _q(f"select round_id, shoe_id from '{out / (kind + '.parquet')}' where round_id is not null")
+        assert rows and all(shoe == shoes[rnd] for rnd, shoe in rows), kind
+    s = pq.read_schema(out / "LedgerPosted.parquet")
+    assert s.field("gaming_day").type == pa.date32() and not s.field("gaming_day").nullable
+    assert s.field("payload_shoe_id").nullable and s.field("payload_round_id").nullable
+    f = out / "LedgerPosted.parquet"
+    assert _q(f"select count(*) from '{f}' where payload_shoe_id = '' or payload_round_id = ''") == [(0,)]
+    posted = _of(records, LedgerPosted)
+    # an entry of no shoe ("" in the contract) is a null, and reads back as ""
+    rec = next(r for r in records if isinstance(r.env.payload, LedgerPosted))
+    none = dataclasses.replace(rec, env=msgspec.structs.replace(
+        rec.env, payload=msgspec.structs.replace(rec.env.payload, shoe_id="", round_id="")))
+    table = P.arrow_table(LedgerPosted, [none])
+    assert table.column("payload_shoe_id").to_pylist() == [None] == table.column("payload_round_id").to_pylist()
+    assert P.records_of(table) == [none]
+    days = _q(f"select distinct gaming_day from '{f}' order by 1")
+    assert [d.isoformat() for (d,) in days] == sorted({p.gaming_day for p in posted})

@@ -118,8 +118,11 @@ def test_banker_commission_rounding_policies():
     o = outcome("banker_by_5_non_natural")
     cases = {RoundingPolicy.HOUSE: (2, 48), RoundingPolicy.PATRON: (1, 49), RoundingPolicy.HALF_EVEN: (1, 49)}
     for policy, (commission, payout) in cases.items():
-        s = settle(Wager.BANKER, 25, o, punto_banco(rounding=Rounding(policy)))
+        s = settle(Wager.BANKER, 25, o, unregulated(rounding=Rounding(policy)))
         assert (s.win, s.commission, s.payout) == (25, commission, payout), policy
+        # a regulated table never charges more than 5 %: 1.25 cents is 1 cent under every policy
+        s = settle(Wager.BANKER, 25, o, punto_banco(rounding=Rounding(policy)))
+        assert (s.win, s.commission, s.payout) == (25, 1, 49), policy
     # 19 to 20 on whole multiples of 20 is exact under every policy: stake 100 -> profit 95.
     s = settle(Wager.BANKER, 100, o, punto_banco())
     assert s.payout - s.stake == 95 and s.commission == 5

@@ -1,0 +1,43 @@
+"""Closing a task's producers quietly (issue 28, item 10).
+
+A fenced producer is expected on every ordinary rebalance (the task's new owner fences the old one). Two
+aiokafka behaviours turned that into error-level lines: a fenced producer's ``stop()`` raises before it closes
+its client, so its connections were found by the garbage collector ("Unclosed AIOKafkaConnection",
+"Unclosed AIOKafkaProducer"); and the futures of a failed transaction's records got the ``ProducerFenced``
+error after no one awaited them ("Future exception was never retrieved"). The helpers below close and retrieve
+what the task already handled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+
+def retrieve_later(fut: Any) -> None:
+    """Mark ``fut``'s outcome as seen once it has one: a record's future of a failed transaction gets the
+    transaction's error (``ProducerFenced`` after an expected fencing) when no one awaits it any more; asyncio
+    would log it at error level, "Future exception was never retrieved". The error is the transaction's,
+    raised and logged where it failed."""
+    def seen(f: Any) -> None:
+        if not f.cancelled():
+            f.exception()
+
+    if hasattr(fut, "add_done_callback"):
+        fut.add_done_callback(seen)
+
+
+async def stop_quietly(prod: Any) -> None:
+    """Stop a producer whatever state it is in: a fenced producer's ``stop()`` raises the error its sender
+    task died of before its client is closed, which left its connections to be found by the garbage collector
+    ("Unclosed AIOKafkaConnection" / "Unclosed AIOKafkaProducer" at error level on ordinary rebalances). Its
+    client is closed then too, and the sender task's error is retrieved (it is the fencing the task already
+    handled)."""
+    try:
+        await prod.stop()
+    except Exception:  # noqa: BLE001 - a fenced or disconnected producer still closes
+        with contextlib.suppress(Exception):
+            await prod.client.close()
+    sender = getattr(getattr(prod, "_sender", None), "sender_task", None)
+    if sender is not None and sender.done():
+        retrieve_later(sender)

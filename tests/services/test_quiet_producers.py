@@ -1,0 +1,96 @@
+"""Quiet logs after an expected fencing (issue 28, item 10).
+
+On ordinary rebalances a task's old producer is fenced. Its ``stop()`` then raised before closing its client,
+leaving connections for the garbage collector ("Unclosed AIOKafkaConnection" at error level), and the futures
+of a failed transaction's records got ``ProducerFenced`` after no one awaited them ("Future exception was
+never retrieved"). Both are caught here through the event loop's exception handler, where asyncio reports them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+from typing import Any
+
+import pytest
+from aiokafka import TopicPartition
+from aiokafka.errors import ProducerFenced
+
+from contracts import topics as T
+from services.runtime.producers import stop_quietly
+from tests.services.test_dead_letter_bounds import BETS, _tasks
+from tests.services.test_task_commits import Record
+
+
+@contextlib.contextmanager
+def _reported() -> Any:
+    """What asyncio reports to the loop's exception handler meanwhile (messages)."""
+    loop = asyncio.get_running_loop()
+    seen: list[str] = []
+    before = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, ctx: seen.append(ctx["message"]))
+    try:
+        yield seen
+    finally:
+        loop.set_exception_handler(before)
+
+
+class FencedProducer:
+    """A fenced producer: its sender task died of ProducerFenced, ``stop()`` raises it before the client
+    closes (as aiokafka's does)."""
+
+    def __init__(self, sender: asyncio.Task[Any]):
+        self._sender = type("Sender", (), {"sender_task": sender})()
+        self.client = self
+        self.closed = False
+
+    async def stop(self) -> None:
+        raise ProducerFenced()
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.asyncio
+async def test_a_fenced_producer_is_closed_and_its_senders_error_retrieved():
+    async def sender() -> None:
+        raise ProducerFenced()
+
+    with _reported() as seen:
+        task = asyncio.ensure_future(sender())
+        await asyncio.wait([task])
+        prod = FencedProducer(task)
+        await stop_quietly(prod)
+        assert prod.closed
+        del task, prod
+        gc.collect()
+        await asyncio.sleep(0)
+    assert seen == []
+
+
+@pytest.mark.asyncio
+async def test_a_failed_transactions_record_futures_leave_no_unretrieved_error():
+    from tests.services.test_dead_letter_bounds import LimitedProducer
+
+    loop = asyncio.get_running_loop()
+    pending: list[asyncio.Future[Any]] = []
+
+    class Fenced(LimitedProducer):
+        async def send(self, topic: str, value: bytes, key: bytes | None = None, partition: int = 0) -> Any:
+            fut = loop.create_future()
+            pending.append(fut)
+            return fut
+
+        async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+            raise ProducerFenced()
+
+    tasks = _tasks(Fenced())
+    with _reported() as seen:
+        await tasks.on_records([Record(BETS, 0, 1, b"T1", b"\xff")])  # a dead letter: one record sent
+        assert tasks.state[0] == "restoring" and len(pending) == 1
+        pending.pop().set_exception(ProducerFenced())  # the broker's answer, after the transaction failed
+        gc.collect()
+        await asyncio.sleep(0)
+        gc.collect()
+    assert seen == []
