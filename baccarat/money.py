@@ -129,6 +129,14 @@ class CommissionMode(Enum):
     ACCRUE = "accrue"
 
 
+class CommissionScope(Enum):
+    """Which winning wagers carry commission: Banker only (punto banco 3.3(c)) or all (13:47-20.20(d)5).
+    (Also :data:`baccarat.table.CommissionScope`, where a table's configuration names it.)"""
+
+    BANKER_ONLY = "banker_only"
+    ALL_WINNERS = "all_winners"
+
+
 def profit(stake: int, odds: Odds, rounding: Rounding) -> int:
     """Winnings in cents on ``stake`` cents at ``odds``, rounded by ``rounding`` (never negative)."""
     return rounding.win(stake * odds.ratio)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from baccarat.drawing import Variant
 from baccarat.errors import IllegalTableConfig
-from baccarat.money import CommissionMode, Odds
+from baccarat.money import CommissionMode, CommissionScope, Odds
 
 if TYPE_CHECKING:  # pragma: no cover
     from baccarat.table import TableConfig
@@ -57,7 +57,6 @@ def check_regulated_terms(t: TableConfig) -> None:
 
     Does nothing for an unregulated punto banco table. Call after the structural checks of the table.
     """
-    from baccarat.table import CommissionScope  # the table imports this module
 
     if t.variant is Variant.CASINO_NIGHT:
         if t.commission_rate != FIVE_PERCENT:

@@ -26,7 +26,7 @@ from typing import Callable, Mapping
 from baccarat.chemin import ChemRules
 from baccarat.drawing import CASINO_NIGHT, CASINO_NIGHT_LITERAL, CHEMIN_DE_FER, PUNTO_BANCO, Ruleset, Variant
 from baccarat.errors import IllegalTableConfig, InvalidAmount, WagerNotOffered
-from baccarat.money import CommissionMode, Odds, Rounding, require_cents
+from baccarat.money import CommissionMode, CommissionScope, Odds, Rounding, require_cents
 from baccarat.regulated import check_regulated_terms
 from baccarat.shoe import ShoeRules
 from baccarat.wagers import (
@@ -38,13 +38,6 @@ from baccarat.wagers import (
     PayTable,
     Wager,
 )
-
-
-class CommissionScope(Enum):
-    """Which winning wagers carry commission: Banker only (punto banco 3.3(c)) or all (13:47-20.20(d)5)."""
-
-    BANKER_ONLY = "banker_only"
-    ALL_WINNERS = "all_winners"
 
 
 class CasinoNightBankerRule(Enum):

@@ -23,7 +23,6 @@ of the round an event belongs to, then by its ``seq``.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -67,41 +66,15 @@ from contracts.events import (
     ShoePassed,
     TableOpened,
 )
+from croupier.replay_common import (
+    ReplayError,
+    Unreachable,
+    _ids_hint,
+    iso,
+    money,
+    parse_time,
+)
 from croupier.replay_marks import audit_marks
-
-
-class ReplayError(ValueError):
-    """Bad input: an unknown table, round or shoe, or a time the log does not cover."""
-
-
-class Unreachable(RuntimeError):
-    """The Kafka broker could not be reached (or stopped answering)."""
-
-
-# ---- times and money ------------------------------------------------------------------------------------
-def parse_time(text: str) -> datetime:
-    """An ISO 8601 time; UTC when it has no offset."""
-    s = text.strip()
-    try:
-        t = datetime.fromisoformat(s[:-1] + "+00:00" if s[-1:] in ("Z", "z") else s)
-    except ValueError:
-        raise ReplayError(f"cannot read {text!r} as a time: give ISO 8601, e.g. 2026-01-01T00:00:05Z") from None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return t.astimezone(UTC)
-
-
-def iso(t: datetime) -> str:
-    """A time as ISO 8601 in UTC with a ``Z`` (microseconds only when there are any)."""
-    t = t.astimezone(UTC) if t.tzinfo else t.replace(tzinfo=UTC)
-    return t.isoformat().replace("+00:00", "Z")
-
-
-def money(cents: int) -> str:
-    """Cents as dollars, exactly: ``-1234`` → ``-12.34``."""
-    sign = "-" if cents < 0 else ""
-    c = abs(cents)
-    return f"{sign}{c // 100:,}.{c % 100:02d}"
 
 
 def _utc(t: datetime) -> datetime:
@@ -117,18 +90,6 @@ def _fields(payload: Any, *drop: str) -> dict[str, Any]:
 
 def _round_of(env: Envelope) -> str | None:
     return env.round_id or getattr(env.payload, "round_id", None) or None
-
-
-def _ids_hint(what: str, ids: list[str], given: str) -> str:
-    if not ids:
-        return f"the table has no {what}s"
-    near = difflib.get_close_matches(given, ids, n=1)
-    if len(ids) <= 6:
-        known = ", ".join(ids)
-        listing = f"{len(ids)} {what}(s): {known}"
-    else:
-        listing = f"{len(ids)} {what}s, from {ids[0]} to {ids[-1]}"
-    return listing + (f" (did you mean {near[0]}?)" if near else "")
 
 
 # ---- phases of a round: the order of events that share a time ------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Iterator
 from typing import Any, TypeVar
 
 from contracts import topics as T
-from croupier.replay import Unreachable, _ids_hint
+from croupier.replay_common import Unreachable, _ids_hint
 
 _R = TypeVar("_R")
 

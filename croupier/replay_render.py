@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from croupier.replay import money, parse_time
+from croupier.replay_common import money, parse_time
 from croupier.replay_marks import mark_line
 
 
