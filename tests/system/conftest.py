@@ -111,12 +111,12 @@ def client_options(bootstrap: str) -> dict[str, object]:
 
 def broker_settings(bootstrap: str, **fields: object) -> Settings:
     """``Settings(bootstrap_servers=bootstrap, **fields)`` that connect like the environment says: only the
-    security settings (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``) come from it, so the same test runs on
+    security settings (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``, ``KAFKA_SSL_CAFILE``) come from it, so the same test runs on
     the plain broker and, as the admin principal, on the secured one (``.ci/run`` runs tests/system on both)."""
     env = Settings.from_env()
     return Settings(bootstrap_servers=bootstrap, security_protocol=env.security_protocol,  # type: ignore[arg-type]
                     sasl_mechanism=env.sasl_mechanism, sasl_username=env.sasl_username,
-                    sasl_password=env.sasl_password, **fields)
+                    sasl_password=env.sasl_password, ssl_cafile=env.ssl_cafile, **fields)
 
 
 _TOPIC_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")

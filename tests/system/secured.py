@@ -1,4 +1,5 @@
-"""A secured Kafka broker for the ACL tests: ``infra/kafka/kafka.sh start --secure`` in a data dir of its own.
+"""A secured Kafka broker for the ACL and TLS tests: ``infra/kafka/kafka.sh start --secure`` (SASL_SSL) in a data
+dir of its own; clients trust its CA, ``<data dir>/tls/ca.pem``.
 
 ``CROUPIER_SECURE_KAFKA=<data dir>`` points at a secured broker already running (started with
 ``KAFKA_DATA_DIR=<data dir> infra/kafka/kafka.sh start --secure``); its ports are read from the rendered
@@ -58,9 +59,15 @@ class SecuredBroker:
     def password_file(self, principal: str) -> Path:
         return self.data_dir / "passwords" / principal
 
+    @property
+    def cafile(self) -> Path:
+        """The broker's CA certificate (``<data dir>/tls/ca.pem``, what ``KAFKA_SSL_CAFILE`` names)."""
+        return self.data_dir / "tls" / "ca.pem"
+
     def settings(self, principal: str, prefix: str | None = None) -> Settings:
-        """Settings connecting as ``principal`` under the broker's topic prefix."""
-        base = Settings(bootstrap_servers=self.bootstrap, topic_prefix=self.prefix if prefix is None else prefix)
+        """Settings connecting as ``principal`` under the broker's topic prefix, over SASL_SSL with its CA."""
+        base = Settings(bootstrap_servers=self.bootstrap, topic_prefix=self.prefix if prefix is None else prefix,
+                        security_protocol="SSL", ssl_cafile=str(self.cafile))
         return base.as_principal(principal, self.password(principal))
 
     def kafka_sh(self, *args: str, prefix: str | None = None, timeout: float = 300) -> str:
@@ -84,7 +91,7 @@ class SecuredBroker:
 
 def _ports_of(data_dir: Path) -> tuple[int, int]:
     props = (data_dir / "server.properties").read_text()
-    broker = re.search(r"^advertised\.listeners=SASL_PLAINTEXT://127\.0\.0\.1:(\d+)", props, re.M)
+    broker = re.search(r"^advertised\.listeners=SASL_SSL://127\.0\.0\.1:(\d+)", props, re.M)
     ctl = re.search(r"^controller\.quorum\.voters=1@127\.0\.0\.1:(\d+)", props, re.M)
     if not broker or not ctl:
         raise RuntimeError(f"{data_dir}/server.properties is not a secured kafka.sh broker's")
@@ -93,7 +100,7 @@ def _ports_of(data_dir: Path) -> tuple[int, int]:
 
 def _session_data_dir() -> str:
     """The data dir of the secured kafka.sh broker the whole session runs against, or ""."""
-    if not os.environ.get("KAFKA_SECURITY_PROTOCOL", "").strip().upper().startswith("SASL"):
+    if not os.environ.get("KAFKA_SECURITY_PROTOCOL", "").strip().upper().startswith("SASL"):  # SASL_SSL
         return ""
     credentials = os.environ.get("KAFKA_CREDENTIALS_FILE", "").strip()
     if not credentials:
