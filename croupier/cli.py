@@ -356,6 +356,24 @@ def _check_port(port: int | None) -> None:
         raise fail(f"port must be 1..65535, got {port}")
 
 
+def kafka_detail(settings, e: BaseException) -> str:  # type: ignore[no-untyped-def]
+    """``Type: message`` of a failure against ``settings``' broker, led by the TLS cause when a handshake explains
+    it (another CA, an expired certificate or another host name, a listener that does not speak TLS, or one that
+    does to a plain-text client: :meth:`services.runtime.settings.Settings.connection_problem`, at most ~3 s)."""
+    import asyncio
+
+    from services.runtime.tls import BrokerTlsError
+
+    if isinstance(e, BrokerTlsError):  # diagnosed already (a service's start)
+        return str(e)
+    detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
+    try:
+        problem = asyncio.run(settings.connection_problem(timeout_s=3.0))
+    except Exception:  # noqa: BLE001 - the diagnosis must not hide the failure it explains
+        problem = None
+    return f"{problem} ({detail})" if problem else detail
+
+
 def _run_async(coro, settings):  # type: ignore[no-untyped-def]
     """``asyncio.run(coro)``'s result; each failure one ``error:`` line: exit 2 for a prefix that is empty or
     has no topics, 1 for the broker (unreachable, refusing) or a prefix still in use; Ctrl-C returns None."""
@@ -376,8 +394,8 @@ def _run_async(coro, settings):  # type: ignore[no-untyped-def]
     except Exception as e:  # a broker that cannot be reached: one line, no traceback
         if is_closed_pipe(e):
             raise
-        detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
-        raise fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {detail}", code=1) from None
+        raise fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {kafka_detail(settings, e)}",
+                   code=1) from None
 
 
 BOOTSTRAP_HELP = "Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:19092)."
@@ -713,8 +731,11 @@ def demo(
     except Exception as e:  # a broker that stopped answering, and the like: one line
         if is_closed_pipe(e):
             raise
-        raise fail(f"cannot run the demo against Kafka at {boot or 'the local broker'}: {type(e).__name__}: {e}",
-                   code=1) from None
+        import dataclasses
+
+        detail = (kafka_detail(dataclasses.replace(_settings(None, None), bootstrap_servers=boot), e) if boot
+                  else f"{type(e).__name__}: {e}")
+        raise fail(f"cannot run the demo against Kafka at {boot or 'the local broker'}: {detail}", code=1) from None
     raise typer.Exit(code)
 
 
@@ -977,8 +998,8 @@ def audit(
         except (CommandsUnreadable, KafkaError) as e:
             commands_reason = f"cannot read the command topics: {type(e).__name__}: {e}"
     except Exception as e:  # a broker that cannot be reached, and the like: one line
-        detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
-        raise fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {detail}", code=1) from None
+        raise fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {kafka_detail(settings, e)}",
+                   code=1) from None
     finally:
         gc.collect()  # an unclosed client's complaint is made now, while the loggers are quiet
         for name, level in quiet.items():

@@ -48,7 +48,7 @@ from contracts.events import (
 from croupier.audit import AuditReport, audit
 from croupier.devkey import with_dev_key
 from croupier.log import read_commands, read_for_audit, read_vault
-from croupier.replay import Unreachable
+from croupier.replay import unreachable
 from croupier.topics import require_prefix
 from services.floor.advantage import AdvantagePlayer
 from services.floor.bettors import Seat
@@ -349,7 +349,7 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         try:
             await ensure_topics(settings, T.ALL_TOPICS)
         except (KafkaError, OSError) as e:
-            raise Unreachable(f"cannot reach Kafka at {bootstrap} ({e})") from None
+            raise await unreachable(settings, str(e)) from None
         for name in services.NAMES if with_services else ():
             svc = services.create(name, settings)
             await svc.start()

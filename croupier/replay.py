@@ -79,7 +79,21 @@ class ReplayError(ValueError):
 
 
 class Unreachable(RuntimeError):
-    """The Kafka broker could not be reached (or stopped answering)."""
+    """The Kafka broker could not be reached (or stopped answering, or refused this client's TLS)."""
+
+
+async def unreachable(settings: Any, detail: str, what: str = "cannot reach Kafka") -> Unreachable:
+    """An :class:`Unreachable` for ``settings``' broker: ``"<what> at <bootstrap> (<detail>)"``, or, when a TLS
+    handshake explains the failure (:meth:`services.runtime.settings.Settings.connection_problem`: another CA, an
+    expired certificate or another host name, a listener that does not speak TLS, or one that does to a
+    plain-text client), ``"<that cause> (<detail>)"``."""
+    try:
+        problem = await settings.connection_problem(timeout_s=3.0)
+    except Exception:  # noqa: BLE001 - the diagnosis must not hide the failure it explains
+        problem = None
+    if problem is not None:
+        return Unreachable(f"{problem} ({detail})")
+    return Unreachable(f"{what} at {settings.bootstrap_servers} ({detail})")
 
 
 # ---- times and money ------------------------------------------------------------------------------------
@@ -575,7 +589,7 @@ async def _guarded(coro: Awaitable[_R], settings: Any, timeout_s: float) -> _R:
             return await asyncio.wait_for(coro, timeout_s)
         except (KafkaError, OSError, TimeoutError) as e:
             detail = "timed out" if isinstance(e, TimeoutError) else (str(e) or type(e).__name__)
-            raise Unreachable(f"cannot reach Kafka at {settings.bootstrap_servers} ({detail})") from None
+            raise await unreachable(settings, detail) from None
 
 
 async def read_table(settings: Any, table_id: str, *, timeout_s: float = 300.0) -> list[Any]:

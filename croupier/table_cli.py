@@ -55,6 +55,12 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return fail(message, code)
 
 
+def _kafka_detail(settings, e: BaseException) -> str:  # type: ignore[no-untyped-def]
+    from croupier.cli import kafka_detail
+
+    return kafka_detail(settings, e)
+
+
 def _action(kind: type, **fields: Any) -> Any:
     """The action, or exit 2 naming each field pydantic refused."""
     from pydantic import ValidationError
@@ -123,7 +129,7 @@ def _run(c: _Common, action: Any) -> None:
     except Exception as e:  # a broker that cannot be reached: one line, no traceback
         if is_closed_pipe(e):
             raise
-        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}", code=1) from None
+        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {_kafka_detail(settings, e)}", code=1) from None
     if c.as_json:
         typer.echo(msgspec.json.format(msgspec.json.encode(answer), indent=2).decode())
     else:
@@ -456,7 +462,7 @@ def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round",
     except NoSuchPrefix as e:
         raise _fail(str(e)) from None
     except Exception as e:  # a broker that cannot be reached: one line, no traceback
-        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}", code=1) from None
+        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {_kafka_detail(settings, e)}", code=1) from None
     typer.echo(msgspec.json.format(msgspec.json.encode(view), indent=2).decode())
     if view["status"] != "settled":
         raise _fail(f"round {round_id} at {table} is {view['status']} (not settled within {wait:g} s)", code=1)
@@ -512,5 +518,5 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
     except NoSuchPrefix as e:
         raise _fail(str(e)) from None
     except Exception as e:
-        raise _fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}",
+        raise _fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {_kafka_detail(settings, e)}",
                     code=1) from None

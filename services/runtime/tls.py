@@ -24,9 +24,10 @@ from collections.abc import Sequence
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 
 
-class BrokerTlsError(ConnectionError):
+class BrokerTlsError(RuntimeError):
     """The broker's TLS does not match this client's settings (the message names the cause and the setting to
-    change): refused at start, never retried."""
+    change): refused at start, never retried (not an ``OSError``, so no "broker unreachable" retry loop takes it
+    for one)."""
 
 
 class CaFileError(ValueError):
