@@ -221,6 +221,13 @@ class Settings:
         return f"{self.group_prefix}.{self.topic_prefix}{service}.{self.instance}"
 
 
+def env_client_options(bootstrap: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """aiokafka keyword arguments for ``bootstrap`` with the environment's connection security (SASL, TLS and its
+    CA file; :meth:`Settings.from_env`, :meth:`Settings.client_options`): what the tools and benches that are
+    given a bootstrap address of their own connect with. Raises :class:`SecuritySettingsError` as ``from_env``."""
+    return replace(Settings.from_env(environ), bootstrap_servers=bootstrap).client_options()
+
+
 def _int_env(env: Mapping[str, str], name: str, default: int, *, low: int) -> int:
     """A whole number from the environment (``default`` when unset); raises ``ValueError`` naming it."""
     raw = env.get(name)

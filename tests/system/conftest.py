@@ -18,7 +18,6 @@ import re
 import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +25,7 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
-from services.runtime.settings import Settings
+from services.runtime.settings import Settings, env_client_options
 
 if TYPE_CHECKING:
     from tests.system.secured import SecuredBroker
@@ -105,8 +104,8 @@ def kafka_bootstrap() -> Iterator[str]:
 
 def client_options(bootstrap: str) -> dict[str, object]:
     """aiokafka connection options for ``bootstrap`` with the security settings of the environment
-    (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``; none on the plain broker)."""
-    return replace(Settings.from_env(), bootstrap_servers=bootstrap).client_options()
+    (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``, ``KAFKA_SSL_CAFILE``; none on the plain broker)."""
+    return env_client_options(bootstrap)
 
 
 def broker_settings(bootstrap: str, **fields: object) -> Settings:
