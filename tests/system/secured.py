@@ -8,7 +8,8 @@ runs against a secured kafka.sh broker (``KAFKA_SECURITY_PROTOCOL=SASL_*`` and t
 that ``kafka.sh start --secure`` prints, as in ``.ci/run``'s second run), that broker's data dir is the
 default of ``CROUPIER_SECURE_KAFKA``. Without either,
 :func:`start_secured` starts one on two free loopback ports (its own data dir, stopped at the end), with the
-ACLs of the prefix applied during start-up, so the main broker that ``.ci/run`` starts is never touched.
+ACLs of the prefix applied during start-up, so the main broker that ``.ci/run`` starts is never touched; that
+one also has a SASL_PLAINTEXT listener (``KAFKA_CLEAR_PORT``) for the capture test's contrast.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ class SecuredBroker:
     controller_port: int
     prefix: str
     started_here: bool = False
+    #: the broker's SASL_PLAINTEXT listener beside the TLS one (``KAFKA_CLEAR_PORT``), if it has one: the
+    #: contrast of the capture test and the TLS cost measurement (bench/tls_cost.py)
+    clear_port: int | None = None
     start_seconds: float = 0.0
     env: dict[str, str] = field(default_factory=dict)
     last_stderr: str = ""
@@ -70,6 +74,12 @@ class SecuredBroker:
                         security_protocol="SSL", ssl_cafile=str(self.cafile))
         return base.as_principal(principal, self.password(principal))
 
+    def clear_settings(self, principal: str) -> Settings:
+        """Settings connecting as ``principal`` over SASL_PLAINTEXT to :attr:`clear_port` (no TLS)."""
+        assert self.clear_port is not None, "this broker has no SASL_PLAINTEXT listener (KAFKA_CLEAR_PORT)"
+        base = Settings(bootstrap_servers=f"127.0.0.1:{self.clear_port}", topic_prefix=self.prefix)
+        return base.as_principal(principal, self.password(principal))
+
     def kafka_sh(self, *args: str, prefix: str | None = None, timeout: float = 300) -> str:
         env = {**os.environ, **self.env, "CROUPIER_TOPIC_PREFIX": self.prefix if prefix is None else prefix}
         proc = subprocess.run(["bash", str(KAFKA_SH), *args], env=env, capture_output=True, text=True,
@@ -87,6 +97,12 @@ class SecuredBroker:
     def stop(self) -> None:
         if self.started_here:
             self.kafka_sh("stop")
+
+
+def _clear_port_of(data_dir: Path) -> int | None:
+    props = (data_dir / "server.properties").read_text()
+    found = re.findall(r"^advertised\.listeners=.*CLEAR://127\.0\.0\.1:(\d+)", props, re.M)
+    return int(found[-1]) if found else None
 
 
 def _ports_of(data_dir: Path) -> tuple[int, int]:
@@ -117,16 +133,16 @@ def start_secured(tmp_dir: Path) -> SecuredBroker:
         data_dir = Path(given).resolve()
         port, ctl = _ports_of(data_dir)
         env = {"KAFKA_DATA_DIR": str(data_dir), "KAFKA_PORT": str(port), "KAFKA_CONTROLLER_PORT": str(ctl)}
-        broker = SecuredBroker(data_dir, port, ctl, prefix, env=env)
+        broker = SecuredBroker(data_dir, port, ctl, prefix, env=env, clear_port=_clear_port_of(data_dir))
         broker.kafka_sh("acl", prefix)
         return broker
     data_dir = tmp_dir / "secured-kafka"
-    port, ctl = _free_port(), _free_port()
-    while ctl == port:
-        ctl = _free_port()
+    port, ctl, clear = _free_port(), _free_port(), _free_port()
+    while len({port, ctl, clear}) < 3:
+        ctl, clear = _free_port(), _free_port()
     env = {"KAFKA_DATA_DIR": str(data_dir), "KAFKA_PORT": str(port), "KAFKA_CONTROLLER_PORT": str(ctl),
-           "KAFKA_HEAP_OPTS": "-Xms128m -Xmx512m"}
-    broker = SecuredBroker(data_dir, port, ctl, prefix, started_here=True, env=env)
+           "KAFKA_CLEAR_PORT": str(clear), "KAFKA_HEAP_OPTS": "-Xms128m -Xmx512m"}
+    broker = SecuredBroker(data_dir, port, ctl, prefix, started_here=True, env=env, clear_port=clear)
     t0 = time.monotonic()
     try:
         broker.kafka_sh("start", "--secure")
