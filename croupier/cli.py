@@ -28,6 +28,7 @@ from baccarat.round import resolve as resolve_round
 from baccarat.table import TableConfig, casino_night, chemin_de_fer, no_vig_dragon, punto_banco_full
 from baccarat.wagers import PANDA_AND_DRAGON, Wager, settle
 from croupier.group import CroupierGroup, is_closed_pipe
+from croupier.https_options import TlsCertOpt, TlsKeyOpt, server_tls_or_fail
 
 app = typer.Typer(
     cls=CroupierGroup,
@@ -449,6 +450,8 @@ def serve(
     dev_vault_key: Annotated[bool, typer.Option(
         "--dev-vault-key", help="Without a configured vault key, make (or reuse) a development key file "
         "var/vault/<prefix>.keys (mode 600) for the shoe service. Not for a real floor.")] = False,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
 ) -> None:
     """Run several services together in one process until Ctrl-C (each can also run alone with
     ``faststream run services.<name>.app:app``). The shoe service needs its vault key
@@ -471,6 +474,9 @@ def serve(
     if metrics_port is not None and metrics_port == api_port:
         raise fail(f"--metrics-port {metrics_port} is also the --api-port: give each its own port")
     tokens = _api_tokens(token) if api_port is not None or token is not None else None
+    tls = server_tls_or_fail(tls_cert, tls_key)
+    if tls is not None and api_port is None:
+        raise fail("--tls-cert/--tls-key serve the query API over HTTPS: they need --api-port")
     settings = _settings(bootstrap, prefix)
     from services.runtime.logging import bind_process
 
@@ -495,7 +501,8 @@ def serve(
         except VaultKeyError as e:
             raise fail(str(e)) from None
     _run_async(run_serve(names, settings, api_port=api_port, api_host=api_host, tokens=tokens,
-                         metrics_port=metrics_port, metrics_host=metrics_host, ready_file=ready_file), settings)
+                         metrics_port=metrics_port, metrics_host=metrics_host, ready_file=ready_file, tls=tls),
+               settings)
 
 
 vault_key = typer.Typer(help="The shoe service's vault keys (AES-256-GCM, contracts/vault.py).",
@@ -594,6 +601,8 @@ def api(
     bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
     token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
 ) -> None:
     """The projection's query API alone: a read-only replica folds the streams and answers queries
     (OpenAPI at /docs; /metrics, /health/live and /health/ready for operations)."""
@@ -601,11 +610,12 @@ def api(
 
     tokens = _api_tokens(token)
     _check_port(port)
+    tls = server_tls_or_fail(tls_cert, tls_key)
     settings = _settings(bootstrap, prefix)
     from services.runtime.logging import bind_process
 
     bind_process(instance=settings.instance, service="api")
-    _run_async(api_alone(settings, port, host=host, tokens=tokens), settings)
+    _run_async(api_alone(settings, port, host=host, tokens=tokens, tls=tls), settings)
 
 
 @app.command()
@@ -616,12 +626,14 @@ def pit(
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
     timeout: Annotated[float, typer.Option(help="Seconds a console action waits for its answer.")] = 10.0,
     token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
 ) -> None:
     """The pit in a browser, one web app on one origin: the pages (floor, table console, surveillance, cage;
     log in at /login with a role's token), the query API and the command API (under /command), over a
     read-only projection replica and the command gateway. Tokens per role as for the APIs; a betting
     terminal logs in with its bettor credential (bettor:<player_id>=<token> lines of CROUPIER_API_TOKENS_FILE)
-    and bets for its own players only."""
+    and bets for its own players only. With --tls-cert/--tls-key over HTTPS, the session cookie Secure."""
     from croupier.pit import pit_alone
     from services.command_api.actions import BETTOR_ACTIONS, ROLE_ACTIONS, writer_of
     from services.command_api.gateway import MissingWriterCredential, writer_settings
@@ -630,6 +642,7 @@ def pit(
     if timeout <= 0:
         raise fail(f"--timeout must be more than 0 seconds, got {timeout:g}")
     _api_tokens(token)  # the same checks as the APIs' (no --token, the pit settings, role tokens)
+    tls = server_tls_or_fail(tls_cert, tls_key)
     from services.runtime.credentials import BadCredentials, NoCredentials, load_credentials
 
     try:
@@ -647,7 +660,8 @@ def pit(
     from services.runtime.logging import bind_process
 
     bind_process(instance=settings.instance, service="pit")
-    _run_async(pit_alone(settings, port, host=host, tokens=creds, writers=writers, timeout_s=timeout), settings)
+    _run_async(pit_alone(settings, port, host=host, tokens=creds, writers=writers, timeout_s=timeout, tls=tls),
+               settings)
 
 
 @app.command()

@@ -457,7 +457,8 @@ async def _start_pit(projection: Service, settings: Settings, port: int, console
     pit = create_pit_app(projection.host, tokens, ready=lambda: projection.ready)
     stop = asyncio.Event()
     task = asyncio.create_task(serve_pit(pit, "127.0.0.1", candidate, stop))
-    console.print(f"The floor in a browser: http://127.0.0.1:{candidate}/ (served while the demo runs; log in with "
+    console.print(f"The floor in a browser: http://127.0.0.1:{candidate}/ (plain HTTP on this machine only, served "
+                  f"while the demo runs; a floor serves `croupier pit --tls-cert --tls-key`; log in with "
                   f"the pit or surveillance token from {path}, mode 600: grep pit= {path})", markup=False,
                   soft_wrap=True)
     return task, stop

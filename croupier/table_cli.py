@@ -21,6 +21,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from croupier.https_options import TlsCertOpt, TlsKeyOpt, server_tls_or_fail
+
 table_app = typer.Typer(help="Run a table: open it from a profile, load a shoe, seat players, rounds, bets, "
                              '"No more bets", card reads, commission (the command API\'s actions).',
                         no_args_is_help=True)
@@ -472,8 +474,8 @@ def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round",
 def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 8081,
         host: Annotated[str, typer.Option(help="Address it listens on (0.0.0.0: every interface).")] = "127.0.0.1",
         bootstrap: BootOpt = None, prefix: PrefixOpt = None,
-        timeout: TimeoutOpt = 10.0) -> None:
-    """Serve the command API over HTTP (OpenAPI and its docs UI at /docs). Tokens per role from
+        timeout: TimeoutOpt = 10.0, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None) -> None:
+    """Serve the command API over HTTP, or HTTPS with --tls-cert/--tls-key (OpenAPI and its docs UI at /docs). Tokens per role from
     CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE, and each betting terminal's bettor credential,
     bound to its players, from that file (bettor:<player_id>=<token> lines); none configured is an error."""
     import asyncio
@@ -486,6 +488,7 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
     from services.runtime.credentials import BadCredentials, NoCredentials, load_credentials
 
     _check_port(port)
+    tls = server_tls_or_fail(tls_cert, tls_key)
     try:
         tokens = load_credentials(what="the command API")
     except (NoCredentials, BadCredentials) as e:
@@ -509,7 +512,7 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
         raise _fail(str(e), code=1) from None
     async def go() -> None:
         await require_prefix(settings, hint=_PREFIX_HINT)
-        await serve_command_api(settings, host, port, tokens, writers, timeout_s=timeout)
+        await serve_command_api(settings, host, port, tokens, writers, timeout_s=timeout, tls=tls)
 
     try:
         asyncio.run(go())
