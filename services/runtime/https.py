@@ -17,6 +17,7 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ENV_CERT = "CROUPIER_TLS_CERT"
 ENV_KEY = "CROUPIER_TLS_KEY"
@@ -33,7 +34,7 @@ class ServerTls:
     certfile: str
     keyfile: str
 
-    def uvicorn_options(self) -> dict[str, object]:
+    def uvicorn_options(self) -> dict[str, Any]:
         """``uvicorn.Config`` keyword arguments: the files, TLS 1.2 at least."""
         return {"ssl_certfile": self.certfile, "ssl_keyfile": self.keyfile,
                 "ssl_version": ssl.PROTOCOL_TLS_SERVER}
