@@ -99,15 +99,13 @@ from services.floor.dealer import Clock, TableDealer
 from services.floor.io import EventLog, FloorTimeout, KafkaFloorIO
 from services.runtime.app import Service
 from services.runtime.kafka import ensure_topics
-from services.runtime.settings import DEFAULT_BOOTSTRAP, Settings
+from services.runtime.settings import DEFAULT_BOOTSTRAP, Settings, env_client_options
 
 #: the shoe service needs a vault key: a fresh one for this run (this process and the ones it starts)
 os.environ.setdefault("CROUPIER_VAULT_KEYS", new_key_entry("bench"))
 
 
-def client_options(bootstrap: str) -> dict[str, Any]:
-    """aiokafka connection options for ``bootstrap`` with the environment's security settings."""
-    return replace(Settings.from_env(), bootstrap_servers=bootstrap).client_options()
+client_options = env_client_options  # (the name the benches import)
 
 
 DECIDERS = ("shoe", "dealing", "wagering", "settlement")

@@ -35,6 +35,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from contracts import topics as T
+from services.runtime.settings import env_client_options as client_options
 
 STAGES = ("dealing", "wagering", "shoe", "settlement")
 FLOOR, SINK = "floor", "sink"
@@ -114,7 +115,7 @@ class RawLoop:
 
     async def start(self) -> None:
         names = [self.topic(s) for s in (*STAGES, FLOOR, SINK)]
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
+        admin = AIOKafkaAdminClient(**client_options(self.bootstrap))
         await admin.start()
         try:
             with contextlib.suppress(TopicAlreadyExistsError):
@@ -129,7 +130,7 @@ class RawLoop:
             shape = "pp" if self.per_partition else "stage"
             producers = []
             for p in range(self.partitions if self.per_partition else 1):
-                producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=True, linger_ms=0,
+                producer = AIOKafkaProducer(**client_options(self.bootstrap), enable_idempotence=True, linger_ms=0,
                                             acks="all", retry_backoff_ms=10,
                                             transactional_id=f"{self.prefix}raw.{stage}.{shape}-{p}")
                 await producer.start()
@@ -138,14 +139,14 @@ class RawLoop:
             self.tasks.append(asyncio.create_task(self._stage(stage, consumer, producers)))
         floor = await self._consumer(FLOOR, group=None)
         self.tasks.append(asyncio.create_task(self._floor(floor)))
-        self.producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=True, linger_ms=0)
+        self.producer = AIOKafkaProducer(**client_options(self.bootstrap), enable_idempotence=True, linger_ms=0)
         await self.producer.start()
         self.clients.append(self.producer)
 
     async def _writable(self, names: list[str], timeout: float = 30.0) -> None:
         """Right after creation a partition may answer NotEnoughReplicas/NotLeader for a while (retried
         with backoff by the client, which would be timed): write one marker to every partition first."""
-        probe = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=0, request_timeout_ms=2000)
+        probe = AIOKafkaProducer(**client_options(self.bootstrap), linger_ms=0, request_timeout_ms=2000)
         await probe.start()
         sender = logging.getLogger("aiokafka.producer.sender")
         level = sender.level
@@ -159,7 +160,7 @@ class RawLoop:
             await probe.stop()
 
     async def _consumer(self, stage: str, group: str | None) -> AIOKafkaConsumer:
-        c = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=group, enable_auto_commit=False,
+        c = AIOKafkaConsumer(**client_options(self.bootstrap), group_id=group, enable_auto_commit=False,
                              isolation_level="read_committed", auto_offset_reset="earliest")
         await c.start()
         self.clients.append(c)

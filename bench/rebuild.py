@@ -72,7 +72,7 @@ import time
 import uuid
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -258,7 +258,7 @@ class KafkaWriter:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap_servers, acks=1, linger_ms=20,
+        self.producer = AIOKafkaProducer(**settings.client_options(), acks=1, linger_ms=20,
                                          max_batch_size=1 << 20, compression_type=None,
                                          max_request_size=8 << 20, request_timeout_ms=60_000)
 
@@ -410,7 +410,8 @@ def _generate_in_child(bootstrap: str | None, prefix: str, tables: list[tuple[in
     """:func:`generate_tables` in a worker process (spawned: its own services, logs and producer)."""
     quiet_client_logs()
     watch_service_logs(open(os.devnull, "w"), loud=lambda m: print(m, file=sys.stderr, flush=True))  # noqa: SIM115
-    settings = None if bootstrap is None else Settings(bootstrap_servers=bootstrap, topic_prefix=prefix)
+    settings = None if bootstrap is None else replace(Settings.from_env(), bootstrap_servers=bootstrap,
+                                                         topic_prefix=prefix)
     with warnings_only():
         return asyncio.run(generate_tables(settings, tables, chunk, budget, seed, name))
 
@@ -468,7 +469,7 @@ async def generate(settings: Settings | None, rounds: int, tables: int, chunk: i
 
 async def check_topics(settings: Settings, hist: History) -> None:
     """Every topic has ``PARTITIONS`` partitions and holds exactly what was written (end offsets)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers)
+    admin = AIOKafkaAdminClient(**settings.client_options())
     await admin.start()
     try:
         described = await admin.describe_topics([settings.topic(t) for t in T.ALL_TOPICS])
@@ -477,7 +478,7 @@ async def check_topics(settings: Settings, hist: History) -> None:
     wrong = {d["topic"]: len(d["partitions"]) for d in described if len(d["partitions"]) != T.PARTITIONS}
     if wrong:
         raise RuntimeError(f"topics without {T.PARTITIONS} partitions: {wrong}")
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap_servers)
+    consumer = AIOKafkaConsumer(**settings.client_options())
     await consumer.start()
     try:
         tps = [TopicPartition(settings.topic(t), p) for t in T.ALL_TOPICS for p in range(T.PARTITIONS)]
@@ -536,7 +537,7 @@ class ProbeWatch:
 
     def __init__(self, settings: Settings, topic: str):
         self.settings, self.topic = settings, settings.topic(topic)
-        self.consumer = AIOKafkaConsumer(bootstrap_servers=settings.bootstrap_servers, enable_auto_commit=False,
+        self.consumer = AIOKafkaConsumer(**settings.client_options(), enable_auto_commit=False,
                                          isolation_level="read_committed")
 
     async def start(self) -> None:
@@ -568,7 +569,7 @@ async def send_probe(settings: Settings, name: str, tag: str) -> str:
     table = f"probe-{name}-{tag}"
     cid = f"{table}:cmd:1"
     env = command(table, cid, datetime.now(UTC), payload)
-    producer = AIOKafkaProducer(bootstrap_servers=settings.bootstrap_servers, enable_idempotence=True)
+    producer = AIOKafkaProducer(**settings.client_options(), enable_idempotence=True)
     await producer.start()
     try:
         await producer.send_and_wait(settings.topic(topic), encode(env), key=T.key(table))
@@ -638,7 +639,7 @@ def fmt(x: float | None) -> str:
 async def one_size(args: argparse.Namespace, rounds: int, watch: LogWatch) -> float | str:
     """Generate, write and restart every service for one size; the slowest warm ``done`` (or why not)."""
     prefix = f"rebuild{uuid.uuid4().hex[:8]}."
-    settings = Settings(bootstrap_servers=args.bootstrap, topic_prefix=prefix)
+    settings = replace(Settings.from_env(), bootstrap_servers=args.bootstrap, topic_prefix=prefix)
     tables = args.tables or max(4, rounds // 500)
     print(f"\n== {rounds} rounds over {tables} tables, topic prefix {prefix!r}", flush=True)
     try:

@@ -63,7 +63,7 @@ from croupier.rawcheck import RawReport, check, read_all
 from services.floor.bettors import Seat
 from services.floor.dealer import TableDealer
 from services.floor.io import EventLog, FloorTimeout, KafkaFloorIO
-from services.runtime.settings import Settings
+from services.runtime.settings import Settings, env_client_options
 
 REPO = Path(__file__).resolve().parents[1]
 SERVICES = ("shoe", "dealing", "wagering", "settlement", "projection")
@@ -359,7 +359,7 @@ def _partitions() -> int:
 
 
 async def _ends(bootstrap: str, prefix: str) -> dict[TopicPartition, int]:
-    consumer = AIOKafkaConsumer(**replace(Settings.from_env(), bootstrap_servers=bootstrap).client_options(),
+    consumer = AIOKafkaConsumer(**env_client_options(bootstrap),
                                 isolation_level="read_committed")
     await consumer.start()
     try:

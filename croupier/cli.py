@@ -27,6 +27,7 @@ from baccarat.round import resolve as resolve_round
 from baccarat.table import TableConfig, casino_night, chemin_de_fer, no_vig_dragon, punto_banco_full
 from baccarat.wagers import PANDA_AND_DRAGON, Wager, settle
 from croupier.group import CroupierGroup, is_closed_pipe
+from croupier.https_options import TlsCertOpt, TlsKeyOpt, server_tls_or_fail
 
 if TYPE_CHECKING:  # the odds engine (numpy) loads only for the commands that compute odds
     from baccarat.odds import Composition
@@ -361,6 +362,24 @@ def _check_port(port: int | None) -> None:
         raise fail(f"port must be 1..65535, got {port}")
 
 
+def kafka_detail(settings, e: BaseException) -> str:  # type: ignore[no-untyped-def]
+    """``Type: message`` of a failure against ``settings``' broker, led by the TLS cause when a handshake explains
+    it (another CA, an expired certificate or another host name, a listener that does not speak TLS, or one that
+    does to a plain-text client: :meth:`services.runtime.settings.Settings.connection_problem`, at most ~3 s)."""
+    import asyncio
+
+    from services.runtime.tls import BrokerTlsError
+
+    if isinstance(e, BrokerTlsError):  # diagnosed already (a service's start)
+        return str(e)
+    detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
+    try:
+        problem = asyncio.run(settings.connection_problem(timeout_s=3.0))
+    except Exception:  # noqa: BLE001 - the diagnosis must not hide the failure it explains
+        problem = None
+    return f"{problem} ({detail})" if problem else detail
+
+
 def _run_async(coro, settings):  # type: ignore[no-untyped-def]
     """``asyncio.run(coro)``'s result; each failure one ``error:`` line: exit 2 for a prefix that is empty or
     has no topics, 1 for the broker (unreachable, refusing) or a prefix still in use; Ctrl-C returns None."""
@@ -381,8 +400,8 @@ def _run_async(coro, settings):  # type: ignore[no-untyped-def]
     except Exception as e:  # a broker that cannot be reached: one line, no traceback
         if is_closed_pipe(e):
             raise
-        detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
-        raise fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {detail}", code=1) from None
+        raise fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {kafka_detail(settings, e)}",
+                   code=1) from None
 
 
 BOOTSTRAP_HELP = "Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:19092)."
@@ -436,6 +455,8 @@ def serve(
     dev_vault_key: Annotated[bool, typer.Option(
         "--dev-vault-key", help="Without a configured vault key, make (or reuse) a development key file "
         "var/vault/<prefix>.keys (mode 600) for the shoe service. Not for a real floor.")] = False,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
 ) -> None:
     """Run several services together in one process until Ctrl-C (each can also run alone with
     ``faststream run services.<name>.app:app``). The shoe service needs its vault key
@@ -458,6 +479,9 @@ def serve(
     if metrics_port is not None and metrics_port == api_port:
         raise fail(f"--metrics-port {metrics_port} is also the --api-port: give each its own port")
     tokens = _api_tokens(token) if api_port is not None or token is not None else None
+    tls = server_tls_or_fail(tls_cert, tls_key)
+    if tls is not None and api_port is None:
+        raise fail("--tls-cert/--tls-key serve the query API over HTTPS: they need --api-port")
     settings = _settings(bootstrap, prefix)
     from services.runtime.logging import bind_process
 
@@ -482,7 +506,8 @@ def serve(
         except VaultKeyError as e:
             raise fail(str(e)) from None
     _run_async(run_serve(names, settings, api_port=api_port, api_host=api_host, tokens=tokens,
-                         metrics_port=metrics_port, metrics_host=metrics_host, ready_file=ready_file), settings)
+                         metrics_port=metrics_port, metrics_host=metrics_host, ready_file=ready_file, tls=tls),
+               settings)
 
 
 vault_key = typer.Typer(help="The shoe service's vault keys (AES-256-GCM, contracts/vault.py).",
@@ -581,6 +606,8 @@ def api(
     bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
     token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
 ) -> None:
     """The projection's query API alone: a read-only replica folds the streams and answers queries
     (OpenAPI at /docs; /metrics, /health/live and /health/ready for operations)."""
@@ -588,11 +615,12 @@ def api(
 
     tokens = _api_tokens(token)
     _check_port(port)
+    tls = server_tls_or_fail(tls_cert, tls_key)
     settings = _settings(bootstrap, prefix)
     from services.runtime.logging import bind_process
 
     bind_process(instance=settings.instance, service="api")
-    _run_async(api_alone(settings, port, host=host, tokens=tokens), settings)
+    _run_async(api_alone(settings, port, host=host, tokens=tokens, tls=tls), settings)
 
 
 @app.command()
@@ -603,12 +631,14 @@ def pit(
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
     timeout: Annotated[float, typer.Option(help="Seconds a console action waits for its answer.")] = 10.0,
     token: Annotated[Optional[str], typer.Option(help=TOKEN_HELP, hidden=True)] = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
 ) -> None:
     """The pit in a browser, one web app on one origin: the pages (floor, table console, surveillance, cage;
     log in at /login with a role's token), the query API and the command API (under /command), over a
     read-only projection replica and the command gateway. Tokens per role as for the APIs; a betting
     terminal logs in with its bettor credential (bettor:<player_id>=<token> lines of CROUPIER_API_TOKENS_FILE)
-    and bets for its own players only."""
+    and bets for its own players only. With --tls-cert/--tls-key over HTTPS, the session cookie Secure."""
     from croupier.pit import pit_alone
     from services.command_api.actions import BETTOR_ACTIONS, ROLE_ACTIONS, writer_of
     from services.command_api.gateway import MissingWriterCredential, writer_settings
@@ -617,6 +647,7 @@ def pit(
     if timeout <= 0:
         raise fail(f"--timeout must be more than 0 seconds, got {timeout:g}")
     _api_tokens(token)  # the same checks as the APIs' (no --token, the pit settings, role tokens)
+    tls = server_tls_or_fail(tls_cert, tls_key)
     from services.runtime.credentials import BadCredentials, NoCredentials, load_credentials
 
     try:
@@ -634,7 +665,8 @@ def pit(
     from services.runtime.logging import bind_process
 
     bind_process(instance=settings.instance, service="pit")
-    _run_async(pit_alone(settings, port, host=host, tokens=creds, writers=writers, timeout_s=timeout), settings)
+    _run_async(pit_alone(settings, port, host=host, tokens=creds, writers=writers, timeout_s=timeout, tls=tls),
+               settings)
 
 
 @app.command()
@@ -718,8 +750,11 @@ def demo(
     except Exception as e:  # a broker that stopped answering, and the like: one line
         if is_closed_pipe(e):
             raise
-        raise fail(f"cannot run the demo against Kafka at {boot or 'the local broker'}: {type(e).__name__}: {e}",
-                   code=1) from None
+        import dataclasses
+
+        detail = (kafka_detail(dataclasses.replace(_settings(None, None), bootstrap_servers=boot), e) if boot
+                  else f"{type(e).__name__}: {e}")
+        raise fail(f"cannot run the demo against Kafka at {boot or 'the local broker'}: {detail}", code=1) from None
     raise typer.Exit(code)
 
 
@@ -982,8 +1017,8 @@ def audit(
         except (CommandsUnreadable, KafkaError) as e:
             commands_reason = f"cannot read the command topics: {type(e).__name__}: {e}"
     except Exception as e:  # a broker that cannot be reached, and the like: one line
-        detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
-        raise fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {detail}", code=1) from None
+        raise fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {kafka_detail(settings, e)}",
+                   code=1) from None
     finally:
         gc.collect()  # an unclosed client's complaint is made now, while the loggers are quiet
         for name, level in quiet.items():

@@ -48,7 +48,7 @@ from contracts.events import (
 from croupier.audit import AuditReport, audit
 from croupier.devkey import with_dev_key
 from croupier.log import read_commands, read_for_audit, read_vault
-from croupier.replay import Unreachable
+from croupier.replay import unreachable
 from croupier.topics import require_prefix
 from services.floor.advantage import AdvantagePlayer
 from services.floor.bettors import Seat
@@ -349,7 +349,7 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         try:
             await ensure_topics(settings, T.ALL_TOPICS)
         except (KafkaError, OSError) as e:
-            raise Unreachable(f"cannot reach Kafka at {bootstrap} ({e})") from None
+            raise await unreachable(settings, str(e)) from None
         for name in services.NAMES if with_services else ():
             svc = services.create(name, settings)
             await svc.start()
@@ -457,7 +457,8 @@ async def _start_pit(projection: Service, settings: Settings, port: int, console
     pit = create_pit_app(projection.host, tokens, ready=lambda: projection.ready)
     stop = asyncio.Event()
     task = asyncio.create_task(serve_pit(pit, "127.0.0.1", candidate, stop))
-    console.print(f"The floor in a browser: http://127.0.0.1:{candidate}/ (served while the demo runs; log in with "
+    console.print(f"The floor in a browser: http://127.0.0.1:{candidate}/ (plain HTTP on this machine only, served "
+                  f"while the demo runs; a floor serves `croupier pit --tls-cert --tls-key`; log in with "
                   f"the pit or surveillance token from {path}, mode 600: grep pit= {path})", markup=False,
                   soft_wrap=True)
     return task, stop

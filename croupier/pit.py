@@ -37,6 +37,7 @@ from services.projection.live import LiveFeed
 from services.projection.pages import PitPages
 from services.runtime.credentials import Credentials
 from services.runtime.host import ServiceHost
+from services.runtime.https import ServerTls, scheme
 from services.runtime.sessions import SessionAuth, Sessions
 from services.runtime.settings import Settings
 
@@ -96,9 +97,10 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
 
 
 async def serve_pit(pit: PitApp, host: str, port: int, stop: asyncio.Event,
-                    context: contextvars.Context | None = None) -> None:
+                    context: contextvars.Context | None = None, tls: ServerTls | None = None) -> None:
     """Serve ``pit`` on ``host:port`` until ``stop`` is set, with its fan-out; the live streams are ended as
-    soon as ``stop`` is set (an open ``EventSource`` would hold the server's shutdown)."""
+    soon as ``stop`` is set (an open ``EventSource`` would hold the server's shutdown). ``tls``: over HTTPS
+    (create the app with ``secure_cookies=True`` then)."""
     from services.runtime.ops import serve_http
 
     async def close_on_stop() -> None:
@@ -108,7 +110,7 @@ async def serve_pit(pit: PitApp, host: str, port: int, stop: asyncio.Event,
     fan_out = asyncio.create_task(pit.feed.run())
     closer = asyncio.create_task(close_on_stop())
     try:
-        await serve_http(pit.app, host, port, stop, context=context)
+        await serve_http(pit.app, host, port, stop, context=context, tls=tls)
     finally:
         pit.feed.close()
         for task in (closer, fan_out):
@@ -120,11 +122,12 @@ async def serve_pit(pit: PitApp, host: str, port: int, stop: asyncio.Event,
 async def pit_alone(settings: Settings, port: int, host: str = "127.0.0.1",
                     tokens: Mapping[str, str] | Credentials | None = None,
                     writers: Mapping[str, Settings] | None = None, stop: asyncio.Event | None = None,
-                    timeout_s: float = 10.0) -> None:
+                    timeout_s: float = 10.0, tls: ServerTls | None = None) -> None:
     """``croupier pit``: a read-only projection replica (its own consumer group, publishes nothing), the
     command gateway on Kafka (each command topic written as its writer principal: ``writers``), and the pit
     app on ``host:port`` until ``stop`` or SIGINT/SIGTERM. Raises ``NoCredentials`` / ``BadCredentials`` for
-    the tokens, :class:`croupier.serve.PortTaken` before anything connects."""
+    the tokens, :class:`croupier.serve.PortTaken` before anything connects. ``tls``: serve HTTPS (the session
+    cookie ``Secure``)."""
     from croupier.serve import _stop_on_signals, check_port, projection_replica
     from services.command_api.server import open_gateway, reader_streams
     from services.runtime.credentials import check_roles, load_credentials
@@ -140,9 +143,10 @@ async def pit_alone(settings: Settings, port: int, host: str = "127.0.0.1",
     async with projection_replica(settings, "pit") as (replica, probe), \
             open_gateway(settings, writers, timeout_s=timeout_s, streams=reader_streams(writers)) as gateway:
         pit = create_pit_app(replica.host, creds, ready=lambda: replica.ready,
-                             readiness=lambda: readiness({"projection-replica": replica}, probe), gateway=gateway)
-        get_logger("pit").info("pit_started", url=f"http://{host}:{port}/")
-        await serve_pit(pit, host, port, stop, context=bind_service("pit", settings.instance))
+                             readiness=lambda: readiness({"projection-replica": replica}, probe), gateway=gateway,
+                             secure_cookies=tls is not None)
+        get_logger("pit").info("pit_started", url=f"{scheme(tls)}://{host}:{port}/")
+        await serve_pit(pit, host, port, stop, context=bind_service("pit", settings.instance), tls=tls)
 
 
 __all__ = ["COMMAND_BASE", "PitApp", "create_pit_app", "pit_alone", "serve_pit"]

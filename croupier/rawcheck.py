@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
@@ -83,9 +83,9 @@ def _connection(bootstrap: str) -> dict[str, object]:
     """aiokafka connection options for ``bootstrap``: on a secured broker the environment's SASL settings
     (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``). Only the connection settings of the services' package are
     used, none of their logic."""
-    from services.runtime.settings import Settings
+    from services.runtime.settings import env_client_options
 
-    return replace(Settings.from_env(), bootstrap_servers=bootstrap).client_options()
+    return env_client_options(bootstrap)
 
 
 async def read_all(bootstrap: str, prefix: str, topics: Iterable[str] = T.ALL_TOPICS,

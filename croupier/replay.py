@@ -73,6 +73,7 @@ from croupier.replay_common import (
     iso,
     money,
     parse_time,
+    unreachable,
 )
 from croupier.replay_marks import audit_marks
 
@@ -516,4 +517,4 @@ from croupier.replay_read import known_tables, read_floor, read_table, unknown_t
 from croupier.replay_render import describe, render
 
 __all__ = ["ReplayError", "TableStory", "Unreachable", "describe", "iso", "known_tables", "money", "parse_time",
-           "read_floor", "read_table", "render", "replay", "unknown_table_message"]
+           "read_floor", "read_table", "render", "replay", "unknown_table_message", "unreachable"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from datetime import UTC, datetime
+from typing import Any
 
 
 class ReplayError(ValueError):
@@ -16,7 +17,21 @@ class ReplayError(ValueError):
 
 
 class Unreachable(RuntimeError):
-    """The Kafka broker could not be reached (or stopped answering)."""
+    """The Kafka broker could not be reached (or stopped answering, or refused this client's TLS)."""
+
+
+async def unreachable(settings: Any, detail: str, what: str = "cannot reach Kafka") -> Unreachable:
+    """An :class:`Unreachable` for ``settings``' broker: ``"<what> at <bootstrap> (<detail>)"``, or, when a TLS
+    handshake explains the failure (:meth:`services.runtime.settings.Settings.connection_problem`: another CA, an
+    expired certificate or another host name, a listener that does not speak TLS, or one that does to a
+    plain-text client), ``"<that cause> (<detail>)"``."""
+    try:
+        problem = await settings.connection_problem(timeout_s=3.0)
+    except Exception:  # noqa: BLE001 - the diagnosis must not hide the failure it explains
+        problem = None
+    if problem is not None:
+        return Unreachable(f"{problem} ({detail})")
+    return Unreachable(f"{what} at {settings.bootstrap_servers} ({detail})")
 
 
 def parse_time(text: str) -> datetime:

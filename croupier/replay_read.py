@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Iterator
 from typing import Any, TypeVar
 
 from contracts import topics as T
-from croupier.replay_common import Unreachable, _ids_hint
+from croupier.replay_common import _ids_hint, unreachable
 
 _R = TypeVar("_R")
 
@@ -51,7 +51,7 @@ async def _guarded(coro: Awaitable[_R], settings: Any, timeout_s: float) -> _R:
             return await asyncio.wait_for(coro, timeout_s)
         except (KafkaError, OSError, TimeoutError) as e:
             detail = "timed out" if isinstance(e, TimeoutError) else (str(e) or type(e).__name__)
-            raise Unreachable(f"cannot reach Kafka at {settings.bootstrap_servers} ({detail})") from None
+            raise await unreachable(settings, detail) from None
 
 
 async def read_table(settings: Any, table_id: str, *, timeout_s: float = 300.0) -> list[Any]:

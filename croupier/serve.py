@@ -19,6 +19,7 @@ import services
 from croupier.readyfile import ReadyFile, keep_ready_file
 from croupier.topics import require_prefix
 from services.runtime.app import Service
+from services.runtime.https import ServerTls, scheme
 from services.runtime.logging import bind_service, get_logger
 from services.runtime.ops import BrokerProbe, create_ops_app, readiness, serve_http
 from services.runtime.settings import Settings
@@ -54,26 +55,26 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 
 
 async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, str], stop: asyncio.Event,
-                   probe: BrokerProbe | None = None, label: str = "projection") -> None:
+                   probe: BrokerProbe | None = None, label: str = "projection", tls: ServerTls | None = None) -> None:
     from croupier.pit import create_pit_app, serve_pit
 
     # the query API with the pit's read-only pages beside it (croupier/pit.py; no command API here)
     pit = create_pit_app(service.host, tokens, ready=lambda: service.ready,
-                         readiness=lambda: readiness({label: service}, probe))
-    await serve_pit(pit, host, port, stop, context=bind_service("api", service.host.settings.instance))
+                         readiness=lambda: readiness({label: service}, probe), secure_cookies=tls is not None)
+    await serve_pit(pit, host, port, stop, context=bind_service("api", service.host.settings.instance), tls=tls)
 
 
 async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None = None, *,
                 api_port: int | None = None, api_host: str = "127.0.0.1",
                 tokens: Mapping[str, str] | None = None, metrics_port: int | None = None,
-                metrics_host: str = "127.0.0.1", ready_file: Path | None = None) -> None:
+                metrics_host: str = "127.0.0.1", ready_file: Path | None = None, tls: ServerTls | None = None) -> None:
     """Start the named services (and the query API beside the projection), run until ``stop`` is set or
     a signal arrives, then stop them. ``tokens``: the API's ``{role: token}`` (default: from the environment,
     :func:`services.projection.auth.load_tokens`; raises ``NoCredentials`` before anything starts when the
     API is asked for and no credential is configured). ``metrics_port``: serve ``/metrics``,
     ``/health/live`` and ``/health/ready`` there (on ``metrics_host``) for the whole run. ``ready_file``: a
     file that exists exactly while every named service runs and is ready (:mod:`croupier.readyfile`; a
-    container's health check). Raises
+    container's health check). ``tls``: the API over HTTPS (:mod:`services.runtime.https`). Raises
     :class:`PortTaken` before anything starts when a port cannot be bound (or both ports are the same)."""
     log = get_logger("serve")
     stop = stop or asyncio.Event()
@@ -119,8 +120,8 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
             log.info("service_started", name=name, bootstrap=settings.bootstrap_servers)
         projection = started.get("projection")
         if api_port is not None and projection is not None:
-            log.info("api_started", url=f"http://{api_host}:{api_port}/docs")
-            await _run_api(projection, api_host, api_port, tokens or {}, stop, probe)
+            log.info("api_started", url=f"{scheme(tls)}://{api_host}:{api_port}/docs")
+            await _run_api(projection, api_host, api_port, tokens or {}, stop, probe, tls=tls)
         else:
             await stop.wait()
     finally:
@@ -160,13 +161,14 @@ async def projection_replica(settings: Settings, name: str) -> AsyncIterator[tup
 
 
 async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1",
-                    tokens: Mapping[str, str] | None = None, stop: asyncio.Event | None = None) -> None:
+                    tokens: Mapping[str, str] | None = None, stop: asyncio.Event | None = None,
+                    tls: ServerTls | None = None) -> None:
     """The query API over a read-only projection replica (its own consumer group; publishes nothing).
-    ``tokens`` as in :func:`serve` (checked before anything starts)."""
+    ``tokens`` as in :func:`serve` (checked before anything starts); ``tls``: over HTTPS."""
     tokens = tokens or _load_tokens()
     stop = stop or asyncio.Event()
     _stop_on_signals(stop)
     check_port(host, port)
     async with projection_replica(settings, "api") as (replica, probe):
-        get_logger("api").info("api_started", url=f"http://{host}:{port}/docs")
-        await _run_api(replica, host, port, tokens, stop, probe, label="projection-replica")
+        get_logger("api").info("api_started", url=f"{scheme(tls)}://{host}:{port}/docs")
+        await _run_api(replica, host, port, tokens, stop, probe, label="projection-replica", tls=tls)

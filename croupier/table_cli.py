@@ -21,6 +21,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from croupier.https_options import TlsCertOpt, TlsKeyOpt, server_tls_or_fail
+
 table_app = typer.Typer(help="Run a table: open it from a profile, load a shoe, seat players, rounds, bets, "
                              '"No more bets", card reads, commission (the command API\'s actions).',
                         no_args_is_help=True)
@@ -53,6 +55,12 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     from croupier.cli import fail
 
     return fail(message, code)
+
+
+def _kafka_detail(settings, e: BaseException) -> str:  # type: ignore[no-untyped-def]
+    from croupier.cli import kafka_detail
+
+    return kafka_detail(settings, e)
 
 
 def _action(kind: type, **fields: Any) -> Any:
@@ -123,7 +131,7 @@ def _run(c: _Common, action: Any) -> None:
     except Exception as e:  # a broker that cannot be reached: one line, no traceback
         if is_closed_pipe(e):
             raise
-        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}", code=1) from None
+        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {_kafka_detail(settings, e)}", code=1) from None
     if c.as_json:
         typer.echo(msgspec.json.format(msgspec.json.encode(answer), indent=2).decode())
     else:
@@ -456,7 +464,7 @@ def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round",
     except NoSuchPrefix as e:
         raise _fail(str(e)) from None
     except Exception as e:  # a broker that cannot be reached: one line, no traceback
-        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}", code=1) from None
+        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {_kafka_detail(settings, e)}", code=1) from None
     typer.echo(msgspec.json.format(msgspec.json.encode(view), indent=2).decode())
     if view["status"] != "settled":
         raise _fail(f"round {round_id} at {table} is {view['status']} (not settled within {wait:g} s)", code=1)
@@ -466,8 +474,8 @@ def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round",
 def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 8081,
         host: Annotated[str, typer.Option(help="Address it listens on (0.0.0.0: every interface).")] = "127.0.0.1",
         bootstrap: BootOpt = None, prefix: PrefixOpt = None,
-        timeout: TimeoutOpt = 10.0) -> None:
-    """Serve the command API over HTTP (OpenAPI and its docs UI at /docs). Tokens per role from
+        timeout: TimeoutOpt = 10.0, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None) -> None:
+    """Serve the command API over HTTP, or HTTPS with --tls-cert/--tls-key (OpenAPI and its docs UI at /docs). Tokens per role from
     CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE, and each betting terminal's bettor credential,
     bound to its players, from that file (bettor:<player_id>=<token> lines); none configured is an error."""
     import asyncio
@@ -480,6 +488,7 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
     from services.runtime.credentials import BadCredentials, NoCredentials, load_credentials
 
     _check_port(port)
+    tls = server_tls_or_fail(tls_cert, tls_key)
     try:
         tokens = load_credentials(what="the command API")
     except (NoCredentials, BadCredentials) as e:
@@ -503,7 +512,7 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
         raise _fail(str(e), code=1) from None
     async def go() -> None:
         await require_prefix(settings, hint=_PREFIX_HINT)
-        await serve_command_api(settings, host, port, tokens, writers, timeout_s=timeout)
+        await serve_command_api(settings, host, port, tokens, writers, timeout_s=timeout, tls=tls)
 
     try:
         asyncio.run(go())
@@ -512,5 +521,5 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
     except NoSuchPrefix as e:
         raise _fail(str(e)) from None
     except Exception as e:
-        raise _fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {type(e).__name__}: {e}",
+        raise _fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {_kafka_detail(settings, e)}",
                     code=1) from None

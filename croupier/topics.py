@@ -21,7 +21,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
 from contracts import topics as T
-from croupier.replay import Unreachable
+from croupier.replay import Unreachable, unreachable
 from services.runtime.settings import Settings
 
 #: topics whose names start with this are the broker's own
@@ -86,7 +86,7 @@ async def admin_client(settings: Settings, request_timeout_ms: int = 15_000) -> 
             try:
                 await admin.start()
             except (KafkaError, OSError) as e:
-                raise Unreachable(f"cannot reach Kafka at {settings.bootstrap_servers} ({e})") from None
+                raise await unreachable(settings, str(e)) from None
         try:
             yield admin
         except (KafkaError, OSError, TimeoutError) as e:

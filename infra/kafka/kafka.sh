@@ -8,13 +8,17 @@
 #   start     fetch if needed, render server.properties, format storage once, start the broker in the
 #             background and wait until it is ready; prints KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:<port> on
 #             stdout (everything else goes to stderr). Already running: just reports.
-#   start --secure   the same, secured (also KAFKA_SECURE=1): a SASL_PLAINTEXT listener with SCRAM-SHA-512,
+#   start --secure   the same, secured (also KAFKA_SECURE=1): a SASL_SSL listener (SCRAM-SHA-512 over TLS 1.2+,
+#             TLS 1.3 where both ends have it; the controller and inter-broker listeners over TLS too) with a
+#             private CA made on the first start (openssl) in <data dir>/tls: ca.pem (what clients trust,
+#             KAFKA_SSL_CAFILE), the broker's key and certificate (SAN 127.0.0.1 and localhost, re-issued
+#             from the CA when it has expired or expires within a day),
 #             the KRaft StandardAuthorizer (deny by default), the super user `admin` and one principal per
 #             service and role (infra/kafka/acls.py), passwords generated on the first start into
 #             <data dir>/credentials.env and <data dir>/passwords/<principal> (mode 600), and the ACLs of
-#             the topic prefix CROUPIER_TOPIC_PREFIX (default none). Also prints KAFKA_SECURITY_PROTOCOL,
-#             KAFKA_SASL_MECHANISM and KAFKA_CREDENTIALS_FILE. A data dir formatted in one mode refuses the
-#             other (reset it or use another KAFKA_DATA_DIR).
+#             the topic prefix CROUPIER_TOPIC_PREFIX (default none). Also prints KAFKA_SECURITY_PROTOCOL
+#             (SASL_SSL), KAFKA_SASL_MECHANISM, KAFKA_SSL_CAFILE and KAFKA_CREDENTIALS_FILE. A data dir
+#             formatted in one mode refuses the other (reset it or use another KAFKA_DATA_DIR).
 #   acl [PREFIX]  secured broker only: add the ACLs of infra/kafka/acls.py for topic prefix PREFIX
 #             (default CROUPIER_TOPIC_PREFIX) and group prefix CROUPIER_GROUP_PREFIX (default croupier);
 #             idempotent, remembered in <data dir>/acls.applied
@@ -28,6 +32,10 @@
 #   KAFKA_DATA_DIR          data, logs, pid file, rendered config   (default <repo>/var/kafka)
 #   KAFKA_PORT              client (PLAINTEXT) listener on 127.0.0.1 (default 19092)
 #   KAFKA_CONTROLLER_PORT   KRaft controller listener on 127.0.0.1  (default 19093)
+#   KAFKA_CLEAR_PORT        secured only: ALSO open a SASL_PLAINTEXT listener (no TLS) on 127.0.0.1 at this
+#                           port, to measure what TLS costs against the same broker (default none; never
+#                           on a floor: everything on it travels in clear)
+#   KAFKA_TLS_DAYS          days the broker's certificate is valid when issued (default 365; the CA: 3650)
 #   KAFKA_START_TIMEOUT     seconds to wait for readiness            (default 90)
 #   KAFKA_STOP_TIMEOUT      seconds between SIGTERM and SIGKILL      (default 30)
 #   KAFKA_HEAP_OPTS         JVM heap flags                           (default "-Xms256m -Xmx1g")
@@ -58,6 +66,8 @@ DEP_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 
 KAFKA_PORT="${KAFKA_PORT:-19092}"
 KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
+KAFKA_CLEAR_PORT="${KAFKA_CLEAR_PORT:-}"
+TLS_DAYS="${KAFKA_TLS_DAYS:-365}"
 START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
 STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
 HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx1g}"
@@ -88,6 +98,13 @@ CREDENTIALS="$DATA_DIR/credentials.env"
 PASSWORD_DIR="$DATA_DIR/passwords"
 ADMIN_CONFIG="$DATA_DIR/admin-client.properties"
 ACLS_APPLIED="$DATA_DIR/acls.applied"
+TLS_DIR="$DATA_DIR/tls"
+CA_PEM="$TLS_DIR/ca.pem"
+CA_KEY="$TLS_DIR/ca.key"
+BROKER_PEM="$TLS_DIR/broker.pem"
+BROKER_KEY="$TLS_DIR/broker.key"
+KEYSTORE="$TLS_DIR/broker.p12"
+KEYSTORE_PASSWORD="$TLS_DIR/keystore.password"
 BOOTSTRAP="127.0.0.1:$KAFKA_PORT"
 READY_LINE="Kafka Server started"
 
@@ -105,7 +122,13 @@ check_int KAFKA_PORT "$KAFKA_PORT"
 check_int KAFKA_CONTROLLER_PORT "$KAFKA_CONTROLLER_PORT"
 check_int KAFKA_START_TIMEOUT "$START_TIMEOUT"
 check_int KAFKA_STOP_TIMEOUT "$STOP_TIMEOUT"
+check_int KAFKA_TLS_DAYS "$TLS_DAYS"
 [[ "$KAFKA_PORT" != "$KAFKA_CONTROLLER_PORT" ]] || die "KAFKA_PORT and KAFKA_CONTROLLER_PORT must differ"
+if [[ -n "$KAFKA_CLEAR_PORT" ]]; then
+  check_int KAFKA_CLEAR_PORT "$KAFKA_CLEAR_PORT"
+  [[ "$KAFKA_CLEAR_PORT" != "$KAFKA_PORT" && "$KAFKA_CLEAR_PORT" != "$KAFKA_CONTROLLER_PORT" ]] \
+    || die "KAFKA_CLEAR_PORT must differ from KAFKA_PORT and KAFKA_CONTROLLER_PORT"
+fi
 
 # Serialise start/stop/reset on one data directory. fd 9 is closed for the broker process itself.
 take_lock() {
@@ -231,7 +254,19 @@ render_config() {
     s="${s//@BROKER_PORT@/"$KAFKA_PORT"}"
     s="${s//@CONTROLLER_PORT@/"$KAFKA_CONTROLLER_PORT"}"
     s="${s//@ADMIN_PASSWORD@/"$(password_of admin)"}"
+    s="${s//@KEYSTORE@/"$KEYSTORE"}"
+    s="${s//@KEYSTORE_PASSWORD@/"$(<"$KEYSTORE_PASSWORD")"}"
+    s="${s//@CA_PEM@/"$CA_PEM"}"
     t="$t"$'\n'"$s"
+    if [[ -n "$KAFKA_CLEAR_PORT" ]]; then
+      # the measuring listener: SASL_PLAINTEXT beside the TLS one (later keys override the template's)
+      t="$t"$'\n'"# KAFKA_CLEAR_PORT: a SASL_PLAINTEXT listener beside SASL_SSL, to measure what TLS costs. Not for a floor."
+      t="$t"$'\n'"listeners=SASL_SSL://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,CLEAR://127.0.0.1:$KAFKA_CLEAR_PORT"
+      t="$t"$'\n'"advertised.listeners=SASL_SSL://127.0.0.1:$KAFKA_PORT,CLEAR://127.0.0.1:$KAFKA_CLEAR_PORT"
+      t="$t"$'\n'"listener.security.protocol.map=CONTROLLER:SASL_SSL,SASL_SSL:SASL_SSL,CLEAR:SASL_PLAINTEXT"
+      t="$t"$'\n'"listener.name.clear.sasl.enabled.mechanisms=SCRAM-SHA-512"
+      t="$t"$'\n'"listener.name.clear.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"admin\" password=\"$(password_of admin)\";"
+    fi
   fi
   ! [[ "$t" =~ @[A-Z_]+@ ]] || die "unrendered placeholder left in $TEMPLATE"
   (umask 077 && printf '%s\n' "$t" >"$PROPS.tmp")
@@ -288,19 +323,73 @@ make_credentials() {
     {
       printf '# Croupier Kafka principals (SCRAM-SHA-512) of the broker in %s. Secret: mode 600.\n' "$DATA_DIR"
       printf '# One password file per principal in %s (for KAFKA_SASL_PASSWORD_FILE).\n' "$PASSWORD_DIR"
-      printf 'KAFKA_BOOTSTRAP_SERVERS=%s\nKAFKA_SECURITY_PROTOCOL=SASL_PLAINTEXT\nKAFKA_SASL_MECHANISM=SCRAM-SHA-512\n' \
+      printf 'KAFKA_BOOTSTRAP_SERVERS=%s\nKAFKA_SECURITY_PROTOCOL=SASL_SSL\nKAFKA_SASL_MECHANISM=SCRAM-SHA-512\n' \
         "$BOOTSTRAP"
+      printf 'KAFKA_SSL_CAFILE=%s\n' "$CA_PEM"
       for name in "${names[@]}"; do
         upper="$(printf '%s' "$name" | tr 'a-z-' 'A-Z_')"
         printf 'CROUPIER_KAFKA_PASSWORD_%s=%s\n' "$upper" "$(<"$PASSWORD_DIR/$name")"
       done
     } >"$CREDENTIALS.tmp"
     mv "$CREDENTIALS.tmp" "$CREDENTIALS"
-    printf 'security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n' >"$ADMIN_CONFIG"
+    printf 'security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nssl.truststore.type=PEM\nssl.truststore.location=%s\n' \
+      "$CA_PEM" >"$ADMIN_CONFIG"
     printf 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="%s";\n' \
       "$(<"$PASSWORD_DIR/admin")" >>"$ADMIN_CONFIG"
   )
   chmod 700 "$DATA_DIR"
+}
+
+# ---------------------------------------------------------------------------------------------------- TLS
+
+# The floor's private CA and the broker's certificate, in <data dir>/tls (mode 700; keys and the keystore's
+# password mode 600): made on the first secured start; the broker's certificate is issued again from the
+# same CA (clients keep trusting ca.pem) when it is missing, no longer verifies against the CA, lacks the
+# loopback names, or expires within a day. An expired CA cannot be renewed in place: reset the data dir.
+make_tls() {
+  need openssl "making the broker's TLS certificate"
+  (umask 077 && mkdir -p "$TLS_DIR")
+  if [[ ! -s "$CA_PEM" || ! -s "$CA_KEY" ]]; then
+    log "making the floor's private CA in $TLS_DIR"
+    (umask 077 && openssl req -x509 -new -newkey rsa:3072 -nodes -sha256 -days 3650 \
+        -subj "/O=Croupier/CN=Croupier floor CA $(basename "$DATA_DIR")" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        -keyout "$CA_KEY.tmp" -out "$CA_PEM.tmp" 2>"$TLS_DIR/openssl.err") \
+      || { cat "$TLS_DIR/openssl.err" >&2; die "openssl could not make the CA"; }
+    mv "$CA_KEY.tmp" "$CA_KEY" && mv "$CA_PEM.tmp" "$CA_PEM"
+    chmod 644 "$CA_PEM"
+    rm -f "$BROKER_PEM" "$KEYSTORE"
+  fi
+  openssl x509 -in "$CA_PEM" -noout -checkend 0 >/dev/null \
+    || die "the CA certificate $CA_PEM has expired ($(openssl x509 -in "$CA_PEM" -noout -enddate)); reset the data dir"
+  local why=""
+  if [[ ! -s "$BROKER_PEM" || ! -s "$BROKER_KEY" || ! -s "$KEYSTORE" || ! -s "$KEYSTORE_PASSWORD" ]]; then
+    why="none yet"
+  elif ! openssl verify -CAfile "$CA_PEM" "$BROKER_PEM" >/dev/null 2>&1; then
+    why="it does not verify against $CA_PEM"
+  elif ! openssl x509 -in "$BROKER_PEM" -noout -checkend 86400 >/dev/null; then
+    why="it expires within a day ($(openssl x509 -in "$BROKER_PEM" -noout -enddate))"
+  elif ! openssl x509 -in "$BROKER_PEM" -noout -checkhost localhost >/dev/null 2>&1 \
+      || ! openssl x509 -in "$BROKER_PEM" -noout -checkip 127.0.0.1 >/dev/null 2>&1; then
+    why="it does not name localhost and 127.0.0.1"
+  fi
+  [[ -n "$why" ]] || return 0
+  log "issuing the broker's certificate ($why), valid $TLS_DAYS days"
+  local ext="$TLS_DIR/broker.ext"
+  printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+    "extendedKeyUsage=serverAuth,clientAuth" "subjectAltName=IP:127.0.0.1,DNS:localhost" >"$ext"
+  (
+    umask 077
+    [[ -s "$KEYSTORE_PASSWORD" ]] || new_password >"$KEYSTORE_PASSWORD"
+    openssl req -new -newkey rsa:2048 -nodes -subj "/O=Croupier/CN=localhost" \
+      -keyout "$BROKER_KEY" -out "$TLS_DIR/broker.csr" &&
+      openssl x509 -req -in "$TLS_DIR/broker.csr" -CA "$CA_PEM" -CAkey "$CA_KEY" -CAcreateserial -sha256 \
+        -days "$TLS_DAYS" -extfile "$ext" -out "$BROKER_PEM" &&
+      openssl pkcs12 -export -in "$BROKER_PEM" -inkey "$BROKER_KEY" -certfile "$CA_PEM" -name broker \
+        -passout "file:$KEYSTORE_PASSWORD" -out "$KEYSTORE"
+  ) 2>"$TLS_DIR/openssl.err" || { cat "$TLS_DIR/openssl.err" >&2; die "openssl could not issue the broker's certificate"; }
+  rm -f "$TLS_DIR/broker.csr" "$ext"
+  chmod 644 "$BROKER_PEM"
 }
 
 # Java flags for the short-lived tools (AclCommand, StorageTool): a small heap, quick start-up.
@@ -438,8 +527,8 @@ report_running() {
   log "running (pid $1), bootstrap servers $BOOTSTRAP, data in $DATA_DIR"
   printf 'KAFKA_BOOTSTRAP_SERVERS=%s\n' "$BOOTSTRAP"
   if [[ "$(formatted_mode)" == secure ]]; then
-    printf 'KAFKA_SECURITY_PROTOCOL=SASL_PLAINTEXT\nKAFKA_SASL_MECHANISM=SCRAM-SHA-512\nKAFKA_CREDENTIALS_FILE=%s\n' \
-      "$CREDENTIALS"
+    printf 'KAFKA_SECURITY_PROTOCOL=SASL_SSL\nKAFKA_SASL_MECHANISM=SCRAM-SHA-512\nKAFKA_SSL_CAFILE=%s\n' "$CA_PEM"
+    printf 'KAFKA_CREDENTIALS_FILE=%s\n' "$CREDENTIALS"
   fi
 }
 
@@ -455,7 +544,7 @@ cmd_start() {
   fi
   rm -f "$PID_FILE"
   local port
-  for port in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+  for port in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT" ${KAFKA_CLEAR_PORT:+"$KAFKA_CLEAR_PORT"}; do
     if port_open "$port"; then
       die "127.0.0.1:$port is already in use by another process (not this data dir's broker);" \
         "set KAFKA_PORT / KAFKA_CONTROLLER_PORT or stop it"
@@ -468,6 +557,7 @@ cmd_start() {
   touch "$MARKER"
   if [[ "$SECURE" == 1 ]]; then
     make_credentials
+    make_tls
   fi
   render_config
   format_storage_once

@@ -25,6 +25,7 @@ from services.command_api.gateway import (
 )
 from services.command_api.http import create_command_api
 from services.runtime.credentials import Credentials
+from services.runtime.https import ServerTls
 from services.runtime.settings import Settings
 
 
@@ -62,11 +63,11 @@ async def open_gateway(settings: Settings, writers: Mapping[str, Settings] | Non
 
 async def serve_command_api(settings: Settings, host: str, port: int, tokens: Mapping[str, str] | Credentials,
                             writers: Mapping[str, Settings] | None = None, stop: asyncio.Event | None = None,
-                            timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+                            timeout_s: float = DEFAULT_TIMEOUT_S, tls: ServerTls | None = None) -> None:
     """Serve the command API on ``host:port`` until ``stop`` is set (or SIGINT/SIGTERM). ``tokens``: the
     roles' bearer tokens, or every credential with the bettor credentials
     (:func:`services.runtime.credentials.load_credentials`); checked before anything connects
-    (``NoCredentials`` / ``ValueError``)."""
+    (``NoCredentials`` / ``ValueError``). ``tls``: over HTTPS (:mod:`services.runtime.https`)."""
     from services.runtime.credentials import ROLES, check_roles
     from services.runtime.ops import serve_http
 
@@ -94,4 +95,4 @@ async def serve_command_api(settings: Settings, host: str, port: int, tokens: Ma
             return
         gateway = opening.result()
         app = create_command_api(gateway, tokens, new_request_id=lambda: uuid.uuid4().hex)
-        await serve_http(app, host, port, stop)
+        await serve_http(app, host, port, stop, tls=tls)

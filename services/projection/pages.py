@@ -519,7 +519,7 @@ class PitPages:
         elif nxt == "/" and role == "cage":
             nxt = "/cage"
         r = RedirectResponse(nxt, status_code=303)
-        r.headers["Set-Cookie"] = set_cookie_header(sid, self.sessions.ttl_s, self.secure)
+        r.headers["Set-Cookie"] = set_cookie_header(sid, self.sessions.ttl_s, self._secure(request))
         return r
 
     async def logout(self, request: Request) -> Response:
@@ -527,8 +527,14 @@ class PitPages:
             return JSONResponse({"detail": "log out from this server's own pages"}, status_code=403)
         self.sessions.logout(cookie_value(list(request.scope.get("headers", []))))
         r = RedirectResponse("/login", status_code=303)
-        r.headers["Set-Cookie"] = clear_cookie_header(self.secure)
+        r.headers["Set-Cookie"] = clear_cookie_header(self._secure(request))
         return r
+
+    def _secure(self, request: Request) -> bool:
+        """The cookie is ``Secure`` when the pages are served over HTTPS: always with ``secure``, and on any
+        request that arrived over HTTPS (uvicorn with a certificate, or a local TLS-terminating proxy's
+        ``X-Forwarded-Proto: https``), so a browser never sends it back over plain HTTP."""
+        return self.secure or request.url.scheme == "https"
 
     def routes(self) -> list[BaseRoute]:
         """The pages' routes (mount them before the APIs: ``/`` and these paths are theirs)."""

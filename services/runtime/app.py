@@ -31,6 +31,7 @@ from services.runtime.kafka import ensure_topics
 from services.runtime.logging import bind_process, bind_service, configure
 from services.runtime.settings import Settings
 from services.runtime.tasks import Tasks, snapshot_topic
+from services.runtime.tls import BrokerTlsError
 
 #: the longest one batch may be (records), and how long the consumer waits to fill one (ms)
 MAX_RECORDS = 500
@@ -88,7 +89,9 @@ class Service:
         """Create the topics if needed and start consuming (restores run in the background: see
         :attr:`ready`). ``retry_s``: how long to keep retrying a broker that cannot be reached, with
         exponential backoff from 0.5 s to :data:`RETRY_MAX_S` (``float("inf")``: until it answers); 0 raises
-        at once.
+        at once. A broker whose TLS does not match the settings (another CA, an expired certificate or another
+        host name, a listener that does not speak TLS, or one that does to a plain-text client) is never
+        retried: :class:`~services.runtime.tls.BrokerTlsError` naming the cause, at once.
         Runs in :attr:`context`, so everything the service starts logs under its name."""
         await asyncio.get_running_loop().create_task(self._start(retry_s), context=self.context)
 
@@ -104,6 +107,7 @@ class Service:
                 await self.broker.start()
                 return
             except (KafkaError, OSError) as e:
+                await _refuse_tls_mismatch(self.host.settings, e)
                 if loop.time() + delay > deadline:
                     raise
                 self.host.log.warning("broker_unreachable", error=f"{type(e).__name__}: {e}", retry_s=delay,
@@ -199,7 +203,11 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
         structlog.contextvars.bind_contextvars(service=core.name, instance=settings.instance)
         if tasks is not None:
             tasks.observe()
-        await ensure_topics(settings, topics)
+        try:
+            await ensure_topics(settings, topics)
+        except (KafkaError, OSError) as e:
+            await _refuse_tls_mismatch(settings, e)
+            raise
 
     @app.after_shutdown
     async def _stop() -> None:
@@ -207,6 +215,14 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
             await tasks.stop()
 
     return app, broker, host, tasks
+
+
+async def _refuse_tls_mismatch(settings: Settings, error: BaseException) -> None:
+    """After ``error`` connecting: raise :class:`~services.runtime.tls.BrokerTlsError` (from ``error``) when a TLS
+    handshake explains it (:meth:`Settings.connection_problem`); return otherwise."""
+    problem = await settings.connection_problem()
+    if problem is not None:
+        raise BrokerTlsError(problem) from error
 
 
 def _broker_security(settings: Settings) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from services.runtime.logging import get_logger
 from services.runtime.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
+    from services.runtime.https import ServerTls
     from starlette.applications import Starlette
 
     from services.runtime.app import Service
@@ -178,15 +179,17 @@ def create_ops_app(services: Callable[[], Mapping[str, Service | None]], probe: 
 
 
 async def serve_http(app: Any, host: str, port: int, stop: asyncio.Event,
-                     context: contextvars.Context | None = None) -> None:
-    """Serve the ASGI ``app`` on ``host:port`` (uvicorn, in this event loop) until ``stop`` is set.
+                     context: contextvars.Context | None = None, tls: ServerTls | None = None) -> None:
+    """Serve the ASGI ``app`` on ``host:port`` (uvicorn, in this event loop) until ``stop`` is set; over HTTPS
+    with ``tls`` (:func:`services.runtime.https.server_tls`, checked before).
     ``context``: the contextvars the server runs in (its log lines name that service). ``log_config=None``:
     uvicorn's records go to the root logger, rendered as JSON like every other line
     (:mod:`services.runtime.logging`), not through the plain-text handlers uvicorn would install."""
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", log_config=None,
-                                           access_log=False, lifespan="off"))
+                                           access_log=False, lifespan="off",
+                                           **(tls.uvicorn_options() if tls is not None else {})))
     task = asyncio.create_task(server.serve(), context=context)
     stopping = asyncio.ensure_future(stop.wait())
     try:

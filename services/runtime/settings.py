@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
+from services.runtime.tls import TLS_PROTOCOLS, CaFileError, check_broker_tls, client_context, tls_problem
+
 DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
 
-#: security protocols a client here can speak (no TLS context is configured, so no SSL / SASL_SSL)
-PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
+#: security protocols a client here can speak (``SSL`` / ``SASL_SSL``: inside TLS, :mod:`services.runtime.tls`)
+PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
 #: SASL mechanisms accepted (the secured broker of infra/kafka/kafka.sh offers SCRAM-SHA-512)
 MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 
@@ -30,10 +33,13 @@ class Settings:
     ``group_prefix`` likewise for consumer groups and transactional ids.
 
     Security (the broker of ``infra/kafka/kafka.sh start --secure``): ``security_protocol`` is
-    ``PLAINTEXT`` (default, no identity) or ``SASL_PLAINTEXT``; then ``sasl_mechanism`` (``SCRAM-SHA-512``),
-    ``sasl_username`` (the principal, e.g. ``shoe`` or ``console``) and ``sasl_password`` are required. The
-    password is never shown by ``repr``. Every Kafka client takes its connection options from
-    :meth:`client_options` (aiokafka) or :meth:`faststream_security` (FastStream).
+    ``PLAINTEXT`` (default, no identity), ``SASL_PLAINTEXT``, ``SSL`` or ``SASL_SSL`` (kafka.sh's); with SASL,
+    ``sasl_mechanism`` (``SCRAM-SHA-512``), ``sasl_username`` (the principal, e.g. ``shoe`` or ``console``) and
+    ``sasl_password`` are required; with TLS, ``ssl_cafile`` names the CA (PEM) the broker's certificate must
+    chain to (None: the system's CAs), and its host name is always checked. A CA file with a plain-text
+    protocol is refused (it would send in clear what its owner meant to encrypt). The password is never shown
+    by ``repr``. Every Kafka client takes its connection options from :meth:`client_options` (aiokafka) or
+    :meth:`faststream_security` (FastStream).
     """
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP
@@ -56,21 +62,32 @@ class Settings:
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
     sasl_password: str | None = field(default=None, repr=False)
+    #: the CA certificate(s), PEM, that the broker's certificate must chain to (TLS protocols only)
+    ssl_cafile: str | None = None
 
     def __post_init__(self) -> None:
         if self.security_protocol not in PROTOCOLS:
             raise SecuritySettingsError(
                 f"KAFKA_SECURITY_PROTOCOL={self.security_protocol!r}: expected one of {', '.join(PROTOCOLS)}")
-        if self.security_protocol == "SASL_PLAINTEXT":
+        if self.tls:
+            try:
+                client_context(self.ssl_cafile)
+            except CaFileError as e:
+                raise SecuritySettingsError(str(e)) from None
+        elif self.ssl_cafile:
+            raise SecuritySettingsError(
+                f"KAFKA_SSL_CAFILE is set but KAFKA_SECURITY_PROTOCOL={self.security_protocol} sends everything in "
+                "clear: use SASL_SSL (or SSL), or unset KAFKA_SSL_CAFILE")
+        if self.security_protocol.startswith("SASL"):
+            p = self.security_protocol
             if self.sasl_mechanism not in MECHANISMS:
                 raise SecuritySettingsError(
-                    f"KAFKA_SASL_MECHANISM={self.sasl_mechanism!r}: SASL_PLAINTEXT needs one of "
-                    f"{', '.join(MECHANISMS)}")
+                    f"KAFKA_SASL_MECHANISM={self.sasl_mechanism!r}: {p} needs one of {', '.join(MECHANISMS)}")
             if not self.sasl_username:
-                raise SecuritySettingsError("SASL_PLAINTEXT needs KAFKA_SASL_USERNAME (the principal)")
+                raise SecuritySettingsError(f"{p} needs KAFKA_SASL_USERNAME (the principal)")
             if not self.sasl_password:
                 raise SecuritySettingsError(
-                    f"SASL_PLAINTEXT needs a password for {self.sasl_username!r}: set KAFKA_SASL_PASSWORD_FILE "
+                    f"{p} needs a password for {self.sasl_username!r}: set KAFKA_SASL_PASSWORD_FILE "
                     "(or KAFKA_SASL_PASSWORD)")
 
     @classmethod
@@ -79,10 +96,12 @@ class Settings:
         ``CROUPIER_INSTANCE`` (default: the host name); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
         ``KAFKA_SASL_MECHANISM`` (default ``SCRAM-SHA-512`` when the protocol is SASL), ``KAFKA_SASL_USERNAME``
         and the password from ``KAFKA_SASL_PASSWORD_FILE`` (a file holding it, e.g.
-        ``var/kafka/passwords/shoe``; trailing newline ignored) or ``KAFKA_SASL_PASSWORD``, not both.
+        ``var/kafka/passwords/shoe``; trailing newline ignored) or ``KAFKA_SASL_PASSWORD``, not both;
+        ``KAFKA_SSL_CAFILE`` (TLS: the CA's PEM file, e.g. ``var/kafka-secure/tls/ca.pem``).
 
         Raises :class:`SecuritySettingsError` for an unknown protocol or mechanism, a missing user name or
-        password, both password variables, or an unreadable password file.
+        password, both password variables, an unreadable password or CA file, or a CA file with a plain-text
+        protocol.
         """
         env = os.environ if environ is None else environ
         protocol = env.get("KAFKA_SECURITY_PROTOCOL", "").strip().upper() or "PLAINTEXT"
@@ -101,17 +120,29 @@ class Settings:
             sasl_mechanism=mechanism if sasl else None,
             sasl_username=(env.get("KAFKA_SASL_USERNAME") or None) if sasl else None,
             sasl_password=_password(env) if sasl else None,
+            ssl_cafile=env.get("KAFKA_SSL_CAFILE", "").strip() or None,
         )
 
     @property
     def secured(self) -> bool:
         """True when clients authenticate (SASL)."""
-        return self.security_protocol != "PLAINTEXT"
+        return self.security_protocol.startswith("SASL")
+
+    @property
+    def tls(self) -> bool:
+        """True when clients speak TLS to the broker (``SSL``, ``SASL_SSL``)."""
+        return self.security_protocol in TLS_PROTOCOLS
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The process's client SSL context for :attr:`ssl_cafile` (:func:`services.runtime.tls.client_context`:
+        the broker's certificate and host name checked, TLS 1.2+), None without TLS."""
+        return client_context(self.ssl_cafile) if self.tls else None
 
     def as_principal(self, username: str, password: str, mechanism: str = "SCRAM-SHA-512") -> "Settings":
-        """The same settings, connecting as another principal over ``SASL_PLAINTEXT`` (tests, tools)."""
-        return replace(self, security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
-                       sasl_username=username, sasl_password=password)
+        """The same settings, connecting as another principal: over ``SASL_SSL`` when these speak TLS (same CA
+        file), else ``SASL_PLAINTEXT`` (tests, tools)."""
+        return replace(self, security_protocol="SASL_SSL" if self.tls else "SASL_PLAINTEXT",
+                       sasl_mechanism=mechanism, sasl_username=username, sasl_password=password)
 
     def bootstrap_hosts(self) -> list[str]:
         """``bootstrap_servers`` (``host:port`` items separated by commas, as ``KAFKA_BOOTSTRAP_SERVERS``
@@ -126,26 +157,50 @@ class Settings:
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments for every aiokafka client (``AIOKafkaProducer``, ``AIOKafkaConsumer``,
         ``AIOKafkaAdminClient``): ``bootstrap_servers`` and, when secured, ``security_protocol``,
-        ``sasl_mechanism``, ``sasl_plain_username`` and ``sasl_plain_password``.
+        ``sasl_mechanism``, ``sasl_plain_username`` and ``sasl_plain_password``; with TLS ``security_protocol``
+        and ``ssl_context`` (never a fall-back to plain text: aiokafka refuses the connection instead).
 
         Use as ``AIOKafkaProducer(**settings.client_options(), linger_ms=0)``.
         """
         options: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers}
+        if self.security_protocol != "PLAINTEXT":
+            options["security_protocol"] = self.security_protocol
         if self.secured:
-            options.update(security_protocol=self.security_protocol, sasl_mechanism=self.sasl_mechanism,
-                           sasl_plain_username=self.sasl_username, sasl_plain_password=self.sasl_password)
+            options.update(sasl_mechanism=self.sasl_mechanism, sasl_plain_username=self.sasl_username,
+                           sasl_plain_password=self.sasl_password)
+        if self.tls:
+            options["ssl_context"] = self.ssl_context()
         return options
 
     def faststream_security(self) -> Any:
-        """The ``security=`` object for ``faststream.kafka.KafkaBroker`` (None when not secured): a
-        ``SASLScram512`` / ``SASLScram256`` / ``SASLPlaintext`` without TLS."""
-        if not self.secured:
+        """The ``security=`` object for ``faststream.kafka.KafkaBroker`` (None when neither SASL nor TLS): a
+        ``SASLScram512`` / ``SASLScram256`` / ``SASLPlaintext``, with :meth:`ssl_context` under TLS; a
+        ``BaseSecurity`` with the context for ``SSL`` alone."""
+        if self.security_protocol == "PLAINTEXT":
             return None
-        from faststream.security import SASLPlaintext, SASLScram256, SASLScram512
+        from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
 
+        if not self.secured:
+            return BaseSecurity(ssl_context=self.ssl_context(), use_ssl=True)
         kind = {"SCRAM-SHA-512": SASLScram512, "SCRAM-SHA-256": SASLScram256, "PLAIN": SASLPlaintext}
         return kind[self.sasl_mechanism or ""](username=self.sasl_username or "", password=self.sasl_password or "",
-                                               use_ssl=False)
+                                               ssl_context=self.ssl_context(), use_ssl=self.tls)
+
+    async def check_tls(self, timeout_s: float = 5.0) -> None:
+        """Dial the bootstrap servers with these TLS settings (:func:`services.runtime.tls.check_broker_tls`)
+        and raise :class:`~services.runtime.tls.BrokerTlsError` naming the cause when the broker's certificate
+        is refused (another CA, expired, another host name) or the listener does not speak TLS. Nothing without
+        TLS, or when no server can be reached (the callers' own retry covers that). At most ``timeout_s`` per
+        server."""
+        if self.tls:
+            await check_broker_tls(self.bootstrap_hosts(), self.security_protocol, self.ssl_cafile,
+                                   timeout_s=timeout_s)
+
+    async def connection_problem(self, timeout_s: float = 5.0) -> str | None:
+        """After a client of these settings failed to connect: the TLS cause, when there is one
+        (:func:`services.runtime.tls.tls_problem`; for a plain-text client, a broker that speaks TLS)."""
+        return await tls_problem(self.bootstrap_hosts(), self.security_protocol, self.ssl_cafile,
+                                 timeout_s=timeout_s)
 
     def topic(self, name: str) -> str:
         """The full topic name for a base name from :mod:`contracts.topics`."""
@@ -164,6 +219,13 @@ class Settings:
         prefix><service>*``). The services themselves write through one id per task, derived from the service
         and the partition, never the instance: :meth:`services.runtime.tasks.Tasks.transactional_id`."""
         return f"{self.group_prefix}.{self.topic_prefix}{service}.{self.instance}"
+
+
+def env_client_options(bootstrap: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """aiokafka keyword arguments for ``bootstrap`` with the environment's connection security (SASL, TLS and its
+    CA file; :meth:`Settings.from_env`, :meth:`Settings.client_options`): what the tools and benches that are
+    given a bootstrap address of their own connect with. Raises :class:`SecuritySettingsError` as ``from_env``."""
+    return replace(Settings.from_env(environ), bootstrap_servers=bootstrap).client_options()
 
 
 def _int_env(env: Mapping[str, str], name: str, default: int, *, low: int) -> int:

@@ -18,7 +18,6 @@ import re
 import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +25,7 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
-from services.runtime.settings import Settings
+from services.runtime.settings import Settings, env_client_options
 
 if TYPE_CHECKING:
     from tests.system.secured import SecuredBroker
@@ -105,18 +104,18 @@ def kafka_bootstrap() -> Iterator[str]:
 
 def client_options(bootstrap: str) -> dict[str, object]:
     """aiokafka connection options for ``bootstrap`` with the security settings of the environment
-    (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``; none on the plain broker)."""
-    return replace(Settings.from_env(), bootstrap_servers=bootstrap).client_options()
+    (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``, ``KAFKA_SSL_CAFILE``; none on the plain broker)."""
+    return env_client_options(bootstrap)
 
 
 def broker_settings(bootstrap: str, **fields: object) -> Settings:
     """``Settings(bootstrap_servers=bootstrap, **fields)`` that connect like the environment says: only the
-    security settings (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``) come from it, so the same test runs on
+    security settings (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``, ``KAFKA_SSL_CAFILE``) come from it, so the same test runs on
     the plain broker and, as the admin principal, on the secured one (``.ci/run`` runs tests/system on both)."""
     env = Settings.from_env()
     return Settings(bootstrap_servers=bootstrap, security_protocol=env.security_protocol,  # type: ignore[arg-type]
                     sasl_mechanism=env.sasl_mechanism, sasl_username=env.sasl_username,
-                    sasl_password=env.sasl_password, **fields)
+                    sasl_password=env.sasl_password, ssl_cafile=env.ssl_cafile, **fields)
 
 
 _TOPIC_UNSAFE = re.compile(r"[^a-zA-Z0-9._-]+")

@@ -1,4 +1,5 @@
-"""A secured Kafka broker for the ACL tests: ``infra/kafka/kafka.sh start --secure`` in a data dir of its own.
+"""A secured Kafka broker for the ACL and TLS tests: ``infra/kafka/kafka.sh start --secure`` (SASL_SSL) in a data
+dir of its own; clients trust its CA, ``<data dir>/tls/ca.pem``.
 
 ``CROUPIER_SECURE_KAFKA=<data dir>`` points at a secured broker already running (started with
 ``KAFKA_DATA_DIR=<data dir> infra/kafka/kafka.sh start --secure``); its ports are read from the rendered
@@ -7,7 +8,8 @@ runs against a secured kafka.sh broker (``KAFKA_SECURITY_PROTOCOL=SASL_*`` and t
 that ``kafka.sh start --secure`` prints, as in ``.ci/run``'s second run), that broker's data dir is the
 default of ``CROUPIER_SECURE_KAFKA``. Without either,
 :func:`start_secured` starts one on two free loopback ports (its own data dir, stopped at the end), with the
-ACLs of the prefix applied during start-up, so the main broker that ``.ci/run`` starts is never touched.
+ACLs of the prefix applied during start-up, so the main broker that ``.ci/run`` starts is never touched; that
+one also has a SASL_PLAINTEXT listener (``KAFKA_CLEAR_PORT``) for the capture test's contrast.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ class SecuredBroker:
     controller_port: int
     prefix: str
     started_here: bool = False
+    #: the broker's SASL_PLAINTEXT listener beside the TLS one (``KAFKA_CLEAR_PORT``), if it has one: the
+    #: contrast of the capture test and the TLS cost measurement (bench/tls_cost.py)
+    clear_port: int | None = None
     start_seconds: float = 0.0
     env: dict[str, str] = field(default_factory=dict)
     last_stderr: str = ""
@@ -58,9 +63,21 @@ class SecuredBroker:
     def password_file(self, principal: str) -> Path:
         return self.data_dir / "passwords" / principal
 
+    @property
+    def cafile(self) -> Path:
+        """The broker's CA certificate (``<data dir>/tls/ca.pem``, what ``KAFKA_SSL_CAFILE`` names)."""
+        return self.data_dir / "tls" / "ca.pem"
+
     def settings(self, principal: str, prefix: str | None = None) -> Settings:
-        """Settings connecting as ``principal`` under the broker's topic prefix."""
-        base = Settings(bootstrap_servers=self.bootstrap, topic_prefix=self.prefix if prefix is None else prefix)
+        """Settings connecting as ``principal`` under the broker's topic prefix, over SASL_SSL with its CA."""
+        base = Settings(bootstrap_servers=self.bootstrap, topic_prefix=self.prefix if prefix is None else prefix,
+                        security_protocol="SSL", ssl_cafile=str(self.cafile))
+        return base.as_principal(principal, self.password(principal))
+
+    def clear_settings(self, principal: str) -> Settings:
+        """Settings connecting as ``principal`` over SASL_PLAINTEXT to :attr:`clear_port` (no TLS)."""
+        assert self.clear_port is not None, "this broker has no SASL_PLAINTEXT listener (KAFKA_CLEAR_PORT)"
+        base = Settings(bootstrap_servers=f"127.0.0.1:{self.clear_port}", topic_prefix=self.prefix)
         return base.as_principal(principal, self.password(principal))
 
     def kafka_sh(self, *args: str, prefix: str | None = None, timeout: float = 300) -> str:
@@ -82,9 +99,15 @@ class SecuredBroker:
             self.kafka_sh("stop")
 
 
+def _clear_port_of(data_dir: Path) -> int | None:
+    props = (data_dir / "server.properties").read_text()
+    found = re.findall(r"^advertised\.listeners=.*CLEAR://127\.0\.0\.1:(\d+)", props, re.M)
+    return int(found[-1]) if found else None
+
+
 def _ports_of(data_dir: Path) -> tuple[int, int]:
     props = (data_dir / "server.properties").read_text()
-    broker = re.search(r"^advertised\.listeners=SASL_PLAINTEXT://127\.0\.0\.1:(\d+)", props, re.M)
+    broker = re.search(r"^advertised\.listeners=SASL_SSL://127\.0\.0\.1:(\d+)", props, re.M)
     ctl = re.search(r"^controller\.quorum\.voters=1@127\.0\.0\.1:(\d+)", props, re.M)
     if not broker or not ctl:
         raise RuntimeError(f"{data_dir}/server.properties is not a secured kafka.sh broker's")
@@ -93,7 +116,7 @@ def _ports_of(data_dir: Path) -> tuple[int, int]:
 
 def _session_data_dir() -> str:
     """The data dir of the secured kafka.sh broker the whole session runs against, or ""."""
-    if not os.environ.get("KAFKA_SECURITY_PROTOCOL", "").strip().upper().startswith("SASL"):
+    if not os.environ.get("KAFKA_SECURITY_PROTOCOL", "").strip().upper().startswith("SASL"):  # SASL_SSL
         return ""
     credentials = os.environ.get("KAFKA_CREDENTIALS_FILE", "").strip()
     if not credentials:
@@ -110,16 +133,16 @@ def start_secured(tmp_dir: Path) -> SecuredBroker:
         data_dir = Path(given).resolve()
         port, ctl = _ports_of(data_dir)
         env = {"KAFKA_DATA_DIR": str(data_dir), "KAFKA_PORT": str(port), "KAFKA_CONTROLLER_PORT": str(ctl)}
-        broker = SecuredBroker(data_dir, port, ctl, prefix, env=env)
+        broker = SecuredBroker(data_dir, port, ctl, prefix, env=env, clear_port=_clear_port_of(data_dir))
         broker.kafka_sh("acl", prefix)
         return broker
     data_dir = tmp_dir / "secured-kafka"
-    port, ctl = _free_port(), _free_port()
-    while ctl == port:
-        ctl = _free_port()
+    port, ctl, clear = _free_port(), _free_port(), _free_port()
+    while len({port, ctl, clear}) < 3:
+        ctl, clear = _free_port(), _free_port()
     env = {"KAFKA_DATA_DIR": str(data_dir), "KAFKA_PORT": str(port), "KAFKA_CONTROLLER_PORT": str(ctl),
-           "KAFKA_HEAP_OPTS": "-Xms128m -Xmx512m"}
-    broker = SecuredBroker(data_dir, port, ctl, prefix, started_here=True, env=env)
+           "KAFKA_CLEAR_PORT": str(clear), "KAFKA_HEAP_OPTS": "-Xms128m -Xmx512m"}
+    broker = SecuredBroker(data_dir, port, ctl, prefix, started_here=True, env=env, clear_port=clear)
     t0 = time.monotonic()
     try:
         broker.kafka_sh("start", "--secure")

@@ -7,6 +7,7 @@ error 29 (``TOPIC_AUTHORIZATION_FAILED``) for a topic it may not touch, error 0 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -154,7 +155,7 @@ async def test_surveillance_reads_commands_but_not_the_vault(secured: SecuredBro
 
 
 async def test_a_wrong_password_is_refused(secured: SecuredBroker):
-    impostor = Settings(bootstrap_servers=secured.bootstrap).as_principal("shoe", "not-the-password")
+    impostor = replace(secured.settings("shoe"), sasl_password="not-the-password")
     p = AIOKafkaProducer(**impostor.client_options())
     with pytest.raises(KafkaConnectionError):
         await p.start()

@@ -235,7 +235,7 @@ def test_the_api_loads_bettor_credentials_and_writes_only_as_the_principals_its_
         monkeypatch.delenv(key)
     served: list = []  # type: ignore[type-arg]
 
-    async def serve(settings, host, port, tokens, writers, timeout_s=10.0):  # type: ignore[no-untyped-def]
+    async def serve(settings, host, port, tokens, writers, timeout_s=10.0, tls=None):  # type: ignore[no-untyped-def]
         served.append((tokens, writers))
 
     monkeypatch.setattr(server, "serve_command_api", serve)
