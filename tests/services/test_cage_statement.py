@@ -53,6 +53,7 @@ from services.runtime.core import command
 from services.runtime.translate import table_spec
 from tests.cagedesk import chips
 from tests.services.helpers import events, floor_bus
+from tests.services.test_state_codec import round_trip_every_fold
 
 AT = datetime(2026, 1, 1, 20, tzinfo=timezone.utc)
 BANKER_NATURAL_9 = ("2s", "9s", "3s", "Ks")
@@ -64,7 +65,7 @@ class Floor:
 
     def __init__(self) -> None:
         self.bus, _ = floor_bus()
-        self.bus.add(CageCore())
+        self.cage_host = self.bus.add(CageCore())
         self.n = 0
         self.rounds = 0
 
@@ -189,3 +190,11 @@ async def test_an_open_fill_is_visible_and_rollups_by_pit_and_day():
     assert (day.open_fills, day.hold_pct) == (1, "-14.50")
     p1, p2 = rollup([t1, t2], "pit")
     assert (p1.pit, p1.win, p2.pit, p2.drop) == ("P1", -14_500, "P2", 20_000)
+
+
+async def test_every_cage_state_of_the_shift_round_trips_as_a_snapshot():
+    """The cage's state after every fold encodes and decodes (msgpack, as in a snapshot) to itself."""
+    f = Floor()
+    seen = round_trip_every_fold({"cage": f.cage_host})
+    await play_the_shift(f)
+    assert seen["cage"] > 20
