@@ -6,7 +6,8 @@ line, and before each round makes sure every patron holds the chips he bets (a b
 within the line, in whole $25) and that the tray can pay the round's worst case (a fill, requested, issued,
 received); after the round it pays and takes chips as the ``BetSettled`` events say and credits the chips
 above :attr:`high_water` times its par back to the cage. At the end it collects accrued commission, counts the closer,
-removes the drop box and the count team counts it. It keeps the **physical** chips (the tray, each patron's
+the patrons take their chips to the cage (markers repaid first, the rest in cash), the drop box is removed
+and the count team counts it. It keeps the **physical** chips (the tray, each patron's
 stack, the drop box) from what happened at the table, not from the cage service's figures, so the
 statements' count variance checks one against the other.
 
@@ -29,6 +30,7 @@ from contracts.cage import (
     ReceiveFill,
     RecordCloser,
     RecordOpener,
+    RedeemChips,
     RemoveDropBox,
     RequestCredit,
     RequestFill,
@@ -38,6 +40,7 @@ from contracts.commands import CollectCommission, Command, PlaceBet
 from contracts.envelope import Envelope
 from contracts.events import BetSettled, CommandRejected, CommissionCollected
 from services.cage.counts import chips_for
+from services.runtime.core import command
 
 if TYPE_CHECKING:  # pragma: no cover
     from services.floor.dealer import TableDealer
@@ -46,6 +49,8 @@ if TYPE_CHECKING:  # pragma: no cover
 CHIPS = (100_000, 50_000, 10_000, 2_500, 500, 100)
 #: note denominations in a drop box (cents): $100, $50, $20, $10, $5, $1
 NOTES = (10_000, 5_000, 2_000, 1_000, 500, 100)
+#: the table id the cage window's own transactions (chips redeemed) are keyed by
+CAGE_ID = "CAGE"
 #: buy-ins are whole multiples of this (cents): $25
 UNIT = 2_500
 #: the most a bet can win per unit staked, by wager (the rest pay at most 1 to 1 or less): a fill covers it
@@ -209,6 +214,22 @@ class CageClerk:
         if self.tray > self.high_water * self.par_cents:
             await self._credit(d, (self.tray - self.par_cents) // UNIT * UNIT)
 
+    async def cash_out(self, d: TableDealer) -> None:
+        """Each patron takes his chips to the cage (table id :data:`CAGE_ID`): they repay his markers first
+        (``marker_redemption``), the rest is paid in cash."""
+        for pid, stack in sorted(self.stacks.items()):
+            owed = self.signed.get(pid, 0)
+            for method, cents in (("marker_redemption", min(stack, owed)), ("cash", stack - min(stack, owed))):
+                if cents <= 0:
+                    continue
+                cid = f"{self.shift_id}:redeem:{pid}:{method}"
+                since = d.io.log.mark(CAGE_ID)
+                await d.io.send(T.CAGE_COMMANDS, command(CAGE_ID, cid, d.clock(), RedeemChips(
+                    redemption_id=cid.replace(":", "-"), player_id=pid, amount_cents=cents, method=method),
+                    actor=self._staff(d)["cashier"]))
+                await d.io.wait(CAGE_ID, lambda e, cid=cid: e.causation_id == cid, since, d.timeout)
+            self.stacks[pid] = 0
+
     async def close_shift(self, d: TableDealer) -> None:
         """Collect accrued commission at every seat, count the closer, remove and count the drop box."""
         s = self._staff(d)
@@ -225,6 +246,7 @@ class CageClerk:
                                              total_cents=self.tray, supervisor_id=s["sup"]), s["dealer"])
         if isinstance(env.payload, CommandRejected):
             raise RuntimeError(f"{d.table_id}: closer refused: {env.payload.detail}")
+        await self.cash_out(d)
         await self._do(d, RemoveDropBox(shift_id=self.shift_id), s["count"])
         await self._do(d, CountDropBox(shift_id=self.shift_id, cash=chips_for(self.cash, NOTES),
                                        cash_cents=self.cash, markers=len(self.markers),
