@@ -9,6 +9,8 @@ import random
 from baccarat.money import CommissionMode
 from baccarat.table import punto_banco, punto_banco_full
 from contracts import topics as T
+from contracts.cage import ChipsRedeemed
+from croupier.cage_report import cage_figures, cage_line
 from services.cage.core import CageCore
 from services.cage.statement import alerts, rollup, statements
 from services.floor.bettors import Seat
@@ -51,3 +53,13 @@ async def test_two_tables_shift_balances_to_the_cent():
     (day,) = rollup(rows, "gaming_day")
     assert day.variance == 0 and day.tables == 2
     assert sum(c.tally.refused.count("over_credit_line") for c in cl.values()) == 0
+    # the demo's line: every patron rated, cashed out at the cage (markers repaid first)
+    log = events(bus, T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS, T.CAGE_EVENTS)
+    f = cage_figures(log)
+    assert (f["tables"], f["shifts"], f["variance_cents"], f["rated_patrons"]) == (2, 2, 0, 8)
+    assert (f["fills"], f["credits"]) == (t1.fill_slips + t2.fill_slips, t1.credit_slips + t2.credit_slips)
+    assert f["win_cents"] == f["game_result_cents"] == t1.win + t2.win and f["drop_cents"] == t1.drop + t2.drop
+    assert cage_line(log).startswith("cage: tables=2 shifts=2 drop_cents=")
+    redeemed = [e.payload for e in events(bus, T.CAGE_EVENTS) if isinstance(e.payload, ChipsRedeemed)]
+    assert {r.player_id for r in redeemed} <= {f"{t}-patron-{i}" for t in ("T1", "T2") for i in range(1, 5)}
+    assert all(c.stacks[p] == 0 for c in cl.values() for p in c.stacks)
