@@ -373,10 +373,12 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
             chemin = cfg.variant.value == "chemin_de_fer"
             kind = ChemDemoDealer if chemin else DemoDealer
             # the cage runs every house-banked table's shift (chemin de fer's wagers are against a patron's bank)
-            # odd tables open at their par, even ones at three times it (they will be credited)
+            # odd tables open at their par, even ones at three times it (they will be credited); a high roller
+            # buys in $12,000 cash at each (an MTL entry and a CTR for the currency reporting)
             clerk = None if chemin else CageClerk(shift_id(tid, run_id, 1), gaming_day_of(_clock()),
                                                   f"pit-{(n + 1) // 2}", random.Random(rng.random()),
-                                                  opener_cents=(1 if n % 2 else 3) * 500_000, par_cents=500_000)
+                                                  opener_cents=(1 if n % 2 else 3) * 500_000, par_cents=500_000,
+                                                  high_roller_cents=1_200_000)
             dealers.append(kind(io, tid, cfg, seats, random.Random(rng.random()), _clock, timeout=120,
                                       open_timeout=120 if with_services else answer_timeout, run_id=run_id,
                                       rounds_per_shoe=rounds,

@@ -73,11 +73,13 @@ class CageClerk:
     """The cage side of one table's shift (see the module docstring). ``opener_cents``: the tray at the opener;
     ``par_cents``: the tray's par (its standard bankroll; default the opener); ``credit_line_cents``: each
     patron's line; ``marker_share``: the chance a buy-in is by marker; ``high_water``: credit the tray down to
-    its par when it holds more than this multiple of it."""
+    its par when it holds more than this multiple of it (or of the last round's worst case, if larger);
+    ``high_roller_cents``: the first patron seated buys in this much cash at once (0: nobody does), which the
+    currency reporting lists (an MTL entry, a CTR over $10,000)."""
 
     def __init__(self, shift_id: str, gaming_day: str, pit: str, rng: random.Random, *,
                  opener_cents: int = 2_000_000, par_cents: int | None = None, credit_line_cents: int = 2_000_000,
-                 marker_share: float = 0.3, high_water: float = 1.6):
+                 marker_share: float = 0.3, high_water: float = 1.6, high_roller_cents: int = 0):
         self.shift_id = shift_id
         self.gaming_day = gaming_day
         self.pit = pit
@@ -94,7 +96,9 @@ class CageClerk:
         self.markers: list[int] = []
         self.signed: dict[str, int] = {}
         self.tally = CageTally()
+        self.high_roller_cents = high_roller_cents
         self._slips = 0
+        self._worst = 0
 
     async def _do(self, d: TableDealer, payload: Command, actor: str) -> Envelope:
         """Send a cage command as ``actor`` and wait for the cage's answer (its event, or a refusal)."""
@@ -151,11 +155,11 @@ class CageClerk:
             self.tally.credits += 1
         await self._do(d, ReceiveCredit(credit_id=cid), s["cashier"])
 
-    async def _buy_in(self, d: TableDealer, player_id: str, cents: int) -> None:
+    async def _buy_in(self, d: TableDealer, player_id: str, cents: int, cash_only: bool = False) -> None:
         if cents > self.tray:  # the dealer cannot hand out chips the tray does not hold: a fill first
             await self._fill(d, -(-(cents - self.tray + self.par_cents // 2) // UNIT) * UNIT)
         used = self.markers_of(player_id)
-        method = "marker" if (self.rng.random() < self.marker_share
+        method = "marker" if (not cash_only and self.rng.random() < self.marker_share
                               and used + cents <= self.credit_line_cents) else "cash"
         self._slips += 1
         cash = chips_for(cents, NOTES) if method == "cash" else []
@@ -190,12 +194,15 @@ class CageClerk:
             out.append(b)
         for pid, cents in need.items():
             short = cents - self.stacks.get(pid, 0)
-            if short > 0:
+            if short > 0 and self.high_roller_cents and pid == next(iter(self.seats)):
+                await self._buy_in(d, pid, max(self.high_roller_cents, -(-short // UNIT) * UNIT), cash_only=True)
+                self.high_roller_cents = 0
+            elif short > 0:
                 await self._buy_in(d, pid, -(-short // UNIT) * UNIT + UNIT * self.rng.randint(4, 40))
         out = [b for b in out if self.stacks.get(b.player_id, 0) >= need[b.player_id]]
         for b in out:
             self.stacks[b.player_id] -= b.amount_cents
-        worst = sum(b.amount_cents * WORST_WIN.get(b.wager, 1) for b in out)
+        worst = self._worst = sum(b.amount_cents * WORST_WIN.get(b.wager, 1) for b in out)
         if worst > self.tray:
             await self._fill(d, -(-(worst - self.tray) // UNIT) * UNIT)
         return out
@@ -210,9 +217,11 @@ class CageClerk:
                 self.stacks[p.player_id] = self.stacks.get(p.player_id, 0) + p.payout
 
     async def between_rounds(self, d: TableDealer) -> None:
-        """Credit a tray running high back down to its par."""
-        if self.tray > self.high_water * self.par_cents:
-            await self._credit(d, (self.tray - self.par_cents) // UNIT * UNIT)
+        """Credit a tray running high back down to its par (or the last round's worst case, if larger: a
+        tray is not credited only to be filled again)."""
+        par = max(self.par_cents, self._worst)
+        if self.tray > self.high_water * par:
+            await self._credit(d, (self.tray - par) // UNIT * UNIT)
 
     async def cash_out(self, d: TableDealer) -> None:
         """Each patron takes his chips to the cage (table id :data:`CAGE_ID`): they repay his markers first

@@ -22,7 +22,8 @@ from tests.services.helpers import events, floor_bus
 
 def clerks() -> dict[str, CageClerk]:
     # T1 opens with a small tray (it will need a fill); T2 opens with twice its par (it will be credited)
-    return {"T1": CageClerk("T1-day1-swing", "2026-01-01", "pit-1", random.Random(1), opener_cents=100_000),
+    return {"T1": CageClerk("T1-day1-swing", "2026-01-01", "pit-1", random.Random(1), opener_cents=100_000,
+                            high_roller_cents=1_200_000),
             "T2": CageClerk("T2-day1-swing", "2026-01-01", "pit-2", random.Random(2), opener_cents=1_000_000,
                             par_cents=400_000)}
 
@@ -60,6 +61,8 @@ async def test_two_tables_shift_balances_to_the_cent():
     assert (f["fills"], f["credits"]) == (t1.fill_slips + t2.fill_slips, t1.credit_slips + t2.credit_slips)
     assert f["win_cents"] == f["game_result_cents"] == t1.win + t2.win and f["drop_cents"] == t1.drop + t2.drop
     assert cage_line(log).startswith("cage: tables=2 shifts=2 drop_cents=")
+    # T1's high roller: $12,000 cash in (an MTL entry, a CTR), and his chips cashed out at the cage
+    assert f["ctr"] >= 1 and f["mtl"] >= 1
     redeemed = [e.payload for e in events(bus, T.CAGE_EVENTS) if isinstance(e.payload, ChipsRedeemed)]
     assert {r.player_id for r in redeemed} <= {f"{t}-patron-{i}" for t in ("T1", "T2") for i in range(1, 5)}
     assert all(c.stacks[p] == 0 for c in cl.values() for p in c.stacks)
