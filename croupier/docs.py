@@ -507,9 +507,12 @@ def generate() -> dict[str, str]:
 
 
 def _existing(directory: Path) -> set[str]:
+    """The files of ``directory`` the generator answers for: all but hand-written Markdown pages beside the
+    generated ones (``docs/cage.md`` …), which it neither checks nor removes."""
     if not directory.is_dir():
         return set()
-    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()}
+    files = {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()}
+    return {f for f in files if "/" in f or not f.endswith(".md") or f in ("README.md", "parquet.md")}
 
 
 def differences(directory: Path = DOCS_DIR) -> list[str]:

@@ -199,3 +199,7 @@ def test_check_mode(tmp_path, capsys):
     assert "schema/events/shoe_cut.json: changed" in err and "old.json: stale" in err
     assert D.main(["--dir", str(tmp_path)]) == 0 and not (tmp_path / "old.json").exists()
     assert D.main(["--check", "--dir", str(tmp_path)]) == 0
+    # a hand-written page beside the generated ones (docs/cage.md) is neither stale nor removed
+    (tmp_path / "cage.md").write_text("# The cage\n", encoding="utf-8")
+    assert D.main(["--check", "--dir", str(tmp_path)]) == 0
+    assert D.main(["--dir", str(tmp_path)]) == 0 and (tmp_path / "cage.md").exists()
