@@ -16,8 +16,7 @@ from contracts.bounds import BurnedCards, CardText, Code, Id, OptId, OptPlayerId
 from contracts.tables import ShoeSpec, TableSpec
 
 
-class Command(msgspec.Struct, frozen=True, tag_field="type"):
-    """Base of every command."""
+from contracts.base import Command  # noqa: E402  (re-exported: the base of every command)
 
 
 # ---- shoe.commands (the console) and shoe.draws (DrawCard: the dealing service) ---------------------
@@ -194,12 +193,21 @@ class CollectCommission(Command, frozen=True, tag="collect_commission"):
     player_id: OptPlayerId = ""
 
 
+from contracts.cage import (  # noqa: E402  (the cage's commands)
+    BuyIn, CountDropBox, HandOverCredit, IssueFill, ReceiveCredit, ReceiveFill, RecordCloser, RecordOpener,
+    RedeemChips, RemoveDropBox, RequestCredit, RequestFill, SetCreditLine,
+)
+
 AnyCommand = Union[
     LoadShoe, DrawCard, ReadCard, CloseShoe, OpenTable, OpenRound, VoidRound, PlaceBet, WithdrawBet,
     CloseBetting, CollectCommission, ReadBurn, SeatPlayer, LeaveSeat, OfferShoe, KeepShoe, PassShoe,
     ExpireOption, DecideOption,
+    RecordOpener, RecordCloser, RequestFill, IssueFill, ReceiveFill, RequestCredit, HandOverCredit, ReceiveCredit,
+    SetCreditLine, BuyIn, RemoveDropBox, CountDropBox, RedeemChips,
 ]
 ShoeCommand = Union[LoadShoe, DrawCard, ReadCard, CloseShoe, ReadBurn]
 DealingCommand = Union[OpenTable, OpenRound, VoidRound, OfferShoe, KeepShoe, PassShoe, ExpireOption, DecideOption]
 WageringCommand = Union[PlaceBet, WithdrawBet, CloseBetting, SeatPlayer, LeaveSeat]
 SettlementCommand = Union[CollectCommission]
+CageCommand = Union[RecordOpener, RecordCloser, RequestFill, IssueFill, ReceiveFill, RequestCredit, HandOverCredit,
+                    ReceiveCredit, SetCreditLine, BuyIn, RemoveDropBox, CountDropBox, RedeemChips]

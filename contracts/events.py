@@ -30,8 +30,7 @@ from contracts.bounds import (
 from contracts.tables import ShoeSpec, TableSpec
 
 
-class Event(msgspec.Struct, frozen=True, tag_field="type"):
-    """Base of every event."""
+from contracts.base import Event  # noqa: E402  (re-exported: the base of every event)
 
 
 class CommandRejected(Event, frozen=True, tag="command_rejected"):
@@ -575,6 +574,11 @@ class AdvantageBetFlagged(Event, frozen=True, tag="advantage_bet_flagged"):
     cards_left: int
 
 
+from contracts.cage import (  # noqa: E402  (the cage's events)
+    BoughtIn, ChipsRedeemed, CreditHandedOver, CreditLineSet, CreditReceived, CreditRequested, DropBoxCounted,
+    DropBoxRemoved, FillIssued, FillReceived, FillRequested, ShiftClosed, ShiftOpened,
+)
+
 AnyEvent = Union[
     CommandRejected,
     ShoeLoaded, ShoeCut, ShoeBurned, CardDrawn, CardReadRefused, ShoeClosed, ShoeOrderSealed, ShoeOrderEncrypted,
@@ -584,4 +588,6 @@ AnyEvent = Union[
     BettingOpened, BetPlaced, BetRejected, BetWithdrawn, BettingClosed, PlayerSeated, PlayerLeft,
     BetSettled, CommissionAccrued, CommissionCollected, RoundSettled,
     OddsUpdated, LedgerPosted, AdvantageBetFlagged,
+    ShiftOpened, ShiftClosed, FillRequested, FillIssued, FillReceived, CreditRequested, CreditHandedOver,
+    CreditReceived, CreditLineSet, BoughtIn, DropBoxRemoved, DropBoxCounted, ChipsRedeemed,
 ]

@@ -32,6 +32,9 @@ WAGERING_BETS: Final = "wagering.bets"
 WAGERING_EVENTS: Final = "wagering.events"
 SETTLEMENT_COMMANDS: Final = "settlement.commands"
 SETTLEMENT_EVENTS: Final = "settlement.events"
+#: the cage's commands (opener, closer, fills, credits, buy-ins, markers, drop boxes, soft count) and events
+CAGE_COMMANDS: Final = "cage.commands"
+CAGE_EVENTS: Final = "cage.events"
 PROJECTION_ODDS: Final = "projection.odds"
 PROJECTION_LEDGER: Final = "projection.ledger"
 PROJECTION_ALERTS: Final = "projection.alerts"
@@ -67,14 +70,18 @@ COMMAND_ROUTES: Final = (
     CommandTopic(WAGERING_COMMANDS, "console", ("close_betting", "seat_player", "leave_seat")),
     CommandTopic(WAGERING_BETS, "bettor", ("place_bet", "withdraw_bet")),
     CommandTopic(SETTLEMENT_COMMANDS, "console", ("collect_commission",)),
+    CommandTopic(CAGE_COMMANDS, "console", ("record_opener", "record_closer", "request_fill", "issue_fill",
+                                           "receive_fill", "request_credit", "hand_over_credit", "receive_credit",
+                                           "set_credit_line", "buy_in", "remove_drop_box", "count_drop_box",
+                                           "redeem_chips")),
 )
 ROUTES: Final = {r.name: r for r in COMMAND_ROUTES}
 #: command tag -> the one topic that carries it
 TOPIC_OF: Final = {tag: r.name for r in COMMAND_ROUTES for tag in r.commands}
 COMMAND_TOPICS: Final = tuple(r.name for r in COMMAND_ROUTES)
-EVENT_TOPICS: Final = (SHOE_EVENTS, SHOE_VAULT, DEALING_EVENTS, WAGERING_EVENTS, SETTLEMENT_EVENTS)
+EVENT_TOPICS: Final = (SHOE_EVENTS, SHOE_VAULT, DEALING_EVENTS, WAGERING_EVENTS, SETTLEMENT_EVENTS, CAGE_EVENTS)
 PROJECTION_TOPICS: Final = (PROJECTION_ODDS, PROJECTION_LEDGER, PROJECTION_ALERTS)
-SERVICES: Final = ("shoe", "dealing", "wagering", "settlement", "projection")
+SERVICES: Final = ("shoe", "dealing", "wagering", "settlement", "projection", "cage")
 
 
 def dlq(service: str) -> str:

@@ -36,6 +36,7 @@ from baccarat.money import format_cents
 from baccarat.roads import big_road, parse_results
 from baccarat.table import TableConfig, no_vig_dragon, profile, punto_banco_full
 from contracts import topics as T
+from contracts.codecs import decode_event
 from contracts.events import (
     BankSettled,
     BetSettled,
@@ -46,18 +47,21 @@ from contracts.events import (
     ShoeLoaded,
 )
 from croupier.audit import AuditReport, audit
+from croupier.cage_report import cage_line
 from croupier.devkey import with_dev_key
 from croupier.log import read_commands, read_for_audit, read_vault
 from croupier.replay import unreachable
 from croupier.topics import require_prefix
 from services.floor.advantage import AdvantagePlayer
 from services.floor.bettors import Seat
+from services.floor.cage import CageClerk
+from services.cage.patrons import gaming_day_of
 from services.floor.chemin import ChemTableDealer
 from services.floor.dealer import TableDealer, TableRun
-from services.floor.ids import check_run_id
+from services.floor.ids import check_run_id, shift_id
 from services.floor.io import FloorTimeout, KafkaFloorIO
 from services.runtime.app import Service
-from services.runtime.kafka import ensure_topics
+from services.runtime.kafka import ensure_topics, read_log
 from services.runtime.logging import STDERR, configure, drain
 from services.runtime.settings import Settings
 
@@ -366,13 +370,21 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
             seats = [Seat(i, f"{tid}-player-{i}") for i in range(1, 7)]
             bankrolls = [Bankroll(s, rng.choice([100_000, 250_000, 500_000, 1_000_000])) for s in seats]
             ap = AdvantagePlayer(seat=7, player_id=f"{tid}-counter")
-            kind = ChemDemoDealer if cfg.variant.value == "chemin_de_fer" else DemoDealer
+            chemin = cfg.variant.value == "chemin_de_fer"
+            kind = ChemDemoDealer if chemin else DemoDealer
+            # the cage runs every house-banked table's shift (chemin de fer's wagers are against a patron's bank)
+            # odd tables open at their par, even ones at three times it (they will be credited); a high roller
+            # buys in $12,000 cash at each (an MTL entry and a CTR for the currency reporting)
+            clerk = None if chemin else CageClerk(shift_id(tid, run_id, 1), gaming_day_of(_clock()),
+                                                  f"pit-{(n + 1) // 2}", random.Random(rng.random()),
+                                                  opener_cents=(1 if n % 2 else 3) * 500_000, par_cents=500_000,
+                                                  high_roller_cents=1_200_000)
             dealers.append(kind(io, tid, cfg, seats, random.Random(rng.random()), _clock, timeout=120,
                                       open_timeout=120 if with_services else answer_timeout, run_id=run_id,
                                       rounds_per_shoe=rounds,
                                       bankrolls=bankrolls, ap=ap, board=board, run=run,
                                       pause_s=(1 / speed if speed > 0 else 0.0),
-                                      on_round=None))
+                                      on_round=None, cage=clerk))
         for d in dealers:
             d.on_round = lambda _r, env, d=d: _settle_bankrolls(d, env)
             run.runs.append(d.run_state)
@@ -415,6 +427,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
                        vault_reason="the demo drove services it did not start: no vault key",
                        commands=await read_commands(settings))
         _summary(console, run, alerts, report, elapsed, settings, started_kafka, logs, run_id)
+        cage = [decode_event(r.value) for r in await read_log(settings, settings.topic(T.CAGE_EVENTS))]
+        console.print(cage_line([*envs, *cage]), markup=False)
         return 0 if report.clean else 1
     finally:
         if pit_task is not None:

@@ -38,6 +38,7 @@ import msgspec
 from contracts import commands as C
 from contracts import events as E
 from contracts import topics as T
+from contracts.cage import CAGE_EVENTS
 from contracts.envelope import SCHEMA_VERSION, CommandEnvelope, DeadLetter, Envelope
 from contracts.schema import DOCUMENTS, render, schema_document
 
@@ -48,7 +49,7 @@ GOLDEN_DIR = ROOT / "contracts" / "golden" / "v1"
 
 #: every event and the topic(s) it travels on (a rejection goes on the rejecting service's events topic)
 EVENT_TOPICS: dict[type, tuple[str, ...]] = {
-    E.CommandRejected: (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS),
+    E.CommandRejected: (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS, T.CAGE_EVENTS),
     E.ShoeLoaded: (T.SHOE_EVENTS,),
     E.ShoeCut: (T.SHOE_EVENTS,),
     E.ShoeBurned: (T.SHOE_EVENTS,),
@@ -87,6 +88,7 @@ EVENT_TOPICS: dict[type, tuple[str, ...]] = {
     E.OddsUpdated: (T.PROJECTION_ODDS,),
     E.LedgerPosted: (T.PROJECTION_LEDGER,),
     E.AdvantageBetFlagged: (T.PROJECTION_ALERTS,),
+    **{tp: (T.CAGE_EVENTS,) for tp in CAGE_EVENTS},
 }
 
 #: every command and the topic it is sent to (:data:`contracts.topics.TOPIC_OF`)
@@ -115,6 +117,11 @@ TOPIC_SUMMARY: dict[str, str] = {
     T.WAGERING_EVENTS: "Each round's bet book: bets placed, rejected, withdrawn, the closed book.",
     T.SETTLEMENT_COMMANDS: "Commands for the settlement service: collect the commission a seat owes.",
     T.SETTLEMENT_EVENTS: "Payouts of every bet, commission, round totals.",
+    T.CAGE_COMMANDS: ("The cage's commands from the pit, the cage and the count room: opener and closer, fill and "
+                      "credit slips step by step, credit lines, buy-ins (cash, marker, chips), drop box removal "
+                      "and soft count, chips redeemed at the cage."),
+    T.CAGE_EVENTS: ("Each table's inventory by shift: opener, closer (with the tray expected and the shift's game "
+                    "result), fills, credits, buy-ins, markers, drop boxes counted."),
     T.PROJECTION_ODDS: "Exact odds of the next round, public and surveillance views, after every shoe change.",
     T.PROJECTION_LEDGER: "The cage ledger's balanced journal entries.",
     T.PROJECTION_ALERTS: "Surveillance alerts: bets on wagers whose exact EV was positive.",
@@ -155,13 +162,15 @@ def _tag(tp: type) -> str:
 
 def _cores() -> dict[str, Any]:
     """The service core classes by service name (their class attributes say what they read and write)."""
+    from services.cage.core import CageCore
     from services.dealing.core import DealingCore
     from services.projection.core import ProjectionCore
     from services.settlement.core import SettlementCore
     from services.shoe.core import ShoeCore
     from services.wagering.core import WageringCore
 
-    cores = {c.name: c for c in (ShoeCore, DealingCore, WageringCore, SettlementCore, ProjectionCore)}
+    cores = {c.name: c for c in (ShoeCore, DealingCore, WageringCore, SettlementCore, ProjectionCore,
+                                         CageCore)}
     assert tuple(cores) == T.SERVICES, f"services {tuple(cores)} != contracts.topics.SERVICES {T.SERVICES}"
     return cores
 
@@ -236,11 +245,11 @@ def schemas() -> dict[str, dict[str, Any]]:
         topics = EVENT_TOPICS[tp]
         env = _envelope(Envelope, f"{tp.__name__}Envelope", tp,
                         f"An Envelope carrying `{_tag(tp)}` on {', '.join(topics)}: {_first_line(tp)}", topics)
-        out[f"schema/events/{_tag(tp)}.json"] = _document(env, _comment(f"contracts.events.{tp.__name__}"))
+        out[f"schema/events/{_tag(tp)}.json"] = _document(env, _comment(f"{tp.__module__}.{tp.__name__}"))
     for tp in _union(C.AnyCommand):
         env = _envelope(CommandEnvelope, f"{tp.__name__}CommandEnvelope", tp,
                         f"A CommandEnvelope carrying `{_tag(tp)}` on {COMMAND_TOPICS[tp]}: {_first_line(tp)}")
-        out[f"schema/commands/{_tag(tp)}.json"] = _document(env, _comment(f"contracts.commands.{tp.__name__}"))
+        out[f"schema/commands/{_tag(tp)}.json"] = _document(env, _comment(f"{tp.__module__}.{tp.__name__}"))
     for topic in T.ALL_TOPICS:
         if topic in T.DLQ_TOPICS:
             continue  # a dead-letter topic carries DeadLetter: schema/dead_letter.json

@@ -1,4 +1,4 @@
-"""The Croupier services: shoe, dealing, wagering, settlement (and projection), plus shared runtime."""
+"""The Croupier services: shoe, dealing, wagering, settlement, cage (and projection), plus shared runtime."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from services.runtime.settings import Settings
 
 #: the services ``croupier serve`` can run, in start order
-NAMES = ("shoe", "dealing", "wagering", "settlement", "projection")
+NAMES = ("shoe", "dealing", "wagering", "settlement", "projection", "cage")
 
 
 def create(name: str, settings: "Settings | None" = None) -> "Service":

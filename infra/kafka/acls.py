@@ -31,8 +31,8 @@ from contracts import topics as T
 #: the super user (``super.users``): the broker itself (inter-broker and controller) and ``kafka.sh acl``
 ADMIN = "admin"
 
-EVENTS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
-"""The four public event topics (``shoe.vault`` is not one of them: it holds the sealed shoe orders)."""
+EVENTS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS, T.CAGE_EVENTS)
+"""The public event topics (``shoe.vault`` is not one of them: it holds the sealed shoe orders)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,10 @@ GRANTS: tuple[Grant, ...] = (
              sends=_written_by("dealing"), note="the only writer of shoe.draws (its DrawCard commands)"),
     _service("wagering", (T.WAGERING_EVENTS,), (T.WAGERING_COMMANDS, T.WAGERING_BETS, T.DEALING_EVENTS)),
     _service("settlement", (T.SETTLEMENT_EVENTS,), (T.SETTLEMENT_COMMANDS, T.DEALING_EVENTS, T.WAGERING_EVENTS)),
+    _service("cage", (T.CAGE_EVENTS,), (T.CAGE_COMMANDS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS,
+                                        T.PROJECTION_LEDGER),
+             note="the cage service (table inventory, fills, credits, drop, soft count), which also pays from "
+                  "settlements and the ledger"),
     _service("projection", (T.PROJECTION_ODDS, T.PROJECTION_LEDGER, T.PROJECTION_ALERTS), EVENTS,
              note="also the query API's replica groups (which restore from projection.snapshots)"),
     Grant("console", "role", read=EVENTS, write=_written_by("console"), groups=True,
@@ -91,8 +95,6 @@ GRANTS: tuple[Grant, ...] = (
     Grant("pit", "role", read=(*EVENTS, *T.PROJECTION_TOPICS), groups=True, note="watches play and ledgers"),
     Grant("surveillance", "role", read=(*EVENTS, *T.COMMAND_TOPICS, *T.PROJECTION_TOPICS, *T.DLQ_TOPICS),
           groups=True, note="the investigator: every record except the vault"),
-    Grant("cage", "role", read=(T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS, T.PROJECTION_LEDGER), groups=True,
-          note="pays from settlements and the ledger"),
     Grant("analytics", "role", read=EVENTS, groups=True, note="event topics only"),
 )
 

@@ -14,7 +14,7 @@ import asyncio
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from baccarat.table import TableConfig
 from contracts import topics as T
@@ -52,6 +52,9 @@ from services.floor.bettors import Seat, bets_for_round
 from services.floor.io import FloorIO
 from services.runtime.core import command
 from services.runtime.translate import table_spec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from services.floor.cage import CageClerk
 
 
 RETRIES = 100
@@ -116,7 +119,7 @@ class TableDealer:
                  clock: Callable[[], datetime], *, timeout: float = 60.0, open_timeout: float | None = None,
                  run_id: str = "", rounds_per_shoe: int | None = None,
                  shoe_order: Callable[[int], list[str]] | None = None,
-                 on_round: Callable[[TableRun, Envelope], None] | None = None):
+                 on_round: Callable[[TableRun, Envelope], None] | None = None, cage: CageClerk | None = None):
         self.io = io
         self.table_id = table_id
         self.config = config
@@ -131,6 +134,8 @@ class TableDealer:
         self.rounds_per_shoe = rounds_per_shoe
         self.shoe_order = shoe_order
         self.on_round = on_round
+        #: the cage side of the shift (opener, buy-ins, fills, credits, closer, drop count), if any
+        self.cage = cage
         self.run_state = TableRun(table_id)
         #: the dealer's id: the actor of every console command this dealer sends
         self.dealer_id = f"dealer-{table_id}"
@@ -158,6 +163,8 @@ class TableDealer:
         env = await self.io.wait(self.table_id, lambda e: e.causation_id == cid, since, self.open_timeout)
         if not isinstance(env.payload, TableOpened):
             raise RuntimeError(f"{self.table_id}: table refused: {env.payload}")
+        if self.cage is not None:
+            await self.cage.open_shift(self)
         await self.seat_players(self.seats)
         if self.config.curator and self.seats:
             await self.offer_shoe(self.seats[0])
@@ -225,6 +232,8 @@ class TableDealer:
             if not isinstance(env.payload, PlayerSeated) and not (
                     isinstance(env.payload, CommandRejected) and env.payload.reason == "already_seated"):
                 raise RuntimeError(f"{self.table_id}: seating {s.player_id} refused: {env.payload}")
+            if self.cage is not None:
+                await self.cage.seat(self, s.seat, s.player_id)
 
     async def play_shoe(self, number: int) -> None:
         shoe_id = ids.shoe_id(self.table_id, self.run_id, number)
@@ -270,7 +279,10 @@ class TableDealer:
                 self.run_state.rejections.append(env.payload.reason)
                 return False
             await asyncio.sleep(RETRY_DELAY_S)
-        for bet in bets_for_round(self.rng, self.config, round_id, self.seated()) + self.extra_bets(round_id):
+        bets = bets_for_round(self.rng, self.config, round_id, self.seated()) + self.extra_bets(round_id)
+        if self.cage is not None:  # every patron holds the chips he bets; the tray can pay the worst case
+            bets = await self.cage.before_bets(self, bets)
+        for bet in bets:
             await self._send(T.WAGERING_BETS, bet, round_id, actor=bet.player_id)
         await self._send(T.WAGERING_COMMANDS, CloseBetting(round_id=round_id), round_id)
         env = await self.io.wait(
@@ -279,6 +291,9 @@ class TableDealer:
         s = env.payload
         assert isinstance(s, RoundSettled)
         self.run_state.count(s)
+        if self.cage is not None:
+            self.cage.after_round(self, round_id, since)
+            await self.cage.between_rounds(self)
         if self.config.curator:
             await self.curator_decides(round_id, since)
         if self.on_round:
@@ -297,4 +312,6 @@ class TableDealer:
         await self.open_table()
         for i in range(1, shoes + 1):
             await self.play_shoe(i)
+        if self.cage is not None:
+            await self.cage.close_shift(self)
         return self.run_state

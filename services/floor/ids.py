@@ -45,3 +45,8 @@ def shoe_id(table_id: str, run_id: str, number: int) -> str:
 def round_id(shoe: str, n: int) -> str:
     """The id of the ``n``-th round (1-based) dealt from shoe ``shoe``."""
     return f"{shoe}-round-{n}"
+
+
+def shift_id(table_id: str, run_id: str, number: int) -> str:
+    """The id of the ``number``-th cage shift (1-based) of run ``run_id`` at ``table_id``."""
+    return f"{table_id}-{run_id}-shift-{number}" if run_id else f"{table_id}-shift-{number}"

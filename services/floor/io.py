@@ -21,7 +21,7 @@ from services.runtime.memory import MemoryBus
 from services.runtime.settings import Settings
 
 Match = Callable[[Envelope], bool]
-WATCHED = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
+WATCHED = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS, T.CAGE_EVENTS)
 
 
 class FloorTimeout(TimeoutError):

@@ -112,6 +112,35 @@ from contracts.events import (
     TableOpened,
     WagerOdds,
 )
+from contracts.cage import (
+    BoughtIn,
+    BuyIn,
+    ChipCount,
+    ChipsRedeemed,
+    CountDropBox,
+    CreditHandedOver,
+    CreditLineSet,
+    CreditReceived,
+    CreditRequested,
+    DropBoxCounted,
+    DropBoxRemoved,
+    FillIssued,
+    FillReceived,
+    FillRequested,
+    HandOverCredit,
+    IssueFill,
+    ReceiveCredit,
+    ReceiveFill,
+    RecordCloser,
+    RecordOpener,
+    RedeemChips,
+    RemoveDropBox,
+    RequestCredit,
+    RequestFill,
+    SetCreditLine,
+    ShiftClosed,
+    ShiftOpened,
+)
 from contracts.schema import DOCUMENTS, SCHEMA_DIR, differences, generate
 from contracts.schema import main as schema_main
 from contracts.tables import ChemSpec, LimitSpec, ShoeSpec, TableSpec
@@ -476,6 +505,66 @@ REALISTIC: dict[type, st.SearchStrategy[Any]] = {
 }
 
 
+# ---- the cage (contracts/cage.py) ----------------------------------------------------------------------------
+chip_counts = st.lists(st.builds(ChipCount, denomination_cents=st.sampled_from([100, 500, 2_500, 10_000, 50_000]),
+                                 count=st.integers(0, 400)), max_size=5)
+shift_ids = _id("shift")
+slip_ids = _id("slip")
+staff = st.sampled_from(["dealer-07", "sup-02", "cashier-01", "sec-04", "ct-01", "ct-02", "ct-03"])
+days = st.dates(date(2024, 1, 1), date(2030, 12, 31)).map(date.isoformat)
+pits = st.sampled_from(["", "pit-1", "pit-2", "vip"])
+methods = st.sampled_from(["cash", "marker", "chips"])
+REALISTIC.update({
+    ShiftOpened: realistic(ShiftOpened, shift_id=shift_ids, gaming_day=days, pit=pits, chips=chip_counts,
+                           total_cents=cents, counted_by=staff, attested_by=staff),
+    ShiftClosed: realistic(ShiftClosed, shift_id=shift_ids, chips=chip_counts, total_cents=cents, counted_by=staff,
+                           attested_by=staff, expected_cents=cents, game_result_cents=signed_cents,
+                           rounds=st.integers(0, 500), tray_variance_cents=signed_cents),
+    FillRequested: realistic(FillRequested, fill_id=slip_ids, shift_id=shift_ids, chips=chip_counts,
+                             total_cents=cents, by=staff),
+    FillIssued: realistic(FillIssued, fill_id=slip_ids, shift_id=shift_ids, total_cents=cents, by=staff,
+                          runner_id=staff),
+    FillReceived: realistic(FillReceived, fill_id=slip_ids, shift_id=shift_ids, total_cents=cents, by=staff,
+                            supervisor_id=staff, tray_cents=cents),
+    CreditRequested: realistic(CreditRequested, credit_id=slip_ids, shift_id=shift_ids, chips=chip_counts,
+                               total_cents=cents, by=staff),
+    CreditHandedOver: realistic(CreditHandedOver, credit_id=slip_ids, shift_id=shift_ids, total_cents=cents,
+                                by=staff, runner_id=staff, tray_cents=cents),
+    CreditReceived: realistic(CreditReceived, credit_id=slip_ids, shift_id=shift_ids, total_cents=cents, by=staff),
+    CreditLineSet: realistic(CreditLineSet, player_id=player_ids, line_cents=cents, by=staff),
+    BoughtIn: realistic(BoughtIn, buy_in_id=slip_ids, shift_id=shift_ids, seat=seats, player_id=player_ids,
+                        method=methods, amount_cents=cents, tray_cents=cents, by=staff, marker_balance_cents=cents),
+    DropBoxRemoved: realistic(DropBoxRemoved, shift_id=shift_ids, by=staff),
+    DropBoxCounted: realistic(DropBoxCounted, shift_id=shift_ids, cash=chip_counts, cash_cents=cents,
+                              markers=st.integers(0, 40), markers_cents=cents, drop_cents=cents,
+                              counters=st.lists(staff, max_size=5), expected_cents=cents,
+                              drop_variance_cents=signed_cents),
+    ChipsRedeemed: realistic(ChipsRedeemed, redemption_id=slip_ids, player_id=player_ids, amount_cents=cents,
+                             method=st.sampled_from(["cash", "marker_redemption"]), by=staff),
+    RecordOpener: realistic(RecordOpener, shift_id=shift_ids, gaming_day=days, chips=chip_counts, total_cents=cents,
+                            supervisor_id=staff, pit=pits, role=st.just("dealer")),
+    RecordCloser: realistic(RecordCloser, shift_id=shift_ids, chips=chip_counts, total_cents=cents,
+                            supervisor_id=staff, role=st.just("dealer")),
+    RequestFill: realistic(RequestFill, fill_id=slip_ids, chips=chip_counts, total_cents=cents,
+                           role=st.just("supervisor")),
+    IssueFill: realistic(IssueFill, fill_id=slip_ids, runner_id=staff, role=st.just("cage_cashier")),
+    ReceiveFill: realistic(ReceiveFill, fill_id=slip_ids, supervisor_id=staff, role=st.just("dealer")),
+    RequestCredit: realistic(RequestCredit, credit_id=slip_ids, chips=chip_counts, total_cents=cents,
+                             role=st.just("supervisor")),
+    HandOverCredit: realistic(HandOverCredit, credit_id=slip_ids, runner_id=staff, role=st.just("dealer")),
+    ReceiveCredit: realistic(ReceiveCredit, credit_id=slip_ids, role=st.just("cage_cashier")),
+    SetCreditLine: realistic(SetCreditLine, player_id=player_ids, line_cents=cents, role=st.just("cage_cashier")),
+    BuyIn: realistic(BuyIn, buy_in_id=slip_ids, seat=seats, player_id=player_ids, method=methods, amount_cents=cents,
+                     cash=chip_counts, role=st.just("dealer")),
+    RemoveDropBox: realistic(RemoveDropBox, shift_id=shift_ids, role=st.sampled_from(["count_team", "security"])),
+    CountDropBox: realistic(CountDropBox, shift_id=shift_ids, cash=chip_counts, cash_cents=cents,
+                            markers=st.integers(0, 40), markers_cents=cents,
+                            counters=st.lists(staff, max_size=5), role=st.just("count_team")),
+    RedeemChips: realistic(RedeemChips, redemption_id=slip_ids, player_id=player_ids, amount_cents=cents,
+                           method=st.sampled_from(["cash", "marker_redemption"]), role=st.just("cage_cashier"),
+                           card_number=st.one_of(st.just(""), player_ids)),
+})
+
 #: the projection's outputs, each on its own stream (every other event type is on one of ``T.EVENT_TOPICS``)
 PROJECTION_STREAM: dict[type, str] = {
     OddsUpdated: T.PROJECTION_ODDS,
@@ -668,7 +757,7 @@ def test_struct_is_frozen_and_tolerates_unknown_fields(tp: type) -> None:
 def test_every_reachable_struct_is_covered() -> None:
     nested = ALL_STRUCTS - set(EVENT_TYPES) - set(COMMAND_TYPES)
     assert nested == {Envelope, CommandEnvelope, DeadLetter, TableSpec, ShoeSpec, LimitSpec, ChemSpec, BetLine,
-                      WagerOdds, LedgerLine}, (
+                      WagerOdds, LedgerLine, ChipCount}, (
         "a new nested Struct: check it is frozen, give it defaults for new fields, regenerate the schemas"
     )
 

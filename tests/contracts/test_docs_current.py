@@ -79,18 +79,23 @@ def test_the_services_publish_each_event_on_its_mapped_topic():
     from services.floor.dealer import Clock, TableDealer
     from services.floor.io import MemoryFloorIO
     from services.projection.core import ProjectionCore
+    from contracts.cage import RecordOpener
+    from services.cage.core import CageCore
     from services.runtime.core import command
     from tests.services.helpers import floor_bus
 
     async def play():  # type: ignore[no-untyped-def]
         bus, _ = floor_bus(seed=3)
         bus.add(ProjectionCore())
+        bus.add(CageCore())
         io = MemoryFloorIO(bus)
         seats = [Seat(i, f"player-{i}") for i in range(1, 5)]
         dealer = TableDealer(io, "D1", punto_banco_full(), seats, random.Random(3), Clock())
         await dealer.run(shoes=1)
         await io.send(T.WAGERING_COMMANDS, command("D1", "late", Clock()(), CloseBetting(round_id="nope")))
         await io.send(T.DEALING_COMMANDS, command("D1", "again", Clock()(), OpenRound(round_id="x", shoe_id="no")))
+        await io.send(T.CAGE_COMMANDS, command("D1", "opener", Clock()(), RecordOpener(
+            shift_id="S1", gaming_day="2026-01-01", chips=[], total_cents=0, supervisor_id="sup-1")))
         return bus
 
     bus = asyncio.run(play())
@@ -194,3 +199,7 @@ def test_check_mode(tmp_path, capsys):
     assert "schema/events/shoe_cut.json: changed" in err and "old.json: stale" in err
     assert D.main(["--dir", str(tmp_path)]) == 0 and not (tmp_path / "old.json").exists()
     assert D.main(["--check", "--dir", str(tmp_path)]) == 0
+    # a hand-written page beside the generated ones (docs/cage.md) is neither stale nor removed
+    (tmp_path / "cage.md").write_text("# The cage\n", encoding="utf-8")
+    assert D.main(["--check", "--dir", str(tmp_path)]) == 0
+    assert D.main(["--dir", str(tmp_path)]) == 0 and (tmp_path / "cage.md").exists()

@@ -19,6 +19,9 @@ async def test_demo_two_tables_full_shoe_ends_with_a_clean_audit(kafka_bootstrap
     assert code == 0, out[-3000:]
     assert "Audit: clean" in out and "2 shoes verified" in out
     assert "Surveillance alerts:" in out and "croupier audit --prefix demo-" in out
+    # the cage: both tables' shifts opened, filled or credited, closed and counted, to the cent
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("cage: ")]
+    assert line.startswith("cage: tables=2 shifts=2 ") and " variance_cents=0 " in line, line
 
 
 async def test_demo_mixed_floor_deals_each_game_and_ends_with_a_clean_audit(kafka_bootstrap: str):

@@ -73,7 +73,8 @@ def test_the_vault_is_the_shoe_services_alone():
 def test_every_command_topic_has_exactly_one_writer():
     assert {c: _writers(c) for c in T.COMMAND_TOPICS} == {
         T.SHOE_COMMANDS: {"console"}, T.SHOE_DRAWS: {"dealing"}, T.DEALING_COMMANDS: {"console"},
-        T.DEALING_OPTIONS: {"bettor"}, T.WAGERING_COMMANDS: {"console"}, T.WAGERING_BETS: {"bettor"}, T.SETTLEMENT_COMMANDS: {"console"}}
+        T.DEALING_OPTIONS: {"bettor"}, T.WAGERING_COMMANDS: {"console"}, T.WAGERING_BETS: {"bettor"}, T.SETTLEMENT_COMMANDS: {"console"},
+        T.CAGE_COMMANDS: {"console"}}
     assert {r.name: r.writer for r in T.COMMAND_ROUTES} == {c: next(iter(w)) for c, w in
                                                            ((c, _writers(c)) for c in T.COMMAND_TOPICS)}
 
@@ -120,7 +121,7 @@ def test_acl_calls_name_every_grant_with_the_prefix():
         if g.transactional:
             expected.add((g.principal, "Write", f"croupier.t-1.{g.principal}"))
     assert granted == expected
-    assert len(calls) == 23  # two for the bettor (Read, Write)
+    assert len(calls) == 25  # two for the bettor (Read, Write); three for the cage service (since issue 23)
 
 
 def test_the_readme_table_is_the_policy():
