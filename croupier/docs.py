@@ -507,20 +507,20 @@ def generate() -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
-#: what the generator owns in ``docs/``: the schema tree and the top-level files it writes (the rest of
-#: ``docs/`` is the hand-written documentation site, ``mkdocs.yml``)
-OWNED_TOP_LEVEL = ("asyncapi.json", "messages.md", "parquet.md", "README.md")
+#: the Markdown pages the generator writes in ``docs/`` (``README.md``: its old name for ``messages.md``)
+GENERATED_PAGES = ("messages.md", "parquet.md", "README.md")
 
 
 def _existing(directory: Path) -> set[str]:
-    """The files of ``directory`` the generator owns (a stale one among them is reported or removed)."""
+    """The files of ``directory`` the generator answers for (a stale one among them is reported or removed):
+    the ``schema/`` tree, every top-level file but a hand-written Markdown page, and its own pages. The rest of
+    ``docs/`` is the documentation site written by hand (``guide/``, ``images/``, ``docs/cage.md`` …:
+    ``mkdocs.yml``), which it neither checks nor removes."""
     if not directory.is_dir():
         return set()
-    owned = {name for name in OWNED_TOP_LEVEL if (directory / name).is_file()}
-    schema = directory / "schema"
-    if schema.is_dir():
-        owned |= {p.relative_to(directory).as_posix() for p in schema.rglob("*") if p.is_file()}
-    return owned
+    files = {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()}
+    return {f for f in files if f.startswith("schema/")
+            or ("/" not in f and (not f.endswith(".md") or f in GENERATED_PAGES))}
 
 
 def differences(directory: Path = DOCS_DIR) -> list[str]:
