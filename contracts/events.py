@@ -38,7 +38,8 @@ class CommandRejected(Event, frozen=True, tag="command_rejected"):
     ``invalid_config`` …; chemin de fer options: ``not_controller``, ``actor_mismatch``, ``no_option_pending``,
     ``option_out_of_turn``, ``option_not_expired``, ``option_expired``, ``unknown_hand``; its rounds: ``no_banker``,
     ``unknown_player``, ``bank_out_of_limits``, ``bank_must_pass``, ``bank_must_stay_in_play``,
-    ``bank_over_max_must_pass``, ``not_chemin_de_fer``); ``detail`` says what exactly was
+    ``bank_over_max_must_pass``, ``not_chemin_de_fer``; the shoe: ``card_out_of_bounds``, ``round_not_dealing``,
+    ``round_in_play``); ``detail`` says what exactly was
     wrong; ``command`` is the command's tag."""
 
     command_id: EvId
