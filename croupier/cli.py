@@ -26,6 +26,7 @@ from baccarat.expectation import wager_expectations
 from baccarat.round import resolve as resolve_round
 from baccarat.table import TableConfig, casino_night, chemin_de_fer, no_vig_dragon, punto_banco_full
 from baccarat.wagers import PANDA_AND_DRAGON, Wager, settle
+from croupier.cli_common import _check_port, _settings, fail, kafka_detail
 from croupier.group import CroupierGroup, is_closed_pipe
 from croupier.https_options import TlsCertOpt, TlsKeyOpt, server_tls_or_fail
 
@@ -51,12 +52,6 @@ def _console() -> Console:
 out = _console()
 
 F = TypeVar("F", bound=Callable[..., None])
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print ``error: message`` on stderr and return the Exit to raise (status 2: bad input)."""
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {message}", markup=False)
-    return typer.Exit(code)
 
 
 def clean_errors(fn: F) -> F:
@@ -340,44 +335,6 @@ def roads(
     from croupier.roads import roads_command
 
     typer.echo(roads_command(sequence, as_json))
-
-
-def _settings(bootstrap: str | None, prefix: str | None):  # type: ignore[no-untyped-def]
-    import dataclasses
-
-    from services.runtime.settings import Settings
-
-    settings = Settings.from_env()
-    if bootstrap:
-        settings = dataclasses.replace(settings, bootstrap_servers=bootstrap)
-    if prefix is not None:
-        # topic prefixes end with a dot (demo-20261130-110143-72a3.): accept one typed without it
-        settings = dataclasses.replace(settings, topic_prefix=prefix if not prefix or prefix.endswith(".")
-                                       else prefix + ".")
-    return settings
-
-
-def _check_port(port: int | None) -> None:
-    if port is not None and not 1 <= port <= 65535:
-        raise fail(f"port must be 1..65535, got {port}")
-
-
-def kafka_detail(settings, e: BaseException) -> str:  # type: ignore[no-untyped-def]
-    """``Type: message`` of a failure against ``settings``' broker, led by the TLS cause when a handshake explains
-    it (another CA, an expired certificate or another host name, a listener that does not speak TLS, or one that
-    does to a plain-text client: :meth:`services.runtime.settings.Settings.connection_problem`, at most ~3 s)."""
-    import asyncio
-
-    from services.runtime.tls import BrokerTlsError
-
-    if isinstance(e, BrokerTlsError):  # diagnosed already (a service's start)
-        return str(e)
-    detail = str(e) if str(e).startswith(type(e).__name__) else f"{type(e).__name__}: {e}"
-    try:
-        problem = asyncio.run(settings.connection_problem(timeout_s=3.0))
-    except Exception:  # noqa: BLE001 - the diagnosis must not hide the failure it explains
-        problem = None
-    return f"{problem} ({detail})" if problem else detail
 
 
 def _run_async(coro, settings):  # type: ignore[no-untyped-def]
@@ -1071,7 +1028,9 @@ def audit(
         raise typer.Exit(1)
 
 
-app.add_typer(__import__("croupier.table_cli", fromlist=["table_app"]).table_app, name="table")  # croupier/table_cli.py
+from croupier.table_cli import table_app  # noqa: E402 - the sub-app registers after the app's own commands
+
+app.add_typer(table_app, name="table")
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ TlsKeyOpt = Annotated[Optional[Path], typer.Option("--tls-key", envvar=ENV_KEY, 
 def server_tls_or_fail(cert: Optional[Path], key: Optional[Path]) -> ServerTls | None:
     """The checked HTTPS pair, None for neither; ``error: <cause>`` and exit 2 for one without the other, a missing
     file, a key that is not the certificate's, an expired or not yet valid certificate."""
-    from croupier.cli import fail
+    from croupier.cli_common import fail
     from services.runtime.https import HttpsSettingsError, server_tls
 
     try:

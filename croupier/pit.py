@@ -128,7 +128,7 @@ async def pit_alone(settings: Settings, port: int, host: str = "127.0.0.1",
     app on ``host:port`` until ``stop`` or SIGINT/SIGTERM. Raises ``NoCredentials`` / ``BadCredentials`` for
     the tokens, :class:`croupier.serve.PortTaken` before anything connects. ``tls``: serve HTTPS (the session
     cookie ``Secure``)."""
-    from croupier.serve import _stop_on_signals, check_port, projection_replica
+    from croupier.serving import _stop_on_signals, check_port, projection_replica
     from services.command_api.server import open_gateway, reader_streams
     from services.runtime.credentials import check_roles, load_credentials
     from services.runtime.logging import bind_service, get_logger

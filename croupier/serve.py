@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
-import socket
-import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import services
 from croupier.readyfile import ReadyFile, keep_ready_file
-from croupier.topics import require_prefix
+from croupier.serving import PortTaken, _stop_on_signals, check_port, projection_replica
 from services.runtime.app import Service
 from services.runtime.https import ServerTls, scheme
 from services.runtime.logging import bind_service, get_logger
@@ -25,33 +22,10 @@ from services.runtime.ops import BrokerProbe, create_ops_app, readiness, serve_h
 from services.runtime.settings import Settings
 
 
-class PortTaken(OSError):
-    """The API's port is already in use."""
-
-
-def check_port(host: str, port: int) -> None:
-    """Raise :class:`PortTaken` if ``host:port`` cannot be bound."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as e:
-            raise PortTaken(f"port {host}:{port} is already in use ({e.strerror})") from None
-
-
 def _load_tokens() -> dict[str, str]:
     from services.projection.auth import load_tokens
 
     return load_tokens()
-
-
-def _stop_on_signals(stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - not the main thread
-            pass
 
 
 async def _run_api(service: Service, host: str, port: int, tokens: Mapping[str, str], stop: asyncio.Event,
@@ -137,27 +111,6 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
                 await ops
         await probe.stop()
         log.info("stopped", services=names)
-
-
-@contextlib.asynccontextmanager
-async def projection_replica(settings: Settings, name: str) -> AsyncIterator[tuple[Service, BrokerProbe]]:
-    """A started read-only projection replica (its own consumer group ``<projection-NAME group>.<hex>``;
-    publishes nothing) and a started broker probe, both stopped on exit. Refuses a prefix with no topics
-    first (:func:`croupier.topics.require_prefix`): a replica must not create topics under a mistyped one."""
-    from services.projection.app import create_replica
-
-    await require_prefix(settings)
-    replica = create_replica(settings, group=f"{settings.group(f'projection-{name}')}.{uuid.uuid4().hex[:8]}")
-    probe = BrokerProbe(settings)
-    probe.start()
-    try:
-        await replica.start()
-        try:
-            yield replica, probe
-        finally:
-            await replica.stop()
-    finally:
-        await probe.stop()
 
 
 async def api_alone(settings: Settings, port: int, host: str = "127.0.0.1",

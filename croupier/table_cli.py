@@ -52,13 +52,13 @@ class _Common:
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    from croupier.cli import fail
+    from croupier.cli_common import fail
 
     return fail(message, code)
 
 
 def _kafka_detail(settings, e: BaseException) -> str:  # type: ignore[no-untyped-def]
-    from croupier.cli import kafka_detail
+    from croupier.cli_common import kafka_detail
 
     return kafka_detail(settings, e)
 
@@ -80,7 +80,7 @@ def _run(c: _Common, action: Any) -> None:
 
     import msgspec
 
-    from croupier.cli import _settings
+    from croupier.cli_common import _settings
     from croupier.group import is_closed_pipe
     from services.command_api.gateway import (
         AnswerTimeout,
@@ -444,7 +444,7 @@ def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round",
     import msgspec
 
     from contracts import topics as T
-    from croupier.cli import _settings
+    from croupier.cli_common import _settings
     from croupier.topics import NoSuchPrefix, require_prefix
     from services.command_api.server import open_gateway
 
@@ -480,7 +480,7 @@ def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 80
     bound to its players, from that file (bettor:<player_id>=<token> lines); none configured is an error."""
     import asyncio
 
-    from croupier.cli import _check_port, _settings
+    from croupier.cli_common import _check_port, _settings
     from croupier.serve import PortTaken, check_port
     from croupier.topics import NoSuchPrefix, require_prefix
     from services.command_api.gateway import MissingWriterCredential, writer_settings

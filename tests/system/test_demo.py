@@ -10,7 +10,7 @@ from rich.console import Console
 from croupier.demo import run_demo
 
 
-async def test_demo_two_tables_full_shoe_ends_with_a_clean_audit(kafka_bootstrap: str):
+async def test_demo_two_tables_end_with_a_clean_audit_and_the_cage_to_the_cent(kafka_bootstrap: str):
     buf = io.StringIO()
     console = Console(file=buf, width=160, force_terminal=False)
     code = await run_demo(tables=2, shoes=1, speed=0, bootstrap=kafka_bootstrap, console=console, seed=5,
