@@ -26,6 +26,7 @@ the injected ``clock``; nothing here draws an id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import re
@@ -38,7 +39,7 @@ from typing import Any, Protocol
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, KafkaTimeoutError
 
 from contracts import topics as T
 from contracts.codecs import Undecodable, UnknownMessageType, decode_command, decode_event, encode
@@ -81,6 +82,8 @@ WATCHED = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVEN
 #: a request id: what a client chooses to make a retry recognisable
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
 DEFAULT_TIMEOUT_S = 10.0
+#: the shortest bound on a command's delivery to the broker, even for a request that waits less (seconds)
+MIN_DELIVERY_S = 0.5
 #: answers remembered for retries (the oldest is forgotten first)
 ANSWERS_KEPT = 10_000
 #: a decision whose count of events is not known beforehand is taken as whole this long after its first
@@ -340,8 +343,9 @@ class CommandBus(Protocol):
 
     index: EventIndex
 
-    async def send(self, topic: str, cmd: CommandEnvelope, writer: str) -> None:
-        """Publish ``cmd`` on ``topic`` (base name) as the ``writer`` principal kind."""
+    async def send(self, topic: str, cmd: CommandEnvelope, writer: str, timeout_s: float | None = None) -> None:
+        """Publish ``cmd`` on ``topic`` (base name) as the ``writer`` principal kind, acknowledged within
+        ``timeout_s`` seconds (None: unbounded) or never delivered (raises ``KafkaError``)."""
         ...
 
     async def settle(self) -> None:
@@ -360,7 +364,7 @@ class MemoryCommandBus:
         #: every command sent, with its topic and writer (tests count them)
         self.sent: list[tuple[str, str, CommandEnvelope]] = []
 
-    async def send(self, topic: str, cmd: CommandEnvelope, writer: str) -> None:
+    async def send(self, topic: str, cmd: CommandEnvelope, writer: str, timeout_s: float | None = None) -> None:
         self.sent.append((topic, writer, cmd))
         self.bus.send(topic, cmd)
 
@@ -409,8 +413,7 @@ class KafkaCommandBus:
         """Connect the producers and the reader; returns once the reader's positions are fixed (before any
         command is sent). Raises aiokafka's errors for a broker that cannot be reached."""
         for kind in ("console", "bettor"):
-            p = AIOKafkaProducer(**self.writers.get(kind, self.settings).client_options(),
-                                 enable_idempotence=True, linger_ms=0)
+            p = self._producer(kind)
             await p.start()
             self._producers[kind] = p
         reader = self.writers.get("console") or self.writers.get("bettor") or self.settings
@@ -507,9 +510,54 @@ class KafkaCommandBus:
             if failed is not None:
                 await asyncio.sleep(READ_RETRY_S)
 
-    async def send(self, topic: str, cmd: CommandEnvelope, writer: str) -> None:
-        producer = self._producers.get(writer) or next(iter(self._producers.values()))
-        await producer.send_and_wait(self.settings.topic(topic), encode(cmd), key=T.key(cmd.table_id))
+    async def send(self, topic: str, cmd: CommandEnvelope, writer: str, timeout_s: float | None = None) -> None:
+        """Append ``cmd`` to ``topic`` as ``writer``, acknowledged within ``timeout_s`` (None: unbounded) or
+        never: a command the broker did not acknowledge in time is abandoned with its producer
+        (:meth:`_abandon`: its buffered batches failed, its connections closed; an idempotent aiokafka
+        producer would retry it forever and deliver it whenever the broker came back), so the caller's
+        retry is the only copy. Raises ``KafkaTimeoutError`` after ``timeout_s``, aiokafka's errors for a
+        broker that refused it."""
+        kind = writer if writer in self._producers or writer in ("console", "bettor") else "console"
+        producer = self._producers.get(kind)
+        try:
+            async with asyncio.timeout(timeout_s):
+                if producer is None:  # abandoned after a failed delivery: a fresh one (a new producer id)
+                    producer = self._producers[kind] = self._producer(kind)
+                    await producer.start()
+                await producer.send_and_wait(self.settings.topic(topic), encode(cmd), key=T.key(cmd.table_id))
+        except TimeoutError:
+            await self._abandon(kind, producer)
+            raise KafkaTimeoutError(f"the broker did not acknowledge the command within {timeout_s:g} s; it "
+                                    "was dropped (never delivered later)") from None
+        except BaseException:
+            await self._abandon(kind, producer)
+            raise
+
+    def _producer(self, kind: str) -> AIOKafkaProducer:
+        return AIOKafkaProducer(**self.writers.get(kind, self.settings).client_options(),
+                                enable_idempotence=True, linger_ms=0)
+
+    async def _abandon(self, kind: str, producer: AIOKafkaProducer | None) -> None:
+        """Drop ``producer`` without delivering what it still holds: its batches fail
+        (``KafkaTimeoutError``), its sender stops, its connections close. The next send starts a new one."""
+        if self._producers.get(kind) is producer:
+            self._producers.pop(kind, None)
+        if producer is None:
+            return
+        abandoned = KafkaTimeoutError("abandoned: not acknowledged in time")
+        acc = getattr(producer, "_message_accumulator", None)
+        if acc is not None:
+            acc.fail_all(abandoned)
+        sender = getattr(producer, "_sender", None)
+        task = getattr(sender, "sender_task", None)
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        producer._closed = True  # its stop() would wait to flush what was failed here
+        with contextlib.suppress(Exception):
+            await producer.client.close()
+        log.warning("command_api_producer_abandoned", writer=kind)
 
     async def settle(self) -> None:
         return None
@@ -768,14 +816,15 @@ class CommandGateway:
         first = [e for e in first if not _reuse_refusal(e)]
         if first and not caused_by(planned, first):  # the id's first command is in the log: another one
             raise _reused(request_id, table_id)
-        try:
-            await self.bus.send(planned.topic, env, planned.writer)
-        except (KafkaError, OSError) as e:
-            raise BrokerUnavailable(f"{planned.action} (command {cid}) could not be handed to the broker "
-                                    f"({type(e).__name__}: {e}); retry with the same request id") from None
-        await self.bus.settle()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
+        try:  # the delivery is bounded by the request's wait: a command not delivered then is dropped
+            await self.bus.send(planned.topic, env, planned.writer, timeout_s=max(MIN_DELIVERY_S, wait))
+        except (KafkaError, OSError) as e:
+            raise BrokerUnavailable(f"{planned.action} (command {cid}) could not be handed to the broker "
+                                    f"({type(e).__name__}: {e}): it will not be delivered later; retry with the "
+                                    "same request id once the broker is back") from None
+        await self.bus.settle()
 
         first_seen: list[float] = []
 

@@ -148,14 +148,18 @@ class PitPages:
     ``command_base``: where the command API is mounted (``/command``); ``profiles``: table profiles for the
     open form; ``secure``: cookies with ``Secure`` (HTTPS); ``settings``: the pit's figures' settings (default
     from the environment: :meth:`PitSettings.from_env`, ``ValueError`` for a bad one); ``clock``: UTC now (the
-    gaming day and shift shown)."""
+    gaming day and shift shown); ``answer_within_ms``: how long a console action waits for the command API's
+    answer before the console says there is none (the API's own wait plus a margin)."""
 
     def __init__(self, tables: Callable[[], Mapping[str, ProjectionState]], feed: LiveFeed, sessions: Sessions,
                  ready: Callable[[], bool], may_send: Mapping[str, frozenset[str]] | None = None,
                  command_base: str | None = None, profiles: tuple[str, ...] = (), secure: bool = False,
                  settings: PitSettings | None = None, clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-                 replay: Callable[[str, str | None], Awaitable[dict[str, Any]]] | None = None):
+                 replay: Callable[[str, str | None], Awaitable[dict[str, Any]]] | None = None,
+                 answer_within_ms: int = 15_000):
         self.tables = tables
+        #: how long the console waits for the command API's answer before saying it has none (ms)
+        self.answer_within_ms = answer_within_ms
         self.settings = settings if settings is not None else PitSettings.from_env()
         self.clock = clock
         self.feed = feed
@@ -412,7 +416,7 @@ class PitPages:
                           forms=forms, wagers=wagers, profiles=self.profiles, limits=limits,
                           replay=self.replay is not None and role in PAGE_ROLES["replay"],
                           command_base=self.command_base, stream=f"/live/console/{table_id}",
-                          read_only=not forms)
+                          read_only=not forms, answer_within_ms=self.answer_within_ms)
 
     async def surveillance(self, request: Request) -> Response:
         role, refused = self._gate(request, "surveillance")

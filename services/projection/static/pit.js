@@ -92,6 +92,9 @@
   if (stream) connect();
 
   // ---- the console's forms -------------------------------------------------------------------------
+  // how long the console waits for the command API's answer (its own wait, 10 s by default, and a margin)
+  var actionsPanel = document.getElementById("actions");
+  var ANSWER_WITHIN_MS = Number(actionsPanel && actionsPanel.dataset.answerWithinMs) || 15000;
   function requestId() {
     if (window.crypto && crypto.getRandomValues) {
       var b = new Uint8Array(12);
@@ -119,9 +122,24 @@
     return out;
   }
 
+  // Cents as the pages show them: 123456 -> "$1,234.56".
+  function dollars(cents) {
+    var sign = cents < 0 ? "-" : "", c = Math.abs(cents);
+    var whole = String(Math.floor(c / 100)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    return sign + "$" + whole + "." + ("0" + (c % 100)).slice(-2);
+  }
+
+  // One event in a person's words where it carries money (a bet, a refusal), else its kind.
+  function said(e) {
+    var p = e.payload;
+    if (p.type === "bet_placed") return "bet placed: " + dollars(p.amount_cents) + " on " + p.wager;
+    if (p.type === "bet_withdrawn") return "bet withdrawn";
+    return p.type;
+  }
+
   function words(status, data) {
     if (status === 200 && data && data.status === "accepted") {
-      var kinds = (data.events || []).map(function (e) { return e.payload.type; }).join(", ");
+      var kinds = (data.events || []).map(said).join(", ");
       var ids = ["shoe_id", "round_id", "bet_id"].filter(function (k) { return data[k]; })
         .map(function (k) { return k + " " + data[k]; }).join(", ");
       return ["ok", "accepted: " + kinds + (ids ? " (" + ids + ")" : "")];
@@ -135,6 +153,14 @@
         var loc = (x.loc || []).filter(function (p) { return p !== "body"; }).join(".");
         return (loc || "body") + ": " + x.msg;
       }).join("; ")];
+    }
+    if (d && typeof d === "object" && d.reason === "broker_unavailable") {
+      return ["bad", "Not sent: the broker cannot be reached. Nothing will be sent later; press again to " +
+        "retry once it is back (the same request: it cannot be recorded twice)."];
+    }
+    if (d && typeof d === "object" && (status === 504 || d.reason === "reader_failed")) {
+      return ["bad", "No answer in time: the command may still be decided. Look at the round above, or press " +
+        "again to ask (the same request: it cannot be recorded twice)."];
     }
     if (d && typeof d === "object") {
       return ["bad", (status === 422 ? "invalid input: " : "refused (" + status + "): ") + (d.reason || "") +
@@ -150,21 +176,37 @@
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
       var out = form.querySelector("output.answer");
+      var sent = JSON.stringify(body(form));
+      // a retry of an unanswered request (503, 504, no answer) repeats its request id: never a second command
+      var key = (form.dataset.retryBody === sent && form.dataset.retryKey) || requestId();
+      form.dataset.retryBody = sent;
+      form.dataset.retryKey = key;
       out.className = "answer pending";
       out.textContent = "sending...";
+      var ctl = window.AbortController ? new AbortController() : null;
+      var timer = ctl && setTimeout(function () { ctl.abort(); }, ANSWER_WITHIN_MS);
+      var retry = false;
       fetch(form.dataset.path, {
-        method: "POST", credentials: "same-origin",
-        headers: {"Content-Type": "application/json", "Idempotency-Key": requestId()},
-        body: JSON.stringify(body(form))
+        method: "POST", credentials: "same-origin", signal: ctl ? ctl.signal : undefined,
+        headers: {"Content-Type": "application/json", "Idempotency-Key": key},
+        body: sent
       }).then(function (r) {
+        retry = r.status === 503 || r.status === 504 || r.status === 500;
         return r.text().then(function (t) {
           var data = null;
           try { data = JSON.parse(t); } catch (e) { data = {detail: t.slice(0, 300)}; }
           return words(r.status, data);
         });
       }).catch(function (e) {
-        return ["bad", "the server could not be reached (" + e + "): retry"];
+        retry = true;
+        if (e && e.name === "AbortError") {
+          return ["bad", "No answer from the pit server within " + ANSWER_WITHIN_MS / 1000 + " s: the command " +
+            "may still be decided. Press again to ask (the same request: it cannot be recorded twice)."];
+        }
+        return ["bad", "The pit server cannot be reached (" + e + "): press again to retry."];
       }).then(function (w) {
+        if (timer) clearTimeout(timer);
+        if (!retry) delete form.dataset.retryKey;
         out.className = "answer " + w[0];
         out.textContent = w[1];
         if (w[0] === "ok") form.querySelectorAll("[data-auto]").forEach(function (el) { delete el.dataset.edited; });
