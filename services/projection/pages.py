@@ -49,6 +49,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from baccarat.money import format_cents
+from services.projection.console_steps import console_steps
 from services.projection.core import ProjectionState
 from services.projection.live import HEARTBEAT_S, LiveFeed, TableLive
 from services.projection.pit_state import day_and_hour
@@ -100,8 +101,14 @@ FORMS: tuple[tuple[str, str, str], ...] = (
     ("void_round", "rounds/void", "Void round"),
     ("leave_seat", "seats/leave", "Player leaves"),
     ("collect_commission", "commission/collect", "Collect commission"),
-    ("close_shoe", "shoe/close", "Close shoe"),
+    ("close_shoe", "shoe/close", "Close shoe early"),
 )
+#: the console's keyboard shortcuts (a key pressed outside a field): the dealer's steps
+FORM_KEYS = {"open_round": "o", "no_more_bets": "n", "read_card": "c", "read_burn": "b", "load_shoe": "l"}
+#: the actions the console confirms before sending, with a reason the dealer must give (recorded with it)
+FORM_CONFIRMS = {"void_round": "Void this round? Every bet is returned.",
+                 "close_shoe": "Close this shoe before its end? Its order is revealed and no more rounds are "
+                               "dealt from it."}
 #: roles that get the console's forms (the others see it read-only, the pit included)
 FORM_ROLES = frozenset({"dealer", "bettor"})
 _TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
@@ -264,10 +271,11 @@ class PitPages:
         s = self._state(table_id)
         live = self.feed.table(table_id)
         full = view == "full"
+        steps = console_steps(live, "dealer" if full else "bettor")
         out = {f"round-{table_id}": self._t("frag_round.html", table_id=table_id, r=live.round, full=full,
                                             replay=full and self.replay is not None,
                                             shoe_id=s.shoe.shoe_id if s and s.shoe else "",
-                                            opened=s is not None)}
+                                            opened=s is not None, steps=steps)}
         out[f"seats-{table_id}"] = self._t("frag_seats.html", table_id=table_id, seats=sorted(live.seats.items()),
                                            owed=sorted(live.owed.items()), full=full)
         out[f"history-{table_id}"] = self._t("frag_history.html", table_id=table_id, rounds=list(live.history),
@@ -416,7 +424,8 @@ class PitPages:
                           forms=forms, wagers=wagers, profiles=self.profiles, limits=limits,
                           replay=self.replay is not None and role in PAGE_ROLES["replay"],
                           command_base=self.command_base, stream=f"/live/console/{table_id}",
-                          read_only=not forms, answer_within_ms=self.answer_within_ms)
+                          read_only=not forms, answer_within_ms=self.answer_within_ms, keys=FORM_KEYS,
+                          confirms=FORM_CONFIRMS)
 
     async def surveillance(self, request: Request) -> Response:
         role, refused = self._gate(request, "surveillance")

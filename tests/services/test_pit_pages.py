@@ -333,3 +333,26 @@ async def test_a_round_is_replayed_from_the_log_for_the_roles_that_read_rounds_w
         await login(c, "pit")
         r = await c.get(f"/replay/{T}")
         assert r.status_code == 503 and "does not replay" in r.text
+
+
+async def test_the_console_offers_the_steps_valid_now_and_confirms_a_void_or_early_close_with_a_reason():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        await login(c, "dealer")
+        page = (await c.get(f"/console/{T}")).text
+        assert 'data-valid="open_table" data-next="open_table"' in page  # a table not open yet
+        played = await play_round(c)
+        page = (await c.get(f"/console/{T}")).text
+        assert 'data-valid="open_round close_shoe seat_player leave_seat collect_commission" data-next="open_round"' \
+            in page, re.findall(r'data-valid="[^"]*" data-next="[^"]*"', page)
+        assert 'data-key="o"' in page and 'data-key="n"' in page
+        close = re.search(r'<form class="act" id="form-close_shoe"[^>]*data-confirm="([^"]+)"', page)
+        assert close and "before its end" in close.group(1)
+        assert re.search(r'id="form-void_round"[^>]*data-confirm="Void this round\? Every bet is returned."', page)
+        assert page.count('data-required="1"') == 2  # the void's and the early close's reasons
+        # the reason given is recorded with the close (not end_of_shoe)
+        r = await c.post(f"/command/tables/{T}/shoe/close", json={"actor": "d-1", "shoe_id": played["shoe_id"],
+                                                                  "reason": "shoe damaged"}, headers=SAME)
+        assert r.status_code == 200 and r.json()["events"][-1]["payload"]["reason"] == "shoe damaged"
+        page = (await c.get(f"/console/{T}")).text
+        assert 'data-next="load_shoe"' in page

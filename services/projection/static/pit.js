@@ -86,6 +86,7 @@
     es.addEventListener("frag", function (e) {
       apply(JSON.parse(e.data));
       autofill();
+      steps();
       document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
     });
   }
@@ -102,6 +103,58 @@
       return "web-" + Array.prototype.map.call(b, function (x) { return ("0" + x.toString(16)).slice(-2); }).join("");
     }
     return "web-" + Date.now().toString(16) + "-" + Math.floor(Math.random() * 1e9).toString(16);
+  }
+
+  // Only the forms valid now (the round panel's data-valid, from the server), the next step's focused
+  // unless the dealer is typing in a field of a form still shown.
+  function visible(el) { return el && !el.closest("form.act[hidden]"); }
+  function typing() {
+    var a = document.activeElement;
+    return a && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName) && visible(a) && a.type !== "hidden";
+  }
+  function focusForm(form) {
+    var field = Array.prototype.find.call(form.querySelectorAll("input:not([type=hidden]), select"),
+      function (el) { return el.type !== "checkbox" && !el.value && !el.dataset.auto; });
+    (field || form.querySelector("button[type=submit]")).focus();
+  }
+  var shownNext = null;
+  function steps() {
+    var round = document.querySelector("[data-valid]");
+    var forms = document.querySelectorAll("form.act");
+    if (!round || !forms.length) return;
+    var valid = round.dataset.valid.split(" ").filter(Boolean), next = round.dataset.next;
+    forms.forEach(function (f) {
+      var on = valid.indexOf(f.dataset.action) >= 0;
+      f.hidden = !on;
+      f.classList.toggle("next", f.dataset.action === next);
+    });
+    var phase = document.getElementById("phase");
+    if (phase) phase.textContent = "Now: " + round.dataset.phase + (next ? "" : " (nothing to do: wait)");
+    var nf = next && document.getElementById("form-" + next);
+    if (nf && !nf.hidden && next !== shownNext && !typing()) focusForm(nf);
+    shownNext = next;
+  }
+
+  // Keyboard shortcuts of the dealer's steps (a key pressed outside a field): the form's data-key.
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || typing()) return;
+    var form = document.querySelector('form.act[data-key="' + (ev.key || "").toLowerCase() + '"]');
+    if (!form || form.hidden) return;
+    ev.preventDefault();
+    var needs = Array.prototype.some.call(form.querySelectorAll("input:not([type=hidden])"),
+      function (el) { return el.type !== "checkbox" && !el.dataset.auto && !el.value; });
+    if (needs) focusForm(form);  // a card to enter: the field, then Enter sends it
+    else if (form.requestSubmit) form.requestSubmit();
+    else form.querySelector("button[type=submit]").click();
+  });
+
+  // The dealer is remembered for the browser session (this tab and those it opens).
+  var actorField = document.getElementById("actor");
+  if (actorField) {
+    try { actorField.value = sessionStorage.getItem("croupier.actor") || ""; } catch (e) { /* storage off */ }
+    actorField.addEventListener("change", function () {
+      try { sessionStorage.setItem("croupier.actor", actorField.value.trim()); } catch (e) { /* storage off */ }
+    });
   }
 
   function body(form) {
@@ -176,6 +229,24 @@
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
       var out = form.querySelector("output.answer");
+      if (form.dataset.console === "true" && actorField && !actorField.value.trim()) {
+        out.className = "answer bad";
+        out.textContent = "Who is acting? Enter your employee id (Dealer) first.";
+        actorField.focus();
+        return;
+      }
+      var missing = form.querySelector("input[data-required]");
+      if (missing && !missing.value.trim()) {
+        out.className = "answer bad";
+        out.textContent = "Give a reason: it is recorded with the action.";
+        missing.focus();
+        return;
+      }
+      if (form.dataset.confirm && !window.confirm(form.dataset.confirm + "\nReason: " + missing.value.trim())) {
+        out.className = "answer";
+        out.textContent = "Not sent.";
+        return;
+      }
       var sent = JSON.stringify(body(form));
       // a retry of an unanswered request (503, 504, no answer) repeats its request id: never a second command
       var key = (form.dataset.retryBody === sent && form.dataset.retryKey) || requestId();
@@ -209,10 +280,23 @@
         if (!retry) delete form.dataset.retryKey;
         out.className = "answer " + w[0];
         out.textContent = w[1];
+        var last = document.getElementById("last-answer");  // still shown when the form is gone (table moved on)
+        if (last) {
+          last.className = "answer " + w[0];
+          last.textContent = form.querySelector("legend").firstChild.textContent.trim() + ": " + w[1];
+        }
         if (w[0] === "ok") form.querySelectorAll("[data-auto]").forEach(function (el) { delete el.dataset.edited; });
         autofill();
+        if (w[0] === "ok") {  // the answer's events may already have moved the table on: the next step
+          form.querySelectorAll("input[name]:not([type=hidden]):not([data-auto])").forEach(function (el) {
+            if (el.name === "card" || el.name === "reason" || el.name === "burned" || el.name === "exposed") el.value = "";
+          });
+          shownNext = null;
+          steps();
+        }
       });
     });
   });
   autofill();
+  steps();
 })();
