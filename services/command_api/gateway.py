@@ -89,6 +89,10 @@ ANSWERS_KEPT = 10_000
 #: a decision whose count of events is not known beforehand is taken as whole this long after its first
 #: event was read, if the reader has not said so sooner (seconds)
 SETTLE_S = 2.0
+#: the least a round's view waits for the reader to catch up with every partition (seconds)
+CATCH_UP_S = 2.0
+#: how often it checks the reader's positions meanwhile (seconds)
+CATCH_UP_POLL_S = 0.02
 #: how often a waiting request re-checks its answer without news (seconds)
 POLL_S = 0.1
 #: how long the Kafka reader waits after a failed fetch before fetching again (seconds)
@@ -352,6 +356,11 @@ class CommandBus(Protocol):
         """Let what was sent be decided and read (the in-memory bus pumps; Kafka does nothing)."""
         ...
 
+    async def catch_up(self, timeout_s: float) -> None:
+        """Wait (up to ``timeout_s``) until every event appended before the call has been read, on every
+        partition read (the in-memory bus: :meth:`settle`)."""
+        ...
+
 
 class MemoryCommandBus:
     """The gateway on a :class:`~services.runtime.memory.MemoryBus` (tests): each send is delivered at once,
@@ -379,6 +388,9 @@ class MemoryCommandBus:
                     continue
             self._seen[topic] = len(recs)
         await self.index.notify()
+
+    async def catch_up(self, timeout_s: float) -> None:
+        await self.settle()
 
 
 class KafkaCommandBus:
@@ -408,6 +420,7 @@ class KafkaCommandBus:
         self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
         self._fetch = 0
+        self._tps: list[TopicPartition] = []
 
     async def start(self) -> None:
         """Connect the producers and the reader; returns once the reader's positions are fixed (before any
@@ -435,6 +448,7 @@ class KafkaCommandBus:
                 self._consumer.seek(tp, at.offset if at is not None else ends[tp])
         for tp in tps:
             await self._consumer.position(tp)
+        self._tps = tps
         await self._scan_tables(reader, parts)
         self._task = asyncio.create_task(self._read(tps))
 
@@ -561,6 +575,24 @@ class KafkaCommandBus:
 
     async def settle(self) -> None:
         return None
+
+    async def catch_up(self, timeout_s: float) -> None:
+        """Wait until the reader has read, on every partition it reads, up to where that partition ended
+        (its last stable offset) when this was called, so a round's events on one topic are not shown without
+        those of the others (the partitions are fetched in no set order); returns after ``timeout_s``
+        regardless, or at once on a broker's error (the view is then what was read)."""
+        c = self._consumer
+        if c is None or not self._tps:
+            return
+        try:
+            async with asyncio.timeout(timeout_s):
+                ends = await c.end_offsets(self._tps)  # read_committed: the last stable offsets
+                # a record's position moves on only once the reader holds it: it indexes a batch without awaiting
+                for tp, end in ends.items():
+                    while await c.position(tp) < end:
+                        await asyncio.sleep(CATCH_UP_POLL_S)
+        except (TimeoutError, KafkaError):
+            pass
 
     async def stop(self) -> None:
         """Stop the reader and the producers."""
@@ -899,12 +931,16 @@ class CommandGateway:
                 return ended or kinds.count(OptionOffered) > kinds.count(OptionDecided)
             return RoundSettled in kinds
 
-        await self.bus.settle()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        await self.bus.catch_up(max(CATCH_UP_S, wait_s))  # all that is in the log now, on every topic
         if wait_s > 0 and not reached():
             try:
-                await index.wait_for(reached, wait_s)
+                await index.wait_for(reached, max(0.0, deadline - loop.time()))
             except TimeoutError:
                 pass
+            # reached on one topic: the round's events on the others, appended before, are read too
+            await self.bus.catch_up(max(CATCH_UP_S, deadline - loop.time()))
         evs = index.round_events(table_id, round_id)
         view: dict[str, Any] = {"table_id": table_id, "round_id": round_id, "status": "unknown", "shoe_id": "",
                                 "cards": [], "points": None, "result": None, "voided": None,

@@ -38,7 +38,7 @@ import json
 import re
 import urllib.parse
 from collections.abc import Awaitable, Callable, Hashable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -130,6 +130,31 @@ PAGE_TITLES = {"floor": "Floor", "console": "Table console", "surveillance": "Su
 _ROUND_ID = _TABLE_ID
 
 
+def game_label(config: Any) -> str:
+    """The game a table deals, as the pit names it: "Punto Banco", "Punto Banco (curator)", "No-vig Dragon 7"
+    (and "& Panda 8"), "Casino Night", "Chemin de fer" (13:69F-3, 3.2(a)3 no-commission, 4; 13:47-20.20)."""
+    v = config.variant.value
+    if v == "chemin_de_fer":
+        return "Chemin de fer"
+    if v == "casino_night":
+        return "Casino Night"
+    if config.no_vig:
+        panda = any(w.value.startswith("panda") for w in config.wagers)
+        return "No-vig Dragon 7" + (" & Panda 8" if panda else "")
+    return "Punto Banco" + (" (curator)" if config.curator else "")
+
+
+def _is_date(text: str) -> bool:
+    """Whether ``text`` is a calendar date written YYYY-MM-DD (``2026-02-30`` is not)."""
+    if not _DAY.match(text):
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _pct(x: float) -> str:
     return f"{x * 100:.3f} %"
 
@@ -204,7 +229,7 @@ class PitPages:
         else:
             status = STATUS_WORDS.get(r.status, r.status)
         last = results[-1] if results else ""
-        return {"table_id": table_id, "variant": s.config.variant.value.replace("_", " "),
+        return {"table_id": table_id, "variant": game_label(s.config),
                 "wagers": sorted(w.value for w in s.config.wagers),
                 "shoe_id": shoe.shoe_id if shoe else "", "shoe_number": shoe.number if shoe else 0,
                 "cards_out": shoe.cards_out if shoe else 0, "rounds": len(results),
@@ -282,8 +307,11 @@ class PitPages:
                                              full=full, replay=full and self.replay is not None)
         if s is not None:
             out[f"head-{table_id}"] = self._t("frag_head.html", t=self.summary(table_id, s, live))
-            out[f"odds-{table_id}"] = self._t("frag_odds.html", table_id=table_id, o=self._odds(s, "public"),
-                                              id_prefix="odds")
+            closed = live.shoe_closed and s.shoe is not None and live.shoe_id == s.shoe.shoe_id
+            out[f"odds-{table_id}"] = self._t("frag_odds.html", table_id=table_id, id_prefix="odds",
+                                              o=None if closed else self._odds(s, "public"),
+                                              no_odds="No odds: the shoe is closed (no next round from it)."
+                                              if closed else "")
             out[f"roads-{table_id}"] = self._t("frag_roads.html", table_id=table_id,
                                                boards=self._boards(s, compact=False))
         else:  # placeholders the live frames replace once the table opens
@@ -409,7 +437,7 @@ class PitPages:
         assert role is not None
         if not _TABLE_ID.match(table_id):
             return self._page("refused.html", request, role, status=422, page=PAGE_TITLES["console"],
-                              allowed=[], reason=f"table_id {table_id[:140]!r} is not a table id (1-128 letters, "
+                              heading="Not a table id", allowed=[], reason=f"table_id {table_id[:140]!r} is not a table id (1-128 letters, "
                                                  "digits, '.', '_', ':' or '-')")
         view = "full" if role in ROUND_READERS else "public"
         s = self._state(table_id)
@@ -439,7 +467,7 @@ class PitPages:
     def _cage_filters(self, request: Request) -> tuple[str | None, str | None, str]:
         day = request.query_params.get("gaming_day") or None
         shoe = request.query_params.get("shoe_id") or None
-        if day is not None and not _DAY.match(day):
+        if day is not None and not _is_date(day):
             return None, None, f"gaming_day: {day[:40]!r} is not a date YYYY-MM-DD"
         if shoe is not None and not _TABLE_ID.match(shoe):
             return None, None, f"shoe_id: {shoe[:140]!r} is not a shoe id"

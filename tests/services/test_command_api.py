@@ -386,6 +386,40 @@ async def test_a_stake_in_dollars_is_placed_in_cents_and_a_bad_one_is_a_422_in_w
     assert placed == [2550, 100000, 250000]
 
 
+async def test_a_round_read_from_its_settlement_first_is_shown_whole():
+    """issue 24 (6): the reader fetched settlement.events before the round's dealing and wagering events (the
+    partitions are fetched in no set order); the round's view waits for the reader to catch up with every
+    partition before answering, so a settled round is never shown without its shoe, cards and result."""
+    gw, mb, _ = gateway()
+    shoe_id = await open_table_with_shoe(gw)
+    rnd = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe_id), "T1", "r1")
+    await gw.submit(A.NoMoreBetsAction(actor=DEALER, round_id=rnd.round_id), "T1", "n1")
+    whole = mb.index.round_events("T1", rnd.round_id)
+    late = [e for e in whole if e.stream != T.SETTLEMENT_EVENTS]
+    assert late and len(late) < len(whole)
+
+    class SettlementFirst:
+        """A Kafka-like reader that has fetched the settlement partition, not yet the others."""
+
+        def __init__(self) -> None:
+            self.index = EventIndex()
+            for e in whole:
+                if e.stream == T.SETTLEMENT_EVENTS:
+                    self.index.add(e, tp="settlement", fetch=1)
+
+        async def settle(self) -> None:
+            return None
+
+        async def catch_up(self, timeout_s: float) -> None:
+            for e in late:  # the other partitions, up to where they ended when asked
+                self.index.add(e, tp="dealing", fetch=2)
+
+    reader = CommandGateway(SettlementFirst(), Clock(), timeout_s=1)  # type: ignore[arg-type]
+    view = await reader.round_view("T1", rnd.round_id, wait_s=1)
+    assert view["status"] == "settled" and view["shoe_id"] == shoe_id
+    assert len(view["cards"]) >= 4 and view["result"] is not None and view["bets"] == []
+
+
 def test_the_index_forgets_the_oldest_causes_and_rounds_first():
     from contracts.envelope import Envelope
     from contracts.events import BettingOpened

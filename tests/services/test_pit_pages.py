@@ -125,8 +125,11 @@ async def test_each_page_answers_its_roles_and_refuses_the_others_in_words():
             'xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched from another site
         js = await c.get("/static/pit.js")
         assert js.status_code == 200 and "EventSource" in js.text
-        assert (await c.get("/console/bad id!")).status_code == 422
+        r = await c.get("/console/bad id!")
+        assert r.status_code == 422 and "<h1>Not a table id</h1>" in r.text and "Not for this role" not in r.text
         assert (await c.get("/cage?gaming_day=yesterday")).status_code == 422
+        r = await c.get("/cage?gaming_day=2026-02-30")  # shaped like a date, not one: not "no longer held"
+        assert r.status_code == 422 and "is not a date YYYY-MM-DD" in r.text
         # the query API answers the cookie as its role's bearer: the pit reads ledgers, not alerts
         assert (await c.get("/alerts")).status_code == 403
         r = await c.post("/logout", headers=SAME)
@@ -168,6 +171,8 @@ async def test_the_console_and_the_floor_show_the_round_as_the_projection_folded
                            r'.*?<span class="why">([^<]+)</span>', html)
         assert 4 <= len(cards) <= 6 and all(why.strip() for _, _, why in cards)
         assert "1 bet(s), stakes $25.00" in html and "<td>p-1</td>" in html
+        assert "Punto Banco" in html and "(lose)</td>" not in html and "(win)</td>" not in html  # said once
+        assert re.search(r'class="settled-(win|lose|void)">(win|lose|void)( \(\w[\w ]*\))?</td>', html)
         assert 'id="form-no_more_bets"' in html and 'id="form-place_bet"' not in html  # the dealer's forms
         floor = (await c.get("/")).text
         assert f'id="table-{T}" data-last=' in floor and 'data-rounds="1"' in floor
