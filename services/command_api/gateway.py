@@ -47,6 +47,7 @@ from contracts.commands import PassShoe
 from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
 from contracts.events import (
     BankSettled,
+    BetPlaced,
     BetRejected,
     BetSettled,
     BettingClosed,
@@ -1006,6 +1007,27 @@ class CommandGateway:
                 view["settled"] = plain
                 status("settled")
         return view
+
+
+def bets_of(index: EventIndex, table_id: str, round_id: str, players: Iterable[str]) -> list[dict[str, Any]]:
+    """The bets ``players`` placed in the round, as the gateway has read them, in the order placed: ``bet_id``,
+    ``seat``, ``player_id``, ``wager``, ``amount_cents``, ``status`` (``placed`` | ``withdrawn`` | ``settled``)
+    and, once settled, ``result``, ``category``, ``payout`` and ``commission`` (cents). What a betting terminal
+    shows its players (only theirs: another player's bets are not a terminal's to see)."""
+    mine = frozenset(players)
+    out: dict[str, dict[str, Any]] = {}
+    for e in index.round_events(table_id, round_id):
+        p = e.payload
+        if isinstance(p, BetPlaced) and p.player_id in mine:
+            out[p.bet_id] = {"bet_id": p.bet_id, "seat": p.seat, "player_id": p.player_id, "wager": p.wager,
+                             "amount_cents": p.amount_cents, "status": "placed", "result": None, "category": None,
+                             "payout": None, "commission": None}
+        elif isinstance(p, BetWithdrawn) and p.bet_id in out:
+            out[p.bet_id]["status"] = "withdrawn"
+        elif isinstance(p, BetSettled) and p.bet_id in out:
+            out[p.bet_id].update(status="settled", result=p.result, category=p.category, payout=p.payout,
+                                 commission=p.commission)
+    return list(out.values())
 
 
 def since_for(now: datetime, lookback_s: float) -> datetime:

@@ -52,7 +52,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from services.command_api import actions as A
-from services.command_api.gateway import Answer, CommandApiError, CommandGateway
+from services.command_api.gateway import Answer, CommandApiError, CommandGateway, bets_of
 from services.runtime.credentials import ROLES, Caller, Credentials, check_roles
 from services.runtime.docs_ui import mount_docs
 from services.runtime.logging import get_logger
@@ -222,6 +222,19 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Cred
         if who.role == "bettor" and (option is None or option["player_id"] not in who.players):
             option = None
         return {"table_id": table_id, "round_id": round_id, "status": view["status"], "option_pending": option}
+
+    @api.get("/tables/{table_id}/rounds/{round_id}/mine", operation_id="my_bets",
+             summary="A betting terminal's own bets of a round and their results")
+    async def my_bets(table_id: str, round_id: str, who: Annotated[Caller, Depends(identify)]) -> dict[str, Any]:
+        """The bets the caller's players (its bettor credential's) placed in the round: each with its status
+        (``placed``, ``withdrawn``, ``settled``) and, once settled, its result and payout (cents); and the
+        round's ``status``. Only a betting terminal's own players' bets (a terminal bound to no player: none)."""
+        if who.role != "bettor":
+            raise _error(403, "role_not_allowed", f"the {who.role} role reads a round whole "
+                                                  f"(GET /tables/{{table_id}}/rounds/{{round_id}}), not a terminal's bets")
+        view = await gateway.round_view(table_id, round_id)
+        return {"table_id": table_id, "round_id": round_id, "status": view["status"],
+                "players": sorted(who.players), "bets": bets_of(gateway.bus.index, table_id, round_id, who.players)}
 
     @api.get("/actions", summary="Every action, its command and who may send it", operation_id="list_actions")
     async def list_actions(who: Annotated[Caller, Depends(identify)]) -> dict[str, Any]:

@@ -36,7 +36,8 @@ def console_steps(live: TableLive | None, role: str = "dealer") -> ConsoleSteps:
     r = live.round if live is not None else None
     betting = r is not None and r.status == "betting" and not r.book_closed
     if role == "bettor":
-        return ConsoleSteps(("place_bet", "withdraw_bet") if betting else (), "place_bet" if betting else None,
+        # a terminal withdraws by the button beside each of its bets (the "Your bets" panel), not by bet id
+        return ConsoleSteps(("place_bet",) if betting else (), "place_bet" if betting else None,
                             "betting open" if betting else "betting closed")
     if live is None or not live.opened:
         return ConsoleSteps(("open_table",), "open_table", "table not open")

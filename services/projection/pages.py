@@ -394,6 +394,16 @@ class PitPages:
         return out
 
     # -- requests --------------------------------------------------------------------------------
+    def players(self, request: Request) -> list[str]:
+        """The players a betting terminal's credential is bound to (its session's, else its bearer's); [] for
+        any other caller."""
+        token = self.sessions.token(cookie_value(request.scope.get("headers", [])))
+        auth = request.headers.get("authorization", "")
+        if token is None and auth.lower().startswith("bearer "):
+            token = auth[7:].strip()
+        caller = self.sessions.credentials.identify(token) if token else None
+        return sorted(caller.players) if caller is not None else []
+
     def role(self, request: Request) -> str | None:
         """The caller's role: its session cookie's, else its bearer token's."""
         got = request.scope.get(SCOPE_ROLE)
@@ -443,7 +453,8 @@ class PitPages:
         s = self._state(table_id)
         sends = sorted(self.may_send.get(role, frozenset())) if self.may_send is not None and role in FORM_ROLES \
             else []
-        forms = [f for f in FORMS if f[0] in sends]
+        # a terminal withdraws by the button beside each of its bets ("Your bets this round"), not by bet id
+        forms = [f for f in FORMS if f[0] in sends and not (role == "bettor" and f[0] == "withdraw_bet")]
         wagers = sorted(w.value for w in s.config.wagers) if s is not None and s.config is not None else []
         # the layout's wagers with their table minimum and maximum (13:69F-3.3(c)), in cents
         limits = [(w, s.config.limits_for(w).min_cents, s.config.limits_for(w).max_cents)
@@ -453,6 +464,7 @@ class PitPages:
                           replay=self.replay is not None and role in PAGE_ROLES["replay"],
                           command_base=self.command_base, stream=f"/live/console/{table_id}",
                           read_only=not forms, answer_within_ms=self.answer_within_ms, keys=FORM_KEYS,
+                          players=self.players(request) if role == "bettor" else [],
                           confirms=FORM_CONFIRMS)
 
     async def surveillance(self, request: Request) -> Response:

@@ -190,7 +190,9 @@ async def test_the_console_and_the_floor_show_the_round_as_the_projection_folded
         assert r.status_code == 303  # a betting terminal logs in with its credential, as the bettor role
         html = (await c.get(f"/console/{T}")).text
         assert "signed in as <b>bettor</b>" in html
-        assert 'id="form-place_bet"' in html and 'id="form-no_more_bets"' not in html and "p-1" not in html
+        assert 'id="form-place_bet"' in html and 'id="form-no_more_bets"' not in html
+        # the round's public panel names no player (the terminal's own player is named in its header)
+        assert "p-1" not in html.split(f'id="round-{T}"')[1].split("</section>")[0]
         # its cookie bets for its own player only
         r = await c.post(f"/command/tables/{T}/bets", headers=SAME, json={**late, "player_id": "p-2"})
         assert r.status_code == 403 and r.json()["detail"]["reason"] == "not_your_player", r.text
@@ -361,3 +363,28 @@ async def test_the_console_offers_the_steps_valid_now_and_confirms_a_void_or_ear
         assert r.status_code == 200 and r.json()["events"][-1]["payload"]["reason"] == "shoe damaged"
         page = (await c.get(f"/console/{T}")).text
         assert 'data-next="load_shoe"' in page
+
+
+async def test_a_terminal_is_named_for_its_player_and_sees_its_own_bets_and_their_results():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        await login(c, "dealer")
+        played = await play_round(c)
+    async with client(pit) as c:
+        r = await c.post("/login", content=f"token={TERMINAL}", headers={**SAME, "Content-Type":
+                                                                        "application/x-www-form-urlencoded"})
+        assert r.status_code == 303
+        html = (await c.get(f"/console/{T}")).text
+        assert 'terminal of <b id="players">p-1</b>' in html
+        assert '<input type="hidden" name="player_id" value="p-1">' in html and 'id="my-bets"' in html
+        assert 'id="form-withdraw_bet"' not in html  # a button per bet instead of a pasted bet id
+        mine = (await c.get(f"/command/tables/{T}/rounds/{played['round_id']}/mine")).json()
+        assert mine["players"] == ["p-1"] and mine["status"] == "settled"
+        [bet] = mine["bets"]
+        assert (bet["player_id"], bet["wager"], bet["amount_cents"], bet["status"]) == ("p-1", "player", 2500,
+                                                                                          "settled")
+        assert bet["result"] in ("win", "lose", "void") and bet["payout"] in (0, 2500, 5000)
+    async with client(pit) as c:
+        await login(c, "pit")
+        r = await c.get(f"/command/tables/{T}/rounds/{played['round_id']}/mine")
+        assert r.status_code == 403 and r.json()["detail"]["reason"] == "role_not_allowed"

@@ -63,7 +63,7 @@ def test_a_shuffled_shoe_step_by_step():
     assert step(live) == (("open_round", "close_shoe", *SEATING), "open_round")
     fold(live, RoundOpened(round_id="R1", shoe_id="S1", number=1))
     assert step(live) == (("no_more_bets", "void_round", *SEATING), "no_more_bets")
-    assert step(live, "bettor") == (("place_bet", "withdraw_bet"), "place_bet")
+    assert step(live, "bettor") == (("place_bet",), "place_bet")
     fold(live, BettingClosed(round_id="R1", bets=[]))
     assert step(live) == (("void_round",), None)  # the dealing service deals: nothing to do but wait
     assert step(live, "bettor") == ((), None)

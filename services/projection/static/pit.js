@@ -293,10 +293,92 @@
           });
           shownNext = null;
           steps();
+          if (form.dataset.action === "place_bet") { myBusy = true; refreshMine(); }
         }
       });
     });
   });
   autofill();
   steps();
+
+  // ---- a betting terminal: its players' bets this round, their results, a withdraw button per bet ----------
+  var mine = document.getElementById("my-bets");
+  var myRound = "", myStatus = "", myBusy = false;
+  function cell(row, text, cls) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    if (cls) td.className = cls;
+    row.appendChild(td);
+    return td;
+  }
+  function showMine(data, betting) {
+    var table = document.getElementById("my-bets-table"), body = table.querySelector("tbody");
+    body.textContent = "";
+    (data.bets || []).forEach(function (b) {
+      var tr = document.createElement("tr");
+      tr.className = "my-bet";
+      tr.dataset.betId = b.bet_id;
+      cell(tr, b.player_id); cell(tr, String(b.seat)); cell(tr, b.wager); cell(tr, dollars(b.amount_cents));
+      if (b.status === "settled") {
+        cell(tr, b.result + (b.category && b.category !== b.result ? " (" + b.category.replace(/_/g, " ") + ")" : ""),
+             "settled-" + b.result);
+        cell(tr, dollars(b.payout));
+      } else {
+        cell(tr, b.status === "withdrawn" ? "withdrawn" : "in play"); cell(tr, "");
+      }
+      var act = cell(tr, "");
+      if (b.status === "placed" && betting) {
+        var btn = document.createElement("button");
+        btn.type = "button";
+        btn.className = "withdraw";
+        btn.textContent = "Withdraw";
+        btn.addEventListener("click", function () { withdraw(b, btn); });
+        act.appendChild(btn);
+      }
+      body.appendChild(tr);
+    });
+    table.hidden = !(data.bets || []).length;
+    document.getElementById("my-bets-none").hidden = !table.hidden;
+  }
+  function refreshMine() {
+    var round = document.querySelector("[data-round-id]");
+    if (!mine || !round || !round.dataset.roundId) return;
+    var rid = round.dataset.roundId, status = round.dataset.status;
+    if (rid === myRound && status === myStatus && !myBusy) return;
+    myRound = rid; myStatus = status; myBusy = false;
+    fetch(mine.dataset.base + "/rounds/" + encodeURIComponent(rid) + "/mine",
+          {credentials: "same-origin", cache: "no-store"})
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (data) { if (data && rid === myRound) showMine(data, status === "betting"); })
+      .catch(function () { myStatus = ""; });  // asked again at the next live frame
+  }
+  function withdraw(b, btn) {
+    var out = document.getElementById("my-bets-answer");
+    btn.disabled = true;
+    out.className = "answer pending";
+    out.textContent = "withdrawing...";
+    var key = btn.dataset.key || (btn.dataset.key = requestId());
+    fetch(mine.dataset.base + "/bets/withdraw", {
+      method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "Idempotency-Key": key},
+      body: JSON.stringify({round_id: myRound, bet_id: b.bet_id, player_id: b.player_id})
+    }).then(function (r) {
+      return r.text().then(function (t) {
+        var data = null;
+        try { data = JSON.parse(t); } catch (e) { data = {detail: t.slice(0, 300)}; }
+        return words(r.status, data);
+      });
+    }).catch(function (e) { return ["bad", "The pit server cannot be reached (" + e + "): press again to retry."]; })
+      .then(function (w) {
+        out.className = "answer " + w[0];
+        out.textContent = w[0] === "ok" ? "Withdrawn: " + dollars(b.amount_cents) + " on " + b.wager : w[1];
+        btn.disabled = false;
+        myBusy = true;
+        refreshMine();
+      });
+  }
+  if (mine) {
+    refreshMine();
+    setInterval(refreshMine, 1000);  // cheap: asks only when the round or its status changed
+  }
 })();
