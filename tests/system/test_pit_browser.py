@@ -316,10 +316,22 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     terminal = d.current_window_handle
     _login(d, b, "bettor", f"/console/{TABLE}", token=TERMINAL)
     _wait(d, lambda _: _round_attr(d, "data-round-id") == round_id, "the terminal knows the round")
-    bad = _act(d, "place_bet", seat="1", player_id="p-1", wager="banker", amount="100.005")
+    bad = _act(d, "place_bet", seat="1", wager="banker", amount="100.005")
     assert "fraction of a cent" in bad, bad
-    answer = _act(d, "place_bet", seat="1", player_id="p-1", wager="banker", amount="$100")
+    assert d.find_element(By.ID, "players").text == "p-1"  # the terminal is named for its player
+    answer = _act(d, "place_bet", seat="1", wager="player", amount="25")
+    assert answer.startswith("accepted: bet placed: $25.00 on player"), answer
+    answer = _act(d, "place_bet", seat="1", wager="banker", amount="$100")
     assert answer.startswith("accepted: bet placed: $100.00 on banker"), answer
+    # its bets this round, in dollars, each with a Withdraw button: the $25 is withdrawn by its button
+    _wait(d, lambda _: len(d.find_elements(By.CSS_SELECTOR, "#my-bets tr.my-bet button.withdraw")) == 2,
+          "the terminal lists its two bets with a Withdraw button each")
+    _shot(d, "terminal-bets.png")
+    d.find_element(By.XPATH, "//tr[contains(@class,'my-bet')][td[text()='$25.00']]//button").click()
+    _wait(d, lambda _: "Withdrawn: $25.00 on player" in d.find_element(By.ID, "my-bets-answer").text,
+          "the withdrawal answered in words")
+    _wait(d, lambda _: [" ".join(r.text.split()) for r in d.find_elements(By.CSS_SELECTOR, "#my-bets tr.my-bet")]
+          == ["p-1 1 player $25.00 withdrawn", "p-1 1 banker $100.00 in play Withdraw"], "the bets after it")
 
     d.switch_to.window(console)
     _wait(d, lambda _: d.find_elements(By.CSS_SELECTOR, f"#round-{TABLE} tr.bet"), "the bet in the console (live)")
@@ -357,9 +369,14 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     assert big == (0 if winner == "Tie" else 1)
     _shot(d, "floor.png")
 
-    # the terminal no longer offers a bet once betting is closed (a late one is refused: the service tests)
+    # the terminal no longer offers a bet once betting is closed (a late one is refused: the service tests),
+    # and shows its bet's result
     d.switch_to.window(terminal)
     _wait(d, lambda _: _shown(d) == [], "the terminal's bet forms gone once betting closed")
+    result = {"Banker": "win", "Player": "lose", "Tie": "void"}[winner]
+    _wait(d, lambda _: d.find_elements(By.CSS_SELECTOR, f"#my-bets tr.my-bet td.settled-{result}"),
+          "the terminal shows its bet's result")
+    assert not d.find_elements(By.CSS_SELECTOR, "#my-bets button.withdraw")
     _shot(d, "terminal-betting-closed.png")
 
     # the round replayed from the log (the console's history links to it): every card with its rule
