@@ -83,6 +83,8 @@ PAGE_ROLES: Mapping[str, frozenset[str]] = {
     # a round as the log tells it (bets, player ids, settlements): the roles that read a round
     "replay": frozenset({"dealer", "pit", "surveillance", "cage"}),
 }
+#: how many of the last results the table-side scoreboard shows
+SCOREBOARD_LAST = 12
 #: roles shown a round's bets, seats and settlements (player ids), as the command API's round view
 ROUND_READERS = frozenset({"dealer", "pit", "surveillance", "cage"})
 #: roles shown the money figures on the floor (drop, win, hold %, open alerts), as the query API's /floor
@@ -594,10 +596,49 @@ class PitPages:
             Route("/replay/{table_id}/rounds/{round_id}", self.replay_page),
             Route("/login", self.login_form, methods=["GET"]), Route("/login", self.login, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
+            Route("/scoreboard/{table_id}", self.scoreboard_page),
+            Route("/scoreboard/{table_id}/board", self.scoreboard_board),
             Route("/live/console/{table_id:path}", self.live_console),
             Route("/live/{page}", self.live),
             Mount("/static", app=static, name="static"),
         ]
+
+    def scoreboard(self, table_id: str) -> dict[str, Any] | None:
+        """What the table-side screen shows (public: no player, no bet): the game, the main wagers' limits
+        (cents), the last results (newest last), the shoe's progress (cards out of the shoe's cards), the
+        five roads as SVG. None for a table not open."""
+        s = self._state(table_id)
+        if s is None or s.config is None:
+            return None
+        shoe = s.shoe
+        results = s.results(shoe.shoe_id) if shoe else ()
+        total = sum(shoe.full) if shoe else 0
+        main = [w for w in sorted(s.config.wagers, key=lambda x: x.value) if w.value in ("banker", "player", "tie")]
+        live = self.feed.table(table_id)
+        return {"table_id": table_id, "game": game_label(s.config),
+                "limits": [(w.value, s.config.limits_for(w).min_cents, s.config.limits_for(w).max_cents)
+                           for w in main],
+                "last": [{"B": "Banker", "P": "Player", "T": "Tie"}[r] for r in results[-SCOREBOARD_LAST:]],
+                "rounds": len(results), "cards_out": shoe.cards_out if shoe else 0, "cards": total,
+                "progress_pct": round(100 * shoe.cards_out / total) if shoe and total else 0,
+                "closed": live.shoe_closed, "boards": self._boards(s, compact=False)}
+
+    async def scoreboard_page(self, request: Request) -> Response:
+        """``/scoreboard/{table}``: the public screen beside a table (no login: it shows what the table
+        shows), large and dark, refreshed by itself (``/scoreboard/{table}/board`` every second)."""
+        table_id = request.path_params["table_id"]
+        if not _TABLE_ID.match(table_id):
+            return HTMLResponse("not a table id", status_code=422, headers=PAGE_HEADERS)
+        html = self._t("scoreboard.html", table_id=table_id, b=self.scoreboard(table_id))
+        return HTMLResponse(html, headers=PAGE_HEADERS)
+
+    async def scoreboard_board(self, request: Request) -> Response:
+        """The scoreboard's live part, as HTML (polled by the page)."""
+        table_id = request.path_params["table_id"]
+        if not _TABLE_ID.match(table_id):
+            return HTMLResponse("not a table id", status_code=422, headers=PAGE_HEADERS)
+        return HTMLResponse(self._t("frag_scoreboard.html", table_id=table_id, b=self.scoreboard(table_id)),
+                            headers=PAGE_HEADERS)
 
     async def replay_page(self, request: Request) -> Response:
         """``/replay/{table}``: every round the log holds for the table, each a link; ``/replay/{table}/rounds/

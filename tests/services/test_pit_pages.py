@@ -388,3 +388,25 @@ async def test_a_terminal_is_named_for_its_player_and_sees_its_own_bets_and_thei
         await login(c, "pit")
         r = await c.get(f"/command/tables/{T}/rounds/{played['round_id']}/mine")
         assert r.status_code == 403 and r.json()["detail"]["reason"] == "role_not_allowed"
+
+
+async def test_the_table_side_scoreboard_is_public_and_shows_the_roads_results_limits_and_shoe():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        r = await c.get(f"/scoreboard/{T}")
+        assert r.status_code == 200 and "This table is not open." in r.text  # no login needed
+        await login(c, "dealer")
+        await play_round(c)
+    async with client(pit) as c:  # a screen beside the table: no session
+        r = await c.get(f"/scoreboard/{T}")
+        assert r.status_code == 200 and 'src="/static/scoreboard.js"' in r.text
+        html = (await c.get(f"/scoreboard/{T}/board")).text
+        assert '<span class="sb-game">Punto Banco</span>' in html and 'data-rounds="1"' in html
+        assert "<b>Banker</b> $25.00 – $10,000.00" in html and "<b>Tie</b> $5.00 – $500.00" in html
+        assert len(re.findall(r'<span class="sb-chip sb-[BPT]">[BPT]</span>', html)) == 1
+        assert re.search(r"1 round\(s\) · \d+ of 416 cards out", html)
+        for road in ("Bead plate", "Big Road", "Big Eye Boy", "Small Road", "Cockroach Pig"):
+            assert f"<span>{road}</span>" in html
+        assert "p-1" not in html and "$25.00 on" not in html  # no player, no bet
+        assert (await c.get("/scoreboard/bad%20id!")).status_code == 422
+        assert (await c.get("/static/scoreboard.css")).status_code == 200

@@ -368,6 +368,11 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     assert beads == [f"bead bead-{winner[0]}"]
     assert big == (0 if winner == "Tie" else 1)
     _shot(d, "floor.png")
+    # the table-side scoreboard: public, dark, the result among the last results and on the roads
+    d.get(f"{a}/scoreboard/{TABLE}")
+    _wait(d, lambda _: d.find_elements(By.CSS_SELECTOR, f".sb-chip.sb-{winner[0]}"), "the scoreboard's last result")
+    assert d.execute_script("return getComputedStyle(document.body).backgroundColor") == "rgb(11, 15, 13)"
+    _shot(d, "scoreboard.png")
 
     # the terminal no longer offers a bet once betting is closed (a late one is refused: the service tests),
     # and shows its bet's result
