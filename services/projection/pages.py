@@ -441,6 +441,19 @@ class PitPages:
         totals = self.floor_figures(True) if money else None
         return self._page("floor.html", request, role, cards=cards, stream="/live/floor", totals=totals)
 
+    async def console_by_id(self, request: Request) -> Response:
+        """``/console?table=<id>`` (the floor's "Open a table" form): to that table's console (303), where the
+        dealer opens it; 422 for a text that is not a table id."""
+        table_id = request.query_params.get("table", "").strip()
+        if not _TABLE_ID.match(table_id):
+            role, refused = self._gate(request, "console")
+            if refused is not None:
+                return refused
+            return self._page("refused.html", request, role or "", status=422, page=PAGE_TITLES["console"],
+                              heading="Not a table id", allowed=[], reason=f"table {table_id[:140]!r} is not a table "
+                                                                         "id (1-128 letters, digits, '.', '_', ':' or '-')")
+        return RedirectResponse(f"/console/{urllib.parse.quote(table_id)}", status_code=303)
+
     async def console(self, request: Request) -> Response:
         table_id = request.path_params["table_id"]
         role, refused = self._gate(request, "console")
@@ -590,6 +603,7 @@ class PitPages:
         static = StaticFiles(packages=[("services.projection", "static")])
         return [
             Route("/", self.floor),
+            Route("/console", self.console_by_id),
             Route("/console/{table_id:path}", self.console),
             Route("/surveillance", self.surveillance), Route("/cage", self.cage),
             Route("/replay/{table_id}", self.replay_page),

@@ -410,3 +410,20 @@ async def test_the_table_side_scoreboard_is_public_and_shows_the_roads_results_l
         assert "p-1" not in html and "$25.00 on" not in html  # no player, no bet
         assert (await c.get("/scoreboard/bad%20id!")).status_code == 422
         assert (await c.get("/static/scoreboard.css")).status_code == 200
+
+
+async def test_the_floor_opens_a_new_table_by_its_console():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        await login(c, "dealer")
+        floor = (await c.get("/")).text
+        assert "No table is open yet." in floor and 'id="open-table-form"' in floor and 'action="/console"' in floor
+        r = await c.get("/console?table=BJ-7")
+        assert r.status_code == 303 and r.headers["location"] == "/console/BJ-7"
+        page = (await c.get("/console/BJ-7")).text
+        assert 'data-next="open_table"' in page
+        r = await c.get("/console?table=bad%20id!")
+        assert r.status_code == 422 and "<h1>Not a table id</h1>" in r.text
+    async with client(pit) as c:
+        await login(c, "analyst")
+        assert 'id="open-table-form"' not in (await c.get("/")).text  # not a role that opens tables
