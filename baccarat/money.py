@@ -9,6 +9,7 @@ accounted to one side, never lost.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
@@ -147,3 +148,24 @@ def format_cents(cents: int) -> str:
     sign = "-" if cents < 0 else ""
     d, c = divmod(abs(cents), 100)
     return f"{sign}${d:,}.{c:02d}"
+
+
+#: the dollar amounts people type (the named input policy of :func:`parse_dollars`): an optional ``$``, whole
+#: dollars (plain, or with a comma between every group of three digits), then optionally ``.`` and one or two
+#: digits of cents (ASCII digits only); spaces around are ignored
+DOLLARS_PATTERN = r"\$? *(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]{1,2})?"
+
+
+def parse_dollars(text: str, what: str = "amount") -> int:
+    """An amount as people write it, in dollars, as integer cents: ``"25"`` → ``2500``, ``"25.5"`` and
+    ``"25.50"`` → ``2550``, ``"$1,000"`` → ``100000``, ``"0.05"`` → ``5`` (policy: :data:`DOLLARS_PATTERN`;
+    nothing is rounded). Raises :class:`InvalidAmount`, naming ``what``, for anything else: a fraction of a
+    cent (``"25.555"``), a sign, misplaced commas (``"1,00"``), words (``"abc"``), an empty text."""
+    s = text.strip() if isinstance(text, str) else ""
+    if not s or not re.fullmatch(DOLLARS_PATTERN, s):
+        if re.fullmatch(r"\$? *[0-9,]*\.[0-9]{3,}", s):
+            raise InvalidAmount(f"{what} {text!r} has a fraction of a cent: give dollars with at most two "
+                                "decimals (e.g. 25.50)")
+        raise InvalidAmount(f"{what} {text!r} is not an amount in dollars: write e.g. 25, 25.50 or $1,000")
+    whole, _, frac = s.lstrip("$").strip().replace(",", "").partition(".")
+    return int(whole) * 100 + int((frac + "00")[:2])

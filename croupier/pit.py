@@ -43,6 +43,8 @@ from services.runtime.settings import Settings
 
 #: where the command API is mounted in the pit app
 COMMAND_BASE = "/command"
+#: how long past the command API's wait the console waits for its answer before saying it has none (seconds)
+CONSOLE_MARGIN_S = 5.0
 
 
 @dataclass
@@ -91,7 +93,8 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
     pages = PitPages(lambda: {t: slot.state for t, slot in host.runner.tables.items()}, feed, sessions,
                      ready=page_ready, may_send=may_send, command_base=COMMAND_BASE if gateway is not None else None,
                      profiles=profiles, secure=secure_cookies,
-                     replay=replay_reader(host.settings) if replay else None)
+                     replay=replay_reader(host.settings) if replay else None,
+                     answer_within_ms=int((getattr(gateway, "timeout_s", 10.0) + CONSOLE_MARGIN_S) * 1000))
     app = Starlette(routes=[*pages.routes(), *routes, Mount("", app=query_api)])
     return PitApp(SessionAuth(app, sessions), feed, pages, sessions)
 

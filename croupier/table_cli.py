@@ -258,6 +258,8 @@ def open_round(table: TableOpt, actor: ActorOpt, shoe_id: Annotated[str, typer.O
                    help="Chemin de fer: the participant who holds the bank (seated at --banker-seat).")] = None,
                bank_cents: Annotated[Optional[int], typer.Option(
                    help="Chemin de fer: the bank, cents (a Banker who keeps it puts all of it up again).")] = None,
+               bank: Annotated[Optional[str], typer.Option(
+                   help='Chemin de fer: the bank in dollars ("1,000"), instead of --bank-cents.')] = None,
                request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
                timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
     """Open a round on the open shoe; answered once betting is open. Chemin de fer: name the Banker and the
@@ -265,7 +267,7 @@ def open_round(table: TableOpt, actor: ActorOpt, shoe_id: Annotated[str, typer.O
     from services.command_api import actions as A
 
     action = _action(A.OpenRoundAction, actor=actor, shoe_id=shoe_id, round_id=round_id, banker_seat=banker_seat,
-                     banker_player_id=banker, bank_cents=bank_cents)
+                     banker_player_id=banker, bank_cents=bank_cents, bank=bank)
     _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
 
 
@@ -362,14 +364,17 @@ def place_bet(table: TableOpt, round_id: Annotated[str, typer.Option("--round", 
               seat: Annotated[int, typer.Option(help="The seat (1-based).")],
               player: Annotated[str, typer.Option(help="The player betting (the actor).")],
               wager: Annotated[str, typer.Option(help="The wager: banker, player, tie, ...")],
-              amount_cents: Annotated[int, typer.Option(help="The stake in cents.")],
+              amount: Annotated[Optional[str], typer.Option(
+                  help='The stake in dollars as people write it: 25, 25.50, "$1,000".')] = None,
+              amount_cents: Annotated[Optional[int], typer.Option(help="The stake in cents (instead of --amount).")
+                                      ] = None,
               request_id: RequestOpt = None, bootstrap: BootOpt = None, prefix: PrefixOpt = None,
               timeout: TimeoutOpt = 10.0, lookback: LookbackOpt = 600.0, as_json: JsonOpt = False) -> None:
     """Place a bet as a betting terminal does (written as the bettor principal)."""
     from services.command_api import actions as A
 
     action = _action(A.PlaceBetAction, round_id=round_id, seat=seat, player_id=player, wager=wager,
-                     amount_cents=amount_cents)
+                     amount=amount, amount_cents=amount_cents)
     _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
 
 

@@ -57,7 +57,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from baccarat.drawing import Variant
-from baccarat.errors import BaccaratError
+from baccarat.errors import BaccaratError, InvalidAmount
+from baccarat.money import parse_dollars
 from baccarat.table import TABLE_PROFILES, Limits, profile
 from baccarat.wagers import Wager
 from contracts import topics as T
@@ -94,6 +95,24 @@ CardField = Annotated[str, Field(min_length=2, max_length=MAX_CARD, description=
                                                                                 'suit c d h s, e.g. "Kd", "7s"')]
 Seat = Annotated[int, Field(ge=1, le=1000, description="The seat, 1-based (the table's seats: max_players)")]
 Cents = Annotated[int, Field(ge=0, le=10**12, description="Cents")]
+#: an amount in dollars as people write it ("25", "25.50", "$1,000"): :func:`baccarat.money.parse_dollars`
+Dollars = Annotated[str, Field(max_length=32, examples=["25.50"],
+                               description='Dollars as people write them: "25", "25.50", "$1,000" (at most two '
+                                           'decimals); the alternative to the field in cents')]
+
+
+def dollars_to_cents(data: object, dollars: str, cents: str) -> object:
+    """A request body with its ``dollars`` field (text, :func:`baccarat.money.parse_dollars`) turned into
+    ``cents`` (integer cents); the dollars text is kept. Raises ``ValueError`` (a 422 naming the field) for
+    text that is not an amount, or for both fields given."""
+    if not isinstance(data, dict) or data.get(dollars) is None:
+        return data
+    if data.get(cents) is not None:
+        raise ValueError(f"give {dollars} (dollars) or {cents}, not both")
+    try:
+        return {**data, cents: parse_dollars(str(data[dollars]), dollars)}
+    except InvalidAmount as e:
+        raise ValueError(str(e)) from None
 
 
 class InvalidAction(ValueError):
@@ -203,13 +222,20 @@ class OpenRoundAction(ConsoleAction):
     """Open a round on the table's open shoe; betting opens with it. ``round_id``: default derived from the
     request id. Chemin de fer: the participant who holds the bank, ``banker_seat`` and ``banker_player_id`` (a
     player seated there), and the bank, ``bank_cents`` (within the table's bank limits; a Banker who keeps the
-    bank puts all of it up again), all three or none (13:69F-4.8(b); the other games name no bank)."""
+    bank puts all of it up again; or ``bank`` in dollars, "1,000"), all three or none (13:69F-4.8(b); the other
+    games name no bank)."""
 
     shoe_id: IdText
     round_id: IdText | None = None
     banker_seat: Seat | None = None
     banker_player_id: PlayerText | None = None
     bank_cents: Cents | None = None
+    bank: Dollars | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bank_dollars(cls, data: object) -> object:
+        return dollars_to_cents(data, "bank", "bank_cents")
 
     @model_validator(mode="after")
     def _bank_whole(self) -> OpenRoundAction:
@@ -306,14 +332,27 @@ class DecideOptionAction(_Action):
 
 
 class PlaceBetAction(_Action):
-    """A bet from a betting terminal: ``amount_cents`` on ``wager`` for ``player_id`` at ``seat`` (the player
-    is the actor). Its bet id is the command id (in the answer's ``BetPlaced``)."""
+    """A bet from a betting terminal: ``amount_cents`` (or ``amount`` in dollars, "25.50") on ``wager`` for
+    ``player_id`` at ``seat`` (the player is the actor). Its bet id is the command id (in the answer's
+    ``BetPlaced``)."""
 
     round_id: IdText
     seat: Seat
     player_id: PlayerText
     wager: Annotated[str, Field(max_length=MAX_CODE, examples=["banker"])]
-    amount_cents: Cents
+    amount_cents: Cents | None = None
+    amount: Dollars | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dollars(cls, data: object) -> object:
+        return dollars_to_cents(data, "amount", "amount_cents")
+
+    @model_validator(mode="after")
+    def _stake_given(self) -> PlaceBetAction:
+        if self.amount_cents is None:
+            raise ValueError("the stake is missing: give amount (dollars, e.g. 25.50) or amount_cents")
+        return self
 
 
 class WithdrawBetAction(_Action):
@@ -491,7 +530,7 @@ def to_command(action: _Action, derived_id: str) -> Planned:
                            player_id=action.player_id)
     elif isinstance(action, PlaceBetAction):
         cmd = PlaceBet(round_id=action.round_id, seat=action.seat, player_id=action.player_id,
-                       wager=action.wager, amount_cents=action.amount_cents)
+                       wager=action.wager, amount_cents=action.amount_cents or 0)
     else:
         assert isinstance(action, WithdrawBetAction)
         cmd = WithdrawBet(round_id=action.round_id, bet_id=action.bet_id)

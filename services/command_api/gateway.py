@@ -26,6 +26,7 @@ the injected ``clock``; nothing here draws an id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import re
@@ -38,7 +39,7 @@ from typing import Any, Protocol
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, KafkaTimeoutError
 
 from contracts import topics as T
 from contracts.codecs import Undecodable, UnknownMessageType, decode_command, decode_event, encode
@@ -46,6 +47,7 @@ from contracts.commands import PassShoe
 from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
 from contracts.events import (
     BankSettled,
+    BetPlaced,
     BetRejected,
     BetSettled,
     BettingClosed,
@@ -81,11 +83,17 @@ WATCHED = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVEN
 #: a request id: what a client chooses to make a retry recognisable
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$"
 DEFAULT_TIMEOUT_S = 10.0
+#: the shortest bound on a command's delivery to the broker, even for a request that waits less (seconds)
+MIN_DELIVERY_S = 0.5
 #: answers remembered for retries (the oldest is forgotten first)
 ANSWERS_KEPT = 10_000
 #: a decision whose count of events is not known beforehand is taken as whole this long after its first
 #: event was read, if the reader has not said so sooner (seconds)
 SETTLE_S = 2.0
+#: the least a round's view waits for the reader to catch up with every partition (seconds)
+CATCH_UP_S = 2.0
+#: how often it checks the reader's positions meanwhile (seconds)
+CATCH_UP_POLL_S = 0.02
 #: how often a waiting request re-checks its answer without news (seconds)
 POLL_S = 0.1
 #: how long the Kafka reader waits after a failed fetch before fetching again (seconds)
@@ -340,12 +348,18 @@ class CommandBus(Protocol):
 
     index: EventIndex
 
-    async def send(self, topic: str, cmd: CommandEnvelope, writer: str) -> None:
-        """Publish ``cmd`` on ``topic`` (base name) as the ``writer`` principal kind."""
+    async def send(self, topic: str, cmd: CommandEnvelope, writer: str, timeout_s: float | None = None) -> None:
+        """Publish ``cmd`` on ``topic`` (base name) as the ``writer`` principal kind, acknowledged within
+        ``timeout_s`` seconds (None: unbounded) or never delivered (raises ``KafkaError``)."""
         ...
 
     async def settle(self) -> None:
         """Let what was sent be decided and read (the in-memory bus pumps; Kafka does nothing)."""
+        ...
+
+    async def catch_up(self, timeout_s: float) -> None:
+        """Wait (up to ``timeout_s``) until every event appended before the call has been read, on every
+        partition read (the in-memory bus: :meth:`settle`)."""
         ...
 
 
@@ -360,7 +374,7 @@ class MemoryCommandBus:
         #: every command sent, with its topic and writer (tests count them)
         self.sent: list[tuple[str, str, CommandEnvelope]] = []
 
-    async def send(self, topic: str, cmd: CommandEnvelope, writer: str) -> None:
+    async def send(self, topic: str, cmd: CommandEnvelope, writer: str, timeout_s: float | None = None) -> None:
         self.sent.append((topic, writer, cmd))
         self.bus.send(topic, cmd)
 
@@ -375,6 +389,9 @@ class MemoryCommandBus:
                     continue
             self._seen[topic] = len(recs)
         await self.index.notify()
+
+    async def catch_up(self, timeout_s: float) -> None:
+        await self.settle()
 
 
 class KafkaCommandBus:
@@ -404,13 +421,13 @@ class KafkaCommandBus:
         self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
         self._fetch = 0
+        self._tps: list[TopicPartition] = []
 
     async def start(self) -> None:
         """Connect the producers and the reader; returns once the reader's positions are fixed (before any
         command is sent). Raises aiokafka's errors for a broker that cannot be reached."""
         for kind in ("console", "bettor"):
-            p = AIOKafkaProducer(**self.writers.get(kind, self.settings).client_options(),
-                                 enable_idempotence=True, linger_ms=0)
+            p = self._producer(kind)
             await p.start()
             self._producers[kind] = p
         reader = self.writers.get("console") or self.writers.get("bettor") or self.settings
@@ -432,6 +449,7 @@ class KafkaCommandBus:
                 self._consumer.seek(tp, at.offset if at is not None else ends[tp])
         for tp in tps:
             await self._consumer.position(tp)
+        self._tps = tps
         await self._scan_tables(reader, parts)
         self._task = asyncio.create_task(self._read(tps))
 
@@ -507,12 +525,75 @@ class KafkaCommandBus:
             if failed is not None:
                 await asyncio.sleep(READ_RETRY_S)
 
-    async def send(self, topic: str, cmd: CommandEnvelope, writer: str) -> None:
-        producer = self._producers.get(writer) or next(iter(self._producers.values()))
-        await producer.send_and_wait(self.settings.topic(topic), encode(cmd), key=T.key(cmd.table_id))
+    async def send(self, topic: str, cmd: CommandEnvelope, writer: str, timeout_s: float | None = None) -> None:
+        """Append ``cmd`` to ``topic`` as ``writer``, acknowledged within ``timeout_s`` (None: unbounded) or
+        never: a command the broker did not acknowledge in time is abandoned with its producer
+        (:meth:`_abandon`: its buffered batches failed, its connections closed; an idempotent aiokafka
+        producer would retry it forever and deliver it whenever the broker came back), so the caller's
+        retry is the only copy. Raises ``KafkaTimeoutError`` after ``timeout_s``, aiokafka's errors for a
+        broker that refused it."""
+        kind = writer if writer in self._producers or writer in ("console", "bettor") else "console"
+        producer = self._producers.get(kind)
+        try:
+            async with asyncio.timeout(timeout_s):
+                if producer is None:  # abandoned after a failed delivery: a fresh one (a new producer id)
+                    producer = self._producers[kind] = self._producer(kind)
+                    await producer.start()
+                await producer.send_and_wait(self.settings.topic(topic), encode(cmd), key=T.key(cmd.table_id))
+        except TimeoutError:
+            await self._abandon(kind, producer)
+            raise KafkaTimeoutError(f"the broker did not acknowledge the command within {timeout_s:g} s; it "
+                                    "was dropped (never delivered later)") from None
+        except BaseException:
+            await self._abandon(kind, producer)
+            raise
+
+    def _producer(self, kind: str) -> AIOKafkaProducer:
+        return AIOKafkaProducer(**self.writers.get(kind, self.settings).client_options(),
+                                enable_idempotence=True, linger_ms=0)
+
+    async def _abandon(self, kind: str, producer: AIOKafkaProducer | None) -> None:
+        """Drop ``producer`` without delivering what it still holds: its batches fail
+        (``KafkaTimeoutError``), its sender stops, its connections close. The next send starts a new one."""
+        if self._producers.get(kind) is producer:
+            self._producers.pop(kind, None)
+        if producer is None:
+            return
+        abandoned = KafkaTimeoutError("abandoned: not acknowledged in time")
+        acc = getattr(producer, "_message_accumulator", None)
+        if acc is not None:
+            acc.fail_all(abandoned)
+        sender = getattr(producer, "_sender", None)
+        task = getattr(sender, "sender_task", None)
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        producer._closed = True  # its stop() would wait to flush what was failed here
+        with contextlib.suppress(Exception):
+            await producer.client.close()
+        log.warning("command_api_producer_abandoned", writer=kind)
 
     async def settle(self) -> None:
         return None
+
+    async def catch_up(self, timeout_s: float) -> None:
+        """Wait until the reader has read, on every partition it reads, up to where that partition ended
+        (its last stable offset) when this was called, so a round's events on one topic are not shown without
+        those of the others (the partitions are fetched in no set order); returns after ``timeout_s``
+        regardless, or at once on a broker's error (the view is then what was read)."""
+        c = self._consumer
+        if c is None or not self._tps:
+            return
+        try:
+            async with asyncio.timeout(timeout_s):
+                ends = await c.end_offsets(self._tps)  # read_committed: the last stable offsets
+                # a record's position moves on only once the reader holds it: it indexes a batch without awaiting
+                for tp, end in ends.items():
+                    while await c.position(tp) < end:
+                        await asyncio.sleep(CATCH_UP_POLL_S)
+        except (TimeoutError, KafkaError):
+            pass
 
     async def stop(self) -> None:
         """Stop the reader and the producers."""
@@ -768,14 +849,15 @@ class CommandGateway:
         first = [e for e in first if not _reuse_refusal(e)]
         if first and not caused_by(planned, first):  # the id's first command is in the log: another one
             raise _reused(request_id, table_id)
-        try:
-            await self.bus.send(planned.topic, env, planned.writer)
-        except (KafkaError, OSError) as e:
-            raise BrokerUnavailable(f"{planned.action} (command {cid}) could not be handed to the broker "
-                                    f"({type(e).__name__}: {e}); retry with the same request id") from None
-        await self.bus.settle()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
+        try:  # the delivery is bounded by the request's wait: a command not delivered then is dropped
+            await self.bus.send(planned.topic, env, planned.writer, timeout_s=max(MIN_DELIVERY_S, wait))
+        except (KafkaError, OSError) as e:
+            raise BrokerUnavailable(f"{planned.action} (command {cid}) could not be handed to the broker "
+                                    f"({type(e).__name__}: {e}): it will not be delivered later; retry with the "
+                                    "same request id once the broker is back") from None
+        await self.bus.settle()
 
         first_seen: list[float] = []
 
@@ -850,12 +932,16 @@ class CommandGateway:
                 return ended or kinds.count(OptionOffered) > kinds.count(OptionDecided)
             return RoundSettled in kinds
 
-        await self.bus.settle()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        await self.bus.catch_up(max(CATCH_UP_S, wait_s))  # all that is in the log now, on every topic
         if wait_s > 0 and not reached():
             try:
-                await index.wait_for(reached, wait_s)
+                await index.wait_for(reached, max(0.0, deadline - loop.time()))
             except TimeoutError:
                 pass
+            # reached on one topic: the round's events on the others, appended before, are read too
+            await self.bus.catch_up(max(CATCH_UP_S, deadline - loop.time()))
         evs = index.round_events(table_id, round_id)
         view: dict[str, Any] = {"table_id": table_id, "round_id": round_id, "status": "unknown", "shoe_id": "",
                                 "cards": [], "points": None, "result": None, "voided": None,
@@ -921,6 +1007,27 @@ class CommandGateway:
                 view["settled"] = plain
                 status("settled")
         return view
+
+
+def bets_of(index: EventIndex, table_id: str, round_id: str, players: Iterable[str]) -> list[dict[str, Any]]:
+    """The bets ``players`` placed in the round, as the gateway has read them, in the order placed: ``bet_id``,
+    ``seat``, ``player_id``, ``wager``, ``amount_cents``, ``status`` (``placed`` | ``withdrawn`` | ``settled``)
+    and, once settled, ``result``, ``category``, ``payout`` and ``commission`` (cents). What a betting terminal
+    shows its players (only theirs: another player's bets are not a terminal's to see)."""
+    mine = frozenset(players)
+    out: dict[str, dict[str, Any]] = {}
+    for e in index.round_events(table_id, round_id):
+        p = e.payload
+        if isinstance(p, BetPlaced) and p.player_id in mine:
+            out[p.bet_id] = {"bet_id": p.bet_id, "seat": p.seat, "player_id": p.player_id, "wager": p.wager,
+                             "amount_cents": p.amount_cents, "status": "placed", "result": None, "category": None,
+                             "payout": None, "commission": None}
+        elif isinstance(p, BetWithdrawn) and p.bet_id in out:
+            out[p.bet_id]["status"] = "withdrawn"
+        elif isinstance(p, BetSettled) and p.bet_id in out:
+            out[p.bet_id].update(status="settled", result=p.result, category=p.category, payout=p.payout,
+                                 commission=p.commission)
+    return list(out.values())
 
 
 def since_for(now: datetime, lookback_s: float) -> datetime:

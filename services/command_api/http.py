@@ -17,11 +17,15 @@ the API makes a fresh one, so the request cannot be retried safely). Answers:
   sent;
 * **404** ``unknown_table``: no ``TableOpened`` was read for the table (any action but ``open_table``);
   nothing sent;
-* **503** ``broker_unavailable``: the broker did not take the command: retry with the same request id;
+* **503** ``broker_unavailable``: the broker did not take the command within the request's wait (the broker
+  is down or unreachable): the command is dropped, never delivered later; retry with the same request id;
   ``reader_failed``: the API's reader of the events is failing (its answers cannot be read);
 * **500** ``internal_error``: an unexpected failure of the API itself (logged, ``command_api_internal_error``,
   with its traceback); the command may or may not have been sent: retry with the same request id;
 * **504** ``timeout``: no answer in time; the command may still be decided: retry with the same request id.
+
+Every request is answered within its wait (``wait_ms``, default the gateway's 10 s) plus
+:data:`ANSWER_GRACE_S`, the broker up or down.
 
 A retried request (same request id, same body) is answered with the same status and body, and sends no
 second command. Error bodies are ``{"detail": {"reason", "detail", "field"}}``.
@@ -37,6 +41,7 @@ them (403 ``not_your_player`` otherwise). The plain ``bettor`` role token is bou
 ``/docs`` is Swagger UI served from the package (no CDN: :mod:`services.runtime.docs_ui`); ReDoc is off.
 """
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Annotated, Any
@@ -47,7 +52,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from services.command_api import actions as A
-from services.command_api.gateway import Answer, CommandApiError, CommandGateway
+from services.command_api.gateway import Answer, CommandApiError, CommandGateway, bets_of
 from services.runtime.credentials import ROLES, Caller, Credentials, check_roles
 from services.runtime.docs_ui import mount_docs
 from services.runtime.logging import get_logger
@@ -55,6 +60,8 @@ from services.runtime.logging import get_logger
 log = get_logger("command_api")
 
 MAX_WAIT_MS = 60_000
+#: how long past its wait a request may take before it is answered 504 whatever the gateway is doing (seconds)
+ANSWER_GRACE_S = 2.0
 
 
 def _error(status: int, reason: str, detail: str, field: str = "", headers: dict[str, str] | None = None
@@ -101,10 +108,16 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Cred
 
     async def run(who: Caller, action: Any, table_id: str, request_id: str | None, wait_ms: int | None) -> Any:
         rid = request_id or new_request_id()
+        wait = gateway.timeout_s if wait_ms is None else wait_ms / 1000
         try:
-            # a bettor credential acts only for its own players: the gateway refuses any other (not_your_player)
-            answer = await gateway.submit(action, table_id, rid, role=who.role, players=who.players,
-                                          timeout_s=None if wait_ms is None else wait_ms / 1000)
+            # a bettor credential acts only for its own players: the gateway refuses any other (not_your_player);
+            # whatever happens below, the request is answered within its wait (and ANSWER_GRACE_S)
+            async with asyncio.timeout(wait + ANSWER_GRACE_S):
+                answer = await gateway.submit(action, table_id, rid, role=who.role, players=who.players,
+                                              timeout_s=wait)
+        except TimeoutError:
+            raise _error(504, "timeout", f"no answer within {wait:g} s: the command may still be decided; retry "
+                                         "with the same Idempotency-Key to get its answer") from None
         except CommandApiError as e:
             raise _error(e.status, e.reason, e.detail, e.field) from None
         except Exception as e:  # a bug or a failure below the gateway: a JSON 500 with a code, never a bare one
@@ -209,6 +222,19 @@ def create_command_api(gateway: CommandGateway, tokens: Mapping[str, str] | Cred
         if who.role == "bettor" and (option is None or option["player_id"] not in who.players):
             option = None
         return {"table_id": table_id, "round_id": round_id, "status": view["status"], "option_pending": option}
+
+    @api.get("/tables/{table_id}/rounds/{round_id}/mine", operation_id="my_bets",
+             summary="A betting terminal's own bets of a round and their results")
+    async def my_bets(table_id: str, round_id: str, who: Annotated[Caller, Depends(identify)]) -> dict[str, Any]:
+        """The bets the caller's players (its bettor credential's) placed in the round: each with its status
+        (``placed``, ``withdrawn``, ``settled``) and, once settled, its result and payout (cents); and the
+        round's ``status``. Only a betting terminal's own players' bets (a terminal bound to no player: none)."""
+        if who.role != "bettor":
+            raise _error(403, "role_not_allowed", f"the {who.role} role reads a round whole "
+                                                  f"(GET /tables/{{table_id}}/rounds/{{round_id}}), not a terminal's bets")
+        view = await gateway.round_view(table_id, round_id)
+        return {"table_id": table_id, "round_id": round_id, "status": view["status"],
+                "players": sorted(who.players), "bets": bets_of(gateway.bus.index, table_id, round_id, who.players)}
 
     @api.get("/actions", summary="Every action, its command and who may send it", operation_id="list_actions")
     async def list_actions(who: Annotated[Caller, Depends(identify)]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from contracts.events import (
     RoundResolved,
     RoundSettled,
     RoundVoided,
+    ShoeBurned,
     ShoeClosed,
     ShoeLoaded,
     TableOpened,
@@ -94,7 +95,7 @@ class RoundLive:
 class TableLive:
     """What a table is doing now: the round in play (or the last one), a few rounds before it, the seats
     (``{seat: [player ids]}``), commission owed per ``(seat, player)`` (cents), voided rounds
-    (``(round_id, reason)``), whether the current shoe is closed."""
+    (``(round_id, reason)``), whether the current shoe is closed, physical, burned."""
 
     table_id: str
     round: RoundLive | None = None
@@ -104,6 +105,10 @@ class TableLive:
     voids: deque[tuple[str, str]] = field(default_factory=lambda: deque(maxlen=VOIDS_KEPT))
     shoe_id: str = ""
     shoe_closed: bool = False
+    #: the current shoe is read by a physical shoe's reader (its burn and cards entered by the dealer)
+    shoe_physical: bool = False
+    #: the current shoe's burn is done (the first round may open)
+    shoe_burned: bool = False
     opened: bool = False
 
     def round_of(self, round_id: str) -> RoundLive | None:
@@ -119,6 +124,10 @@ class TableLive:
             self.opened = True
         elif isinstance(p, ShoeLoaded):
             self.shoe_id, self.shoe_closed = p.shoe_id, False
+            self.shoe_physical, self.shoe_burned = p.source == "physical", False
+        elif isinstance(p, ShoeBurned):
+            if p.shoe_id == self.shoe_id:
+                self.shoe_burned = True
         elif isinstance(p, ShoeClosed):
             if p.shoe_id == self.shoe_id:
                 self.shoe_closed = True

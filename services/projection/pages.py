@@ -38,7 +38,7 @@ import json
 import re
 import urllib.parse
 from collections.abc import Awaitable, Callable, Hashable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -49,6 +49,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from baccarat.money import format_cents
+from services.projection.console_steps import console_steps
 from services.projection.core import ProjectionState
 from services.projection.live import HEARTBEAT_S, LiveFeed, TableLive
 from services.projection.pit_state import day_and_hour
@@ -82,6 +83,8 @@ PAGE_ROLES: Mapping[str, frozenset[str]] = {
     # a round as the log tells it (bets, player ids, settlements): the roles that read a round
     "replay": frozenset({"dealer", "pit", "surveillance", "cage"}),
 }
+#: how many of the last results the table-side scoreboard shows
+SCOREBOARD_LAST = 12
 #: roles shown a round's bets, seats and settlements (player ids), as the command API's round view
 ROUND_READERS = frozenset({"dealer", "pit", "surveillance", "cage"})
 #: roles shown the money figures on the floor (drop, win, hold %, open alerts), as the query API's /floor
@@ -100,8 +103,14 @@ FORMS: tuple[tuple[str, str, str], ...] = (
     ("void_round", "rounds/void", "Void round"),
     ("leave_seat", "seats/leave", "Player leaves"),
     ("collect_commission", "commission/collect", "Collect commission"),
-    ("close_shoe", "shoe/close", "Close shoe"),
+    ("close_shoe", "shoe/close", "Close shoe early"),
 )
+#: the console's keyboard shortcuts (a key pressed outside a field): the dealer's steps
+FORM_KEYS = {"open_round": "o", "no_more_bets": "n", "read_card": "c", "read_burn": "b", "load_shoe": "l"}
+#: the actions the console confirms before sending, with a reason the dealer must give (recorded with it)
+FORM_CONFIRMS = {"void_round": "Void this round? Every bet is returned.",
+                 "close_shoe": "Close this shoe before its end? Its order is revealed and no more rounds are "
+                               "dealt from it."}
 #: roles that get the console's forms (the others see it read-only, the pit included)
 FORM_ROLES = frozenset({"dealer", "bettor"})
 _TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
@@ -121,6 +130,31 @@ PAGE_TITLES = {"floor": "Floor", "console": "Table console", "surveillance": "Su
                "replay": "Round replay"}
 #: a round id in a replay address (contracts.bounds.ID_PATTERN)
 _ROUND_ID = _TABLE_ID
+
+
+def game_label(config: Any) -> str:
+    """The game a table deals, as the pit names it: "Punto Banco", "Punto Banco (curator)", "No-vig Dragon 7"
+    (and "& Panda 8"), "Casino Night", "Chemin de fer" (13:69F-3, 3.2(a)3 no-commission, 4; 13:47-20.20)."""
+    v = config.variant.value
+    if v == "chemin_de_fer":
+        return "Chemin de fer"
+    if v == "casino_night":
+        return "Casino Night"
+    if config.no_vig:
+        panda = any(w.value.startswith("panda") for w in config.wagers)
+        return "No-vig Dragon 7" + (" & Panda 8" if panda else "")
+    return "Punto Banco" + (" (curator)" if config.curator else "")
+
+
+def _is_date(text: str) -> bool:
+    """Whether ``text`` is a calendar date written YYYY-MM-DD (``2026-02-30`` is not)."""
+    if not _DAY.match(text):
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _pct(x: float) -> str:
@@ -148,14 +182,18 @@ class PitPages:
     ``command_base``: where the command API is mounted (``/command``); ``profiles``: table profiles for the
     open form; ``secure``: cookies with ``Secure`` (HTTPS); ``settings``: the pit's figures' settings (default
     from the environment: :meth:`PitSettings.from_env`, ``ValueError`` for a bad one); ``clock``: UTC now (the
-    gaming day and shift shown)."""
+    gaming day and shift shown); ``answer_within_ms``: how long a console action waits for the command API's
+    answer before the console says there is none (the API's own wait plus a margin)."""
 
     def __init__(self, tables: Callable[[], Mapping[str, ProjectionState]], feed: LiveFeed, sessions: Sessions,
                  ready: Callable[[], bool], may_send: Mapping[str, frozenset[str]] | None = None,
                  command_base: str | None = None, profiles: tuple[str, ...] = (), secure: bool = False,
                  settings: PitSettings | None = None, clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-                 replay: Callable[[str, str | None], Awaitable[dict[str, Any]]] | None = None):
+                 replay: Callable[[str, str | None], Awaitable[dict[str, Any]]] | None = None,
+                 answer_within_ms: int = 15_000):
         self.tables = tables
+        #: how long the console waits for the command API's answer before saying it has none (ms)
+        self.answer_within_ms = answer_within_ms
         self.settings = settings if settings is not None else PitSettings.from_env()
         self.clock = clock
         self.feed = feed
@@ -193,7 +231,7 @@ class PitPages:
         else:
             status = STATUS_WORDS.get(r.status, r.status)
         last = results[-1] if results else ""
-        return {"table_id": table_id, "variant": s.config.variant.value.replace("_", " "),
+        return {"table_id": table_id, "variant": game_label(s.config),
                 "wagers": sorted(w.value for w in s.config.wagers),
                 "shoe_id": shoe.shoe_id if shoe else "", "shoe_number": shoe.number if shoe else 0,
                 "cards_out": shoe.cards_out if shoe else 0, "rounds": len(results),
@@ -260,18 +298,22 @@ class PitPages:
         s = self._state(table_id)
         live = self.feed.table(table_id)
         full = view == "full"
+        steps = console_steps(live, "dealer" if full else "bettor")
         out = {f"round-{table_id}": self._t("frag_round.html", table_id=table_id, r=live.round, full=full,
                                             replay=full and self.replay is not None,
                                             shoe_id=s.shoe.shoe_id if s and s.shoe else "",
-                                            opened=s is not None)}
+                                            opened=s is not None, steps=steps)}
         out[f"seats-{table_id}"] = self._t("frag_seats.html", table_id=table_id, seats=sorted(live.seats.items()),
                                            owed=sorted(live.owed.items()), full=full)
         out[f"history-{table_id}"] = self._t("frag_history.html", table_id=table_id, rounds=list(live.history),
                                              full=full, replay=full and self.replay is not None)
         if s is not None:
             out[f"head-{table_id}"] = self._t("frag_head.html", t=self.summary(table_id, s, live))
-            out[f"odds-{table_id}"] = self._t("frag_odds.html", table_id=table_id, o=self._odds(s, "public"),
-                                              id_prefix="odds")
+            closed = live.shoe_closed and s.shoe is not None and live.shoe_id == s.shoe.shoe_id
+            out[f"odds-{table_id}"] = self._t("frag_odds.html", table_id=table_id, id_prefix="odds",
+                                              o=None if closed else self._odds(s, "public"),
+                                              no_odds="No odds: the shoe is closed (no next round from it)."
+                                              if closed else "")
             out[f"roads-{table_id}"] = self._t("frag_roads.html", table_id=table_id,
                                                boards=self._boards(s, compact=False))
         else:  # placeholders the live frames replace once the table opens
@@ -354,6 +396,16 @@ class PitPages:
         return out
 
     # -- requests --------------------------------------------------------------------------------
+    def players(self, request: Request) -> list[str]:
+        """The players a betting terminal's credential is bound to (its session's, else its bearer's); [] for
+        any other caller."""
+        token = self.sessions.token(cookie_value(request.scope.get("headers", [])))
+        auth = request.headers.get("authorization", "")
+        if token is None and auth.lower().startswith("bearer "):
+            token = auth[7:].strip()
+        caller = self.sessions.credentials.identify(token) if token else None
+        return sorted(caller.players) if caller is not None else []
+
     def role(self, request: Request) -> str | None:
         """The caller's role: its session cookie's, else its bearer token's."""
         got = request.scope.get(SCOPE_ROLE)
@@ -389,6 +441,19 @@ class PitPages:
         totals = self.floor_figures(True) if money else None
         return self._page("floor.html", request, role, cards=cards, stream="/live/floor", totals=totals)
 
+    async def console_by_id(self, request: Request) -> Response:
+        """``/console?table=<id>`` (the floor's "Open a table" form): to that table's console (303), where the
+        dealer opens it; 422 for a text that is not a table id."""
+        table_id = request.query_params.get("table", "").strip()
+        if not _TABLE_ID.match(table_id):
+            role, refused = self._gate(request, "console")
+            if refused is not None:
+                return refused
+            return self._page("refused.html", request, role or "", status=422, page=PAGE_TITLES["console"],
+                              heading="Not a table id", allowed=[], reason=f"table {table_id[:140]!r} is not a table "
+                                                                         "id (1-128 letters, digits, '.', '_', ':' or '-')")
+        return RedirectResponse(f"/console/{urllib.parse.quote(table_id)}", status_code=303)
+
     async def console(self, request: Request) -> Response:
         table_id = request.path_params["table_id"]
         role, refused = self._gate(request, "console")
@@ -397,13 +462,14 @@ class PitPages:
         assert role is not None
         if not _TABLE_ID.match(table_id):
             return self._page("refused.html", request, role, status=422, page=PAGE_TITLES["console"],
-                              allowed=[], reason=f"table_id {table_id[:140]!r} is not a table id (1-128 letters, "
+                              heading="Not a table id", allowed=[], reason=f"table_id {table_id[:140]!r} is not a table id (1-128 letters, "
                                                  "digits, '.', '_', ':' or '-')")
         view = "full" if role in ROUND_READERS else "public"
         s = self._state(table_id)
         sends = sorted(self.may_send.get(role, frozenset())) if self.may_send is not None and role in FORM_ROLES \
             else []
-        forms = [f for f in FORMS if f[0] in sends]
+        # a terminal withdraws by the button beside each of its bets ("Your bets this round"), not by bet id
+        forms = [f for f in FORMS if f[0] in sends and not (role == "bettor" and f[0] == "withdraw_bet")]
         wagers = sorted(w.value for w in s.config.wagers) if s is not None and s.config is not None else []
         # the layout's wagers with their table minimum and maximum (13:69F-3.3(c)), in cents
         limits = [(w, s.config.limits_for(w).min_cents, s.config.limits_for(w).max_cents)
@@ -412,7 +478,9 @@ class PitPages:
                           forms=forms, wagers=wagers, profiles=self.profiles, limits=limits,
                           replay=self.replay is not None and role in PAGE_ROLES["replay"],
                           command_base=self.command_base, stream=f"/live/console/{table_id}",
-                          read_only=not forms)
+                          read_only=not forms, answer_within_ms=self.answer_within_ms, keys=FORM_KEYS,
+                          players=self.players(request) if role == "bettor" else [],
+                          confirms=FORM_CONFIRMS)
 
     async def surveillance(self, request: Request) -> Response:
         role, refused = self._gate(request, "surveillance")
@@ -426,7 +494,7 @@ class PitPages:
     def _cage_filters(self, request: Request) -> tuple[str | None, str | None, str]:
         day = request.query_params.get("gaming_day") or None
         shoe = request.query_params.get("shoe_id") or None
-        if day is not None and not _DAY.match(day):
+        if day is not None and not _is_date(day):
             return None, None, f"gaming_day: {day[:40]!r} is not a date YYYY-MM-DD"
         if shoe is not None and not _TABLE_ID.match(shoe):
             return None, None, f"shoe_id: {shoe[:140]!r} is not a shoe id"
@@ -541,16 +609,56 @@ class PitPages:
         static = StaticFiles(packages=[("services.projection", "static")])
         return [
             Route("/", self.floor),
+            Route("/console", self.console_by_id),
             Route("/console/{table_id:path}", self.console),
             Route("/surveillance", self.surveillance), Route("/cage", self.cage),
             Route("/replay/{table_id}", self.replay_page),
             Route("/replay/{table_id}/rounds/{round_id}", self.replay_page),
             Route("/login", self.login_form, methods=["GET"]), Route("/login", self.login, methods=["POST"]),
             Route("/logout", self.logout, methods=["POST"]),
+            Route("/scoreboard/{table_id}", self.scoreboard_page),
+            Route("/scoreboard/{table_id}/board", self.scoreboard_board),
             Route("/live/console/{table_id:path}", self.live_console),
             Route("/live/{page}", self.live),
             Mount("/static", app=static, name="static"),
         ]
+
+    def scoreboard(self, table_id: str) -> dict[str, Any] | None:
+        """What the table-side screen shows (public: no player, no bet): the game, the main wagers' limits
+        (cents), the last results (newest last), the shoe's progress (cards out of the shoe's cards), the
+        five roads as SVG. None for a table not open."""
+        s = self._state(table_id)
+        if s is None or s.config is None:
+            return None
+        shoe = s.shoe
+        results = s.results(shoe.shoe_id) if shoe else ()
+        total = sum(shoe.full) if shoe else 0
+        main = [w for w in sorted(s.config.wagers, key=lambda x: x.value) if w.value in ("banker", "player", "tie")]
+        live = self.feed.table(table_id)
+        return {"table_id": table_id, "game": game_label(s.config),
+                "limits": [(w.value, s.config.limits_for(w).min_cents, s.config.limits_for(w).max_cents)
+                           for w in main],
+                "last": [{"B": "Banker", "P": "Player", "T": "Tie"}[r] for r in results[-SCOREBOARD_LAST:]],
+                "rounds": len(results), "cards_out": shoe.cards_out if shoe else 0, "cards": total,
+                "progress_pct": round(100 * shoe.cards_out / total) if shoe and total else 0,
+                "closed": live.shoe_closed, "boards": self._boards(s, compact=False)}
+
+    async def scoreboard_page(self, request: Request) -> Response:
+        """``/scoreboard/{table}``: the public screen beside a table (no login: it shows what the table
+        shows), large and dark, refreshed by itself (``/scoreboard/{table}/board`` every second)."""
+        table_id = request.path_params["table_id"]
+        if not _TABLE_ID.match(table_id):
+            return HTMLResponse("not a table id", status_code=422, headers=PAGE_HEADERS)
+        html = self._t("scoreboard.html", table_id=table_id, b=self.scoreboard(table_id))
+        return HTMLResponse(html, headers=PAGE_HEADERS)
+
+    async def scoreboard_board(self, request: Request) -> Response:
+        """The scoreboard's live part, as HTML (polled by the page)."""
+        table_id = request.path_params["table_id"]
+        if not _TABLE_ID.match(table_id):
+            return HTMLResponse("not a table id", status_code=422, headers=PAGE_HEADERS)
+        return HTMLResponse(self._t("frag_scoreboard.html", table_id=table_id, b=self.scoreboard(table_id)),
+                            headers=PAGE_HEADERS)
 
     async def replay_page(self, request: Request) -> Response:
         """``/replay/{table}``: every round the log holds for the table, each a link; ``/replay/{table}/rounds/

@@ -353,9 +353,9 @@ async def test_the_same_request_twice_at_once_sends_one_command_and_both_get_its
     await open_table_with_shoe(gw)
     send = mb.send
 
-    async def slow_send(topic, cmd, writer):  # type: ignore[no-untyped-def]
+    async def slow_send(topic, cmd, writer, timeout_s=None):  # type: ignore[no-untyped-def]
         await asyncio.sleep(0.02)  # the broker's round trip: the second request comes meanwhile
-        await send(topic, cmd, writer)
+        await send(topic, cmd, writer, timeout_s)
 
     mb.send = slow_send  # type: ignore[method-assign]
     sent = len(mb.sent)
@@ -363,6 +363,61 @@ async def test_the_same_request_twice_at_once_sends_one_command_and_both_get_its
     a, b = await asyncio.gather(gw.submit(action, "T1", "seat-4", role="dealer"),
                                 gw.submit(action, "T1", "seat-4", role="pit"))
     assert a == b and a.accepted and len(mb.sent) == sent + 1
+
+
+async def test_a_stake_in_dollars_is_placed_in_cents_and_a_bad_one_is_a_422_in_words():
+    gw, mb, _ = gateway()
+    shoe_id = await open_table_with_shoe(gw)
+    assert (await gw.submit(A.SeatPlayerAction(actor=DEALER, seat=1, player_id="p-1"), "T1", "seat-1")).accepted
+    round_id = (await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe_id), "T1", "r1")).round_id
+    bet = {"round_id": round_id, "seat": 1, "player_id": "p-1", "wager": "banker"}
+    async with client(gw) as c:
+        sent = len(mb.sent)
+        for key, typed in (("b1", "25.555"), ("b2", "abc"), ("b3", "1,00")):
+            r = await c.post("/tables/T1/bets", json={**bet, "amount": typed}, headers=auth("bettor", key))
+            assert r.status_code == 422, r.text
+            assert ("fraction of a cent" if key == "b1" else "not an amount in dollars") in r.json()["detail"][0]["msg"]
+        assert len(mb.sent) == sent  # nothing sent
+        placed = []
+        for key, typed in (("b4", "25.50"), ("b5", "$1,000"), ("b6", "2500.00")):
+            r = await c.post("/tables/T1/bets", json={**bet, "amount": typed}, headers=auth("bettor", key))
+            assert r.status_code == 200, r.text
+            placed.append(r.json()["events"][0]["payload"]["amount_cents"])
+    assert placed == [2550, 100000, 250000]
+
+
+async def test_a_round_read_from_its_settlement_first_is_shown_whole():
+    """issue 24 (6): the reader fetched settlement.events before the round's dealing and wagering events (the
+    partitions are fetched in no set order); the round's view waits for the reader to catch up with every
+    partition before answering, so a settled round is never shown without its shoe, cards and result."""
+    gw, mb, _ = gateway()
+    shoe_id = await open_table_with_shoe(gw)
+    rnd = await gw.submit(A.OpenRoundAction(actor=DEALER, shoe_id=shoe_id), "T1", "r1")
+    await gw.submit(A.NoMoreBetsAction(actor=DEALER, round_id=rnd.round_id), "T1", "n1")
+    whole = mb.index.round_events("T1", rnd.round_id)
+    late = [e for e in whole if e.stream != T.SETTLEMENT_EVENTS]
+    assert late and len(late) < len(whole)
+
+    class SettlementFirst:
+        """A Kafka-like reader that has fetched the settlement partition, not yet the others."""
+
+        def __init__(self) -> None:
+            self.index = EventIndex()
+            for e in whole:
+                if e.stream == T.SETTLEMENT_EVENTS:
+                    self.index.add(e, tp="settlement", fetch=1)
+
+        async def settle(self) -> None:
+            return None
+
+        async def catch_up(self, timeout_s: float) -> None:
+            for e in late:  # the other partitions, up to where they ended when asked
+                self.index.add(e, tp="dealing", fetch=2)
+
+    reader = CommandGateway(SettlementFirst(), Clock(), timeout_s=1)  # type: ignore[arg-type]
+    view = await reader.round_view("T1", rnd.round_id, wait_s=1)
+    assert view["status"] == "settled" and view["shoe_id"] == shoe_id
+    assert len(view["cards"]) >= 4 and view["result"] is not None and view["bets"] == []
 
 
 def test_the_index_forgets_the_oldest_causes_and_rounds_first():
@@ -384,7 +439,7 @@ async def test_a_broker_that_does_not_take_the_command_is_a_503_and_a_retry_may_
     gw, mb, _ = gateway()
     assert (await gw.submit(A.OpenTableAction(actor=DEALER, profile="punto_banco"), "T1", "open-1")).accepted
 
-    async def down(topic, cmd, writer):  # type: ignore[no-untyped-def]
+    async def down(topic, cmd, writer, timeout_s=None):  # type: ignore[no-untyped-def]
         raise KafkaConnectionError("no broker")
 
     mb.send = down  # type: ignore[method-assign]
@@ -454,7 +509,7 @@ class _SplitBus:
         self.make = make
         self.sent: list = []  # type: ignore[type-arg]
 
-    async def send(self, topic, cmd, writer):  # type: ignore[no-untyped-def]
+    async def send(self, topic, cmd, writer, timeout_s=None):  # type: ignore[no-untyped-def]
         import asyncio
 
         self.sent.append(cmd)
@@ -547,7 +602,9 @@ async def test_openapi_names_each_action_and_types_its_answer():
     schema = post["responses"]["409"]["content"]["application/json"]["schema"]
     assert {"status", "reason", "detail", "events", "bet_id"} <= set(schema["properties"])
     assert post["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/PlaceBetAction"}
-    assert doc["components"]["schemas"]["PlaceBetAction"]["properties"]["amount_cents"]["minimum"] == 0
+    stake = doc["components"]["schemas"]["PlaceBetAction"]["properties"]
+    assert [a.get("minimum") for a in stake["amount_cents"]["anyOf"]] == [0, None]  # cents, or null...
+    assert "Dollars as people write them" in stake["amount"]["anyOf"][0]["description"]  # ...and the dollars given instead
 
 
 async def test_a_curator_table_offers_passes_and_keeps_the_shoe_through_the_gateway():
@@ -726,7 +783,7 @@ async def test_the_reader_survives_a_non_kafka_failure_logs_it_and_requests_answ
     kb.index.tables.add("T1")
     sent: list = []  # type: ignore[type-arg]
 
-    async def send(topic, cmd, writer):  # type: ignore[no-untyped-def]
+    async def send(topic, cmd, writer, timeout_s=None):  # type: ignore[no-untyped-def]
         sent.append(cmd)
 
     kb.send = send  # type: ignore[method-assign]

@@ -125,8 +125,11 @@ async def test_each_page_answers_its_roles_and_refuses_the_others_in_words():
             'xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched from another site
         js = await c.get("/static/pit.js")
         assert js.status_code == 200 and "EventSource" in js.text
-        assert (await c.get("/console/bad id!")).status_code == 422
+        r = await c.get("/console/bad id!")
+        assert r.status_code == 422 and "<h1>Not a table id</h1>" in r.text and "Not for this role" not in r.text
         assert (await c.get("/cage?gaming_day=yesterday")).status_code == 422
+        r = await c.get("/cage?gaming_day=2026-02-30")  # shaped like a date, not one: not "no longer held"
+        assert r.status_code == 422 and "is not a date YYYY-MM-DD" in r.text
         # the query API answers the cookie as its role's bearer: the pit reads ledgers, not alerts
         assert (await c.get("/alerts")).status_code == 403
         r = await c.post("/logout", headers=SAME)
@@ -168,6 +171,8 @@ async def test_the_console_and_the_floor_show_the_round_as_the_projection_folded
                            r'.*?<span class="why">([^<]+)</span>', html)
         assert 4 <= len(cards) <= 6 and all(why.strip() for _, _, why in cards)
         assert "1 bet(s), stakes $25.00" in html and "<td>p-1</td>" in html
+        assert "Punto Banco" in html and "(lose)</td>" not in html and "(win)</td>" not in html  # said once
+        assert re.search(r'class="settled-(win|lose|void)">(win|lose|void)( \(\w[\w ]*\))?</td>', html)
         assert 'id="form-no_more_bets"' in html and 'id="form-place_bet"' not in html  # the dealer's forms
         floor = (await c.get("/")).text
         assert f'id="table-{T}" data-last=' in floor and 'data-rounds="1"' in floor
@@ -185,7 +190,9 @@ async def test_the_console_and_the_floor_show_the_round_as_the_projection_folded
         assert r.status_code == 303  # a betting terminal logs in with its credential, as the bettor role
         html = (await c.get(f"/console/{T}")).text
         assert "signed in as <b>bettor</b>" in html
-        assert 'id="form-place_bet"' in html and 'id="form-no_more_bets"' not in html and "p-1" not in html
+        assert 'id="form-place_bet"' in html and 'id="form-no_more_bets"' not in html
+        # the round's public panel names no player (the terminal's own player is named in its header)
+        assert "p-1" not in html.split(f'id="round-{T}"')[1].split("</section>")[0]
         # its cookie bets for its own player only
         r = await c.post(f"/command/tables/{T}/bets", headers=SAME, json={**late, "player_id": "p-2"})
         assert r.status_code == 403 and r.json()["detail"]["reason"] == "not_your_player", r.text
@@ -333,3 +340,90 @@ async def test_a_round_is_replayed_from_the_log_for_the_roles_that_read_rounds_w
         await login(c, "pit")
         r = await c.get(f"/replay/{T}")
         assert r.status_code == 503 and "does not replay" in r.text
+
+
+async def test_the_console_offers_the_steps_valid_now_and_confirms_a_void_or_early_close_with_a_reason():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        await login(c, "dealer")
+        page = (await c.get(f"/console/{T}")).text
+        assert 'data-valid="open_table" data-next="open_table"' in page  # a table not open yet
+        played = await play_round(c)
+        page = (await c.get(f"/console/{T}")).text
+        assert 'data-valid="open_round close_shoe seat_player leave_seat collect_commission" data-next="open_round"' \
+            in page, re.findall(r'data-valid="[^"]*" data-next="[^"]*"', page)
+        assert 'data-key="o"' in page and 'data-key="n"' in page
+        close = re.search(r'<form class="act" id="form-close_shoe"[^>]*data-confirm="([^"]+)"', page)
+        assert close and "before its end" in close.group(1)
+        assert re.search(r'id="form-void_round"[^>]*data-confirm="Void this round\? Every bet is returned."', page)
+        assert page.count('data-required="1"') == 2  # the void's and the early close's reasons
+        # the reason given is recorded with the close (not end_of_shoe)
+        r = await c.post(f"/command/tables/{T}/shoe/close", json={"actor": "d-1", "shoe_id": played["shoe_id"],
+                                                                  "reason": "shoe damaged"}, headers=SAME)
+        assert r.status_code == 200 and r.json()["events"][-1]["payload"]["reason"] == "shoe damaged"
+        page = (await c.get(f"/console/{T}")).text
+        assert 'data-next="load_shoe"' in page
+
+
+async def test_a_terminal_is_named_for_its_player_and_sees_its_own_bets_and_their_results():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        await login(c, "dealer")
+        played = await play_round(c)
+    async with client(pit) as c:
+        r = await c.post("/login", content=f"token={TERMINAL}", headers={**SAME, "Content-Type":
+                                                                        "application/x-www-form-urlencoded"})
+        assert r.status_code == 303
+        html = (await c.get(f"/console/{T}")).text
+        assert 'terminal of <b id="players">p-1</b>' in html
+        assert '<input type="hidden" name="player_id" value="p-1">' in html and 'id="my-bets"' in html
+        assert 'id="form-withdraw_bet"' not in html  # a button per bet instead of a pasted bet id
+        mine = (await c.get(f"/command/tables/{T}/rounds/{played['round_id']}/mine")).json()
+        assert mine["players"] == ["p-1"] and mine["status"] == "settled"
+        [bet] = mine["bets"]
+        assert (bet["player_id"], bet["wager"], bet["amount_cents"], bet["status"]) == ("p-1", "player", 2500,
+                                                                                          "settled")
+        assert bet["result"] in ("win", "lose", "void") and bet["payout"] in (0, 2500, 5000)
+    async with client(pit) as c:
+        await login(c, "pit")
+        r = await c.get(f"/command/tables/{T}/rounds/{played['round_id']}/mine")
+        assert r.status_code == 403 and r.json()["detail"]["reason"] == "role_not_allowed"
+
+
+async def test_the_table_side_scoreboard_is_public_and_shows_the_roads_results_limits_and_shoe():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        r = await c.get(f"/scoreboard/{T}")
+        assert r.status_code == 200 and "This table is not open." in r.text  # no login needed
+        await login(c, "dealer")
+        await play_round(c)
+    async with client(pit) as c:  # a screen beside the table: no session
+        r = await c.get(f"/scoreboard/{T}")
+        assert r.status_code == 200 and 'src="/static/scoreboard.js"' in r.text
+        html = (await c.get(f"/scoreboard/{T}/board")).text
+        assert '<span class="sb-game">Punto Banco</span>' in html and 'data-rounds="1"' in html
+        assert "<b>Banker</b> $25.00 – $10,000.00" in html and "<b>Tie</b> $5.00 – $500.00" in html
+        assert len(re.findall(r'<span class="sb-chip sb-[BPT]">[BPT]</span>', html)) == 1
+        assert re.search(r"1 round\(s\) · \d+ of 416 cards out", html)
+        for road in ("Bead plate", "Big Road", "Big Eye Boy", "Small Road", "Cockroach Pig"):
+            assert f"<span>{road}</span>" in html
+        assert "p-1" not in html and "$25.00 on" not in html  # no player, no bet
+        assert (await c.get("/scoreboard/bad%20id!")).status_code == 422
+        assert (await c.get("/static/scoreboard.css")).status_code == 200
+
+
+async def test_the_floor_opens_a_new_table_by_its_console():
+    pit, _ = pit_app()
+    async with client(pit) as c:
+        await login(c, "dealer")
+        floor = (await c.get("/")).text
+        assert "No table is open yet." in floor and 'id="open-table-form"' in floor and 'action="/console"' in floor
+        r = await c.get("/console?table=BJ-7")
+        assert r.status_code == 303 and r.headers["location"] == "/console/BJ-7"
+        page = (await c.get("/console/BJ-7")).text
+        assert 'data-next="open_table"' in page
+        r = await c.get("/console?table=bad%20id!")
+        assert r.status_code == 422 and "<h1>Not a table id</h1>" in r.text
+    async with client(pit) as c:
+        await login(c, "analyst")
+        assert 'id="open-table-form"' not in (await c.get("/")).text  # not a role that opens tables

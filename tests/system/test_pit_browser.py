@@ -221,7 +221,41 @@ def _act(driver: Any, action: str, **fields: str) -> str:
     out = form.find_element(By.CSS_SELECTOR, "output.answer")
     driver.execute_script("arguments[0].textContent = ''", out)
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    return str(_wait(driver, lambda d: out.text not in ("", "sending...") and out.text, f"the answer to {action}"))
+    return _text_of(driver, out, action)
+
+
+def _text_of(driver: Any, out: Any, action: str) -> str:
+    """The answer's words once there are some (its form may be hidden by then: the table moved on)."""
+    def got(_: Any) -> str:
+        text = str(out.get_attribute("textContent") or "")
+        return text if text not in ("", "sending...") else ""
+    return str(_wait(driver, got, f"the answer to {action}"))
+
+
+def _shown(driver: Any) -> list[str]:
+    """The console's forms shown now, in page order."""
+    return list(driver.execute_script(
+        "return Array.from(document.querySelectorAll('form.act:not([hidden])')).map(f => f.dataset.action)"))
+
+
+def _focused(driver: Any) -> str:
+    """The action of the form holding the focus ("" for none)."""
+    return str(driver.execute_script("var f = document.activeElement && document.activeElement.closest('form.act');"
+                                     "return f ? f.dataset.action : ''"))
+
+
+def _key(driver: Any, key: str) -> None:
+    """Press ``key`` on the page (as a dealer's keyboard does)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(driver).send_keys(key).perform()
+
+
+def _answer(driver: Any, action: str) -> str:
+    """The answer shown in ``action``'s form once there is one."""
+    from selenium.webdriver.common.by import By
+
+    return _text_of(driver, driver.find_element(By.CSS_SELECTOR, f"#form-{action} output.answer"), action)
 
 
 def _round_attr(driver: Any, name: str) -> str:
@@ -243,18 +277,29 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     _login(d, a, "dealer", f"/console/{TABLE}")
     console = d.current_window_handle
     assert d.current_url == f"{a}/console/{TABLE}"
+    # a table not open offers only "Open table"; the dealer must say who acts before anything is sent
+    assert _shown(d) == ["open_table"], _shown(d)
+    assert _act(d, "open_table", profile="punto_banco").startswith("Who is acting?")
     d.find_element(By.ID, "actor").send_keys("dealer-ana")
+    assert _act(d, "open_table", profile="punto_banco").startswith("accepted: table_opened"), "open"
+    _wait(d, lambda _: "load_shoe" in _shown(d), "the console offers the shoe once the table is open (live)")
     # bad input is answered in words, naming the field, and nothing is sent
     bad = _act(d, "seat_player", seat="0", player_id="p-1")
     assert bad.startswith("invalid input") and "seat" in bad, bad
-    assert _act(d, "open_table", profile="punto_banco").startswith("accepted: table_opened"), "open"
     answer = _act(d, "load_shoe", cut_at="200")
     assert answer.startswith("accepted: shoe_loaded, shoe_cut, shoe_burned"), answer
     _wait(d, lambda _: _round_attr(d, "data-shoe-id"), "the console shows the loaded shoe (live)")
     assert _act(d, "seat_player", seat="1", player_id="p-1").startswith("accepted: player_seated")
-    answer = _act(d, "open_round")
+    # the next step is focused and the dealer's keys drive it: o opens the round
+    _wait(d, lambda _: _shown(d)[:2] == ["seat_player", "open_round"] and "open_round" in _focused(d),
+          "the console offers and focuses Open round")
+    assert "load_shoe" not in _shown(d) and "read_card" not in _shown(d)  # a shuffled shoe: no reader's forms
+    _shot(d, "console-between-rounds.png")
+    _key(d, "o")
+    answer = _answer(d, "open_round")
     assert answer.startswith("accepted: round_opened, betting_opened"), answer
     _wait(d, lambda _: _round_attr(d, "data-status") == "betting", "the console shows betting open (live)")
+    assert d.execute_script("return sessionStorage.getItem('croupier.actor')") == "dealer-ana"
     round_id = _round_attr(d, "data-round-id")
     assert round_id and round_id in answer
 
@@ -271,13 +316,29 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     terminal = d.current_window_handle
     _login(d, b, "bettor", f"/console/{TABLE}", token=TERMINAL)
     _wait(d, lambda _: _round_attr(d, "data-round-id") == round_id, "the terminal knows the round")
-    answer = _act(d, "place_bet", seat="1", player_id="p-1", wager="banker", amount_cents="10000")
-    assert answer.startswith("accepted: bet_placed"), answer
+    bad = _act(d, "place_bet", seat="1", wager="banker", amount="100.005")
+    assert "fraction of a cent" in bad, bad
+    assert d.find_element(By.ID, "players").text == "p-1"  # the terminal is named for its player
+    answer = _act(d, "place_bet", seat="1", wager="player", amount="25")
+    assert answer.startswith("accepted: bet placed: $25.00 on player"), answer
+    answer = _act(d, "place_bet", seat="1", wager="banker", amount="$100")
+    assert answer.startswith("accepted: bet placed: $100.00 on banker"), answer
+    # its bets this round, in dollars, each with a Withdraw button: the $25 is withdrawn by its button
+    _wait(d, lambda _: len(d.find_elements(By.CSS_SELECTOR, "#my-bets tr.my-bet button.withdraw")) == 2,
+          "the terminal lists its two bets with a Withdraw button each")
+    _shot(d, "terminal-bets.png")
+    d.find_element(By.XPATH, "//tr[contains(@class,'my-bet')][td[text()='$25.00']]//button").click()
+    _wait(d, lambda _: "Withdrawn: $25.00 on player" in d.find_element(By.ID, "my-bets-answer").text,
+          "the withdrawal answered in words")
+    _wait(d, lambda _: [" ".join(r.text.split()) for r in d.find_elements(By.CSS_SELECTOR, "#my-bets tr.my-bet")]
+          == ["p-1 1 player $25.00 withdrawn", "p-1 1 banker $100.00 in play Withdraw"], "the bets after it")
 
     d.switch_to.window(console)
     _wait(d, lambda _: d.find_elements(By.CSS_SELECTOR, f"#round-{TABLE} tr.bet"), "the bet in the console (live)")
     _shot(d, "console-mid-round.png")
-    assert _act(d, "no_more_bets").startswith("accepted: betting_closed")
+    _wait(d, lambda _: "no_more_bets" in _focused(d), '"No more bets" is the next step, focused')
+    _key(d, "n")
+    assert _answer(d, "no_more_bets").startswith("accepted: betting_closed")
     totals = _wait(d, lambda _: d.find_elements(By.ID, f"totals-{TABLE}"), "the settlement in the console (live)")
     _shot(d, "console-settled.png")
     assert "1 bet(s), stakes $100.00" in totals[0].text, totals[0].text
@@ -307,12 +368,21 @@ def test_a_dealer_plays_a_round_through_the_console_and_the_floor_shows_it_live(
     assert beads == [f"bead bead-{winner[0]}"]
     assert big == (0 if winner == "Tie" else 1)
     _shot(d, "floor.png")
+    # the table-side scoreboard: public, dark, the result among the last results and on the roads
+    d.get(f"{a}/scoreboard/{TABLE}")
+    _wait(d, lambda _: d.find_elements(By.CSS_SELECTOR, f".sb-chip.sb-{winner[0]}"), "the scoreboard's last result")
+    assert d.execute_script("return getComputedStyle(document.body).backgroundColor") == "rgb(11, 15, 13)"
+    _shot(d, "scoreboard.png")
 
-    # a late bet from the terminal shows its reason
+    # the terminal no longer offers a bet once betting is closed (a late one is refused: the service tests),
+    # and shows its bet's result
     d.switch_to.window(terminal)
-    late = _act(d, "place_bet", amount_cents="5000")
-    assert late.startswith("rejected: betting_closed"), late
-    _shot(d, "late-bet.png")
+    _wait(d, lambda _: _shown(d) == [], "the terminal's bet forms gone once betting closed")
+    result = {"Banker": "win", "Player": "lose", "Tie": "void"}[winner]
+    _wait(d, lambda _: d.find_elements(By.CSS_SELECTOR, f"#my-bets tr.my-bet td.settled-{result}"),
+          "the terminal shows its bet's result")
+    assert not d.find_elements(By.CSS_SELECTOR, "#my-bets button.withdraw")
+    _shot(d, "terminal-betting-closed.png")
 
     # the round replayed from the log (the console's history links to it): every card with its rule
     d.switch_to.window(console)

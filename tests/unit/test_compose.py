@@ -20,7 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
 SERVICES = COMPOSE["services"]
 KAFKA_ENV = {k: str(v) for k, v in SERVICES["kafka"]["environment"].items()}
-CROUPIER = [*services.NAMES, "api"]
+CROUPIER = [*services.NAMES, "api", "pit"]
+#: the containers beside Croupier's own: the metrics and their dashboard
+MONITORING = {"prometheus", "grafana"}
 
 
 def _env(name: str) -> dict[str, str]:
@@ -44,7 +46,7 @@ def _option(command: list[str], flag: str) -> str:
 
 
 def test_the_broker_and_every_service_the_code_has_and_the_api():
-    assert set(SERVICES) == {"kafka", *services.NAMES, "api"}
+    assert set(SERVICES) == {"kafka", *services.NAMES, "api", "pit", *MONITORING}
     for name in services.NAMES:
         command = SERVICES[name]["command"]
         assert command[:2] == ["croupier", "serve"] and _option(command, "--services") == name, name
@@ -136,3 +138,58 @@ def test_every_service_container_serves_its_metrics_on_the_port_serve_reads():
     for name in services.NAMES:
         env = SERVICES[name]["environment"]
         assert int(env["CROUPIER_METRICS_PORT"]) == 9100 and env["CROUPIER_METRICS_HOST"] == "0.0.0.0", name
+
+
+def test_the_pit_serves_the_console_and_the_command_api_on_every_interface():
+    port = int(_option(SERVICES["pit"]["command"], "--port"))
+    assert SERVICES["pit"]["command"][:2] == ["croupier", "pit"] and "port" in inspect.signature(cli.pit).parameters
+    assert _option(SERVICES["pit"]["command"], "--host") == "0.0.0.0"
+    assert SERVICES["pit"]["ports"] == [f"{port}:{port}"] and port != cli.DEFAULT_API_PORT  # beside the API
+    assert _env("pit")["CROUPIER_API_TOKENS_FILE"] == "/run/secrets/api_tokens"
+    assert SERVICES["pit"]["secrets"] == ["api_tokens"]
+    assert SERVICES["pit"]["depends_on"]["projection"] == {"condition": "service_healthy"}
+    assert f"http://127.0.0.1:{port}/health/ready" in " ".join(SERVICES["pit"]["healthcheck"]["test"])
+
+
+def test_prometheus_scrapes_every_croupier_container_where_it_serves_its_metrics():
+    prom = yaml.safe_load((REPO / "infra/prometheus/prometheus.yml").read_text(encoding="utf-8"))
+    mount = next(v for v in SERVICES["prometheus"]["volumes"] if v.endswith(":/etc/prometheus/prometheus.yml:ro"))
+    assert mount.startswith("./infra/prometheus/prometheus.yml:")
+    assert "--config.file=/etc/prometheus/prometheus.yml" in SERVICES["prometheus"]["command"]
+    targets: dict[str, int] = {}
+    for job in prom["scrape_configs"]:
+        for sd in job.get("dns_sd_configs", []):  # every replica of a scaled service
+            targets.update({name: int(sd["port"]) for name in sd["names"]})
+        for sc in job.get("static_configs", []):
+            targets.update({t.split(":")[0]: int(t.split(":")[1]) for t in sc["targets"]})
+    metrics_port = {n: int(_env(n)["CROUPIER_METRICS_PORT"]) for n in services.NAMES}
+    served = {**metrics_port, "api": int(_option(SERVICES["api"]["command"], "--port")),
+              "pit": int(_option(SERVICES["pit"]["command"], "--port"))}
+    assert targets == served  # every Croupier container, on the port it serves /metrics on, and nothing else
+
+
+def test_grafana_has_prometheus_and_the_repositorys_dashboard_provisioned():
+    import json
+
+    vols = SERVICES["grafana"]["volumes"]
+    assert "./infra/grafana/provisioning:/etc/grafana/provisioning:ro" in vols
+    dash = next(v for v in vols if v.startswith("./infra/grafana/croupier.json:"))
+    inside = dash.split(":")[1]
+    provider = yaml.safe_load((REPO / "infra/grafana/provisioning/dashboards/croupier.yml").read_text())
+    assert inside.rsplit("/", 1)[0] == provider["providers"][0]["options"]["path"]
+    ds = yaml.safe_load((REPO / "infra/grafana/provisioning/datasources/prometheus.yml").read_text())
+    [source] = ds["datasources"]
+    assert source["type"] == "prometheus" and source["url"] == "http://prometheus:9090" and source["isDefault"]
+    assert SERVICES["prometheus"]["ports"] == ["9090:9090"]
+    board = json.loads((REPO / "infra/grafana/croupier.json").read_text())
+    assert len(board["panels"]) >= 20 and any(v["type"] == "datasource" and v["query"] == "prometheus"
+                                              for v in board["templating"]["list"])
+
+
+def test_one_kafka_version_everywhere():
+    pom = (REPO / "infra/kafka/pom.xml").read_text(encoding="utf-8")
+    [pinned] = re.findall(r"<kafka.version>([0-9.]+)</kafka.version>", pom)
+    image, _, tag = SERVICES["kafka"]["image"].partition(":")
+    assert image == "apache/kafka" and tag == pinned, (tag, pinned)
+    script = (REPO / "infra/kafka/kafka.sh").read_text(encoding="utf-8")
+    assert "pom.xml" in script and not (set(re.findall(r"\b4\.\d+\.\d+\b", script)) - {pinned})

@@ -348,3 +348,14 @@ def test_notes_and_closed_shoes_are_capped_and_counted():
     assert (len(d.voided), d.voided_total, d.voided[-1].round_id) == (MAX_NOTES, MAX_NOTES + 50, f"v{MAX_NOTES + 49}")
     assert len(p.closed_shoes) == MAX_CLOSED_SHOES and p.closed_shoes[-1].shoe_id == f"s{MAX_CLOSED_SHOES + 2}"
     assert {s.commitment for s in p.closed_shoes} == {"no_commitment"}
+
+
+def test_each_profile_is_labelled_by_the_game_it_deals():
+    from baccarat.table import TABLE_PROFILES
+    from services.projection.pages import game_label
+
+    assert {name: game_label(make()) for name, make in TABLE_PROFILES.items()} == {
+        "punto_banco": "Punto Banco", "punto_banco_basic": "Punto Banco",
+        "no_vig_dragon_7": "No-vig Dragon 7", "no_vig_dragon_7_panda_8": "No-vig Dragon 7 & Panda 8",
+        "casino_night": "Casino Night", "casino_night_literal": "Casino Night",
+        "punto_banco_curator": "Punto Banco (curator)", "chemin_de_fer": "Chemin de fer"}

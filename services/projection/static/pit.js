@@ -86,12 +86,16 @@
     es.addEventListener("frag", function (e) {
       apply(JSON.parse(e.data));
       autofill();
+      steps();
       document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
     });
   }
   if (stream) connect();
 
   // ---- the console's forms -------------------------------------------------------------------------
+  // how long the console waits for the command API's answer (its own wait, 10 s by default, and a margin)
+  var actionsPanel = document.getElementById("actions");
+  var ANSWER_WITHIN_MS = Number(actionsPanel && actionsPanel.dataset.answerWithinMs) || 15000;
   function requestId() {
     if (window.crypto && crypto.getRandomValues) {
       var b = new Uint8Array(12);
@@ -99,6 +103,58 @@
       return "web-" + Array.prototype.map.call(b, function (x) { return ("0" + x.toString(16)).slice(-2); }).join("");
     }
     return "web-" + Date.now().toString(16) + "-" + Math.floor(Math.random() * 1e9).toString(16);
+  }
+
+  // Only the forms valid now (the round panel's data-valid, from the server), the next step's focused
+  // unless the dealer is typing in a field of a form still shown.
+  function visible(el) { return el && !el.closest("form.act[hidden]"); }
+  function typing() {
+    var a = document.activeElement;
+    return a && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName) && visible(a) && a.type !== "hidden";
+  }
+  function focusForm(form) {
+    var field = Array.prototype.find.call(form.querySelectorAll("input:not([type=hidden]), select"),
+      function (el) { return el.type !== "checkbox" && !el.value && !el.dataset.auto; });
+    (field || form.querySelector("button[type=submit]")).focus();
+  }
+  var shownNext = null;
+  function steps() {
+    var round = document.querySelector("[data-valid]");
+    var forms = document.querySelectorAll("form.act");
+    if (!round || !forms.length) return;
+    var valid = round.dataset.valid.split(" ").filter(Boolean), next = round.dataset.next;
+    forms.forEach(function (f) {
+      var on = valid.indexOf(f.dataset.action) >= 0;
+      f.hidden = !on;
+      f.classList.toggle("next", f.dataset.action === next);
+    });
+    var phase = document.getElementById("phase");
+    if (phase) phase.textContent = "Now: " + round.dataset.phase + (next ? "" : " (nothing to do: wait)");
+    var nf = next && document.getElementById("form-" + next);
+    if (nf && !nf.hidden && next !== shownNext && !typing()) focusForm(nf);
+    shownNext = next;
+  }
+
+  // Keyboard shortcuts of the dealer's steps (a key pressed outside a field): the form's data-key.
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || typing()) return;
+    var form = document.querySelector('form.act[data-key="' + (ev.key || "").toLowerCase() + '"]');
+    if (!form || form.hidden) return;
+    ev.preventDefault();
+    var needs = Array.prototype.some.call(form.querySelectorAll("input:not([type=hidden])"),
+      function (el) { return el.type !== "checkbox" && !el.dataset.auto && !el.value; });
+    if (needs) focusForm(form);  // a card to enter: the field, then Enter sends it
+    else if (form.requestSubmit) form.requestSubmit();
+    else form.querySelector("button[type=submit]").click();
+  });
+
+  // The dealer is remembered for the browser session (this tab and those it opens).
+  var actorField = document.getElementById("actor");
+  if (actorField) {
+    try { actorField.value = sessionStorage.getItem("croupier.actor") || ""; } catch (e) { /* storage off */ }
+    actorField.addEventListener("change", function () {
+      try { sessionStorage.setItem("croupier.actor", actorField.value.trim()); } catch (e) { /* storage off */ }
+    });
   }
 
   function body(form) {
@@ -119,9 +175,24 @@
     return out;
   }
 
+  // Cents as the pages show them: 123456 -> "$1,234.56".
+  function dollars(cents) {
+    var sign = cents < 0 ? "-" : "", c = Math.abs(cents);
+    var whole = String(Math.floor(c / 100)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    return sign + "$" + whole + "." + ("0" + (c % 100)).slice(-2);
+  }
+
+  // One event in a person's words where it carries money (a bet, a refusal), else its kind.
+  function said(e) {
+    var p = e.payload;
+    if (p.type === "bet_placed") return "bet placed: " + dollars(p.amount_cents) + " on " + p.wager;
+    if (p.type === "bet_withdrawn") return "bet withdrawn";
+    return p.type;
+  }
+
   function words(status, data) {
     if (status === 200 && data && data.status === "accepted") {
-      var kinds = (data.events || []).map(function (e) { return e.payload.type; }).join(", ");
+      var kinds = (data.events || []).map(said).join(", ");
       var ids = ["shoe_id", "round_id", "bet_id"].filter(function (k) { return data[k]; })
         .map(function (k) { return k + " " + data[k]; }).join(", ");
       return ["ok", "accepted: " + kinds + (ids ? " (" + ids + ")" : "")];
@@ -135,6 +206,14 @@
         var loc = (x.loc || []).filter(function (p) { return p !== "body"; }).join(".");
         return (loc || "body") + ": " + x.msg;
       }).join("; ")];
+    }
+    if (d && typeof d === "object" && d.reason === "broker_unavailable") {
+      return ["bad", "Not sent: the broker cannot be reached. Nothing will be sent later; press again to " +
+        "retry once it is back (the same request: it cannot be recorded twice)."];
+    }
+    if (d && typeof d === "object" && (status === 504 || d.reason === "reader_failed")) {
+      return ["bad", "No answer in time: the command may still be decided. Look at the round above, or press " +
+        "again to ask (the same request: it cannot be recorded twice)."];
     }
     if (d && typeof d === "object") {
       return ["bad", (status === 422 ? "invalid input: " : "refused (" + status + "): ") + (d.reason || "") +
@@ -150,27 +229,156 @@
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
       var out = form.querySelector("output.answer");
+      if (form.dataset.console === "true" && actorField && !actorField.value.trim()) {
+        out.className = "answer bad";
+        out.textContent = "Who is acting? Enter your employee id (Dealer) first.";
+        actorField.focus();
+        return;
+      }
+      var missing = form.querySelector("input[data-required]");
+      if (missing && !missing.value.trim()) {
+        out.className = "answer bad";
+        out.textContent = "Give a reason: it is recorded with the action.";
+        missing.focus();
+        return;
+      }
+      if (form.dataset.confirm && !window.confirm(form.dataset.confirm + "\nReason: " + missing.value.trim())) {
+        out.className = "answer";
+        out.textContent = "Not sent.";
+        return;
+      }
+      var sent = JSON.stringify(body(form));
+      // a retry of an unanswered request (503, 504, no answer) repeats its request id: never a second command
+      var key = (form.dataset.retryBody === sent && form.dataset.retryKey) || requestId();
+      form.dataset.retryBody = sent;
+      form.dataset.retryKey = key;
       out.className = "answer pending";
       out.textContent = "sending...";
+      var ctl = window.AbortController ? new AbortController() : null;
+      var timer = ctl && setTimeout(function () { ctl.abort(); }, ANSWER_WITHIN_MS);
+      var retry = false;
       fetch(form.dataset.path, {
-        method: "POST", credentials: "same-origin",
-        headers: {"Content-Type": "application/json", "Idempotency-Key": requestId()},
-        body: JSON.stringify(body(form))
+        method: "POST", credentials: "same-origin", signal: ctl ? ctl.signal : undefined,
+        headers: {"Content-Type": "application/json", "Idempotency-Key": key},
+        body: sent
       }).then(function (r) {
+        retry = r.status === 503 || r.status === 504 || r.status === 500;
         return r.text().then(function (t) {
           var data = null;
           try { data = JSON.parse(t); } catch (e) { data = {detail: t.slice(0, 300)}; }
           return words(r.status, data);
         });
       }).catch(function (e) {
-        return ["bad", "the server could not be reached (" + e + "): retry"];
+        retry = true;
+        if (e && e.name === "AbortError") {
+          return ["bad", "No answer from the pit server within " + ANSWER_WITHIN_MS / 1000 + " s: the command " +
+            "may still be decided. Press again to ask (the same request: it cannot be recorded twice)."];
+        }
+        return ["bad", "The pit server cannot be reached (" + e + "): press again to retry."];
       }).then(function (w) {
+        if (timer) clearTimeout(timer);
+        if (!retry) delete form.dataset.retryKey;
         out.className = "answer " + w[0];
         out.textContent = w[1];
+        var last = document.getElementById("last-answer");  // still shown when the form is gone (table moved on)
+        if (last) {
+          last.className = "answer " + w[0];
+          last.textContent = form.querySelector("legend").firstChild.textContent.trim() + ": " + w[1];
+        }
         if (w[0] === "ok") form.querySelectorAll("[data-auto]").forEach(function (el) { delete el.dataset.edited; });
         autofill();
+        if (w[0] === "ok") {  // the answer's events may already have moved the table on: the next step
+          form.querySelectorAll("input[name]:not([type=hidden]):not([data-auto])").forEach(function (el) {
+            if (el.name === "card" || el.name === "reason" || el.name === "burned" || el.name === "exposed") el.value = "";
+          });
+          shownNext = null;
+          steps();
+          if (form.dataset.action === "place_bet") { myBusy = true; refreshMine(); }
+        }
       });
     });
   });
   autofill();
+  steps();
+
+  // ---- a betting terminal: its players' bets this round, their results, a withdraw button per bet ----------
+  var mine = document.getElementById("my-bets");
+  var myRound = "", myStatus = "", myBusy = false;
+  function cell(row, text, cls) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    if (cls) td.className = cls;
+    row.appendChild(td);
+    return td;
+  }
+  function showMine(data, betting) {
+    var table = document.getElementById("my-bets-table"), body = table.querySelector("tbody");
+    body.textContent = "";
+    (data.bets || []).forEach(function (b) {
+      var tr = document.createElement("tr");
+      tr.className = "my-bet";
+      tr.dataset.betId = b.bet_id;
+      cell(tr, b.player_id); cell(tr, String(b.seat)); cell(tr, b.wager); cell(tr, dollars(b.amount_cents));
+      if (b.status === "settled") {
+        cell(tr, b.result + (b.category && b.category !== b.result ? " (" + b.category.replace(/_/g, " ") + ")" : ""),
+             "settled-" + b.result);
+        cell(tr, dollars(b.payout));
+      } else {
+        cell(tr, b.status === "withdrawn" ? "withdrawn" : "in play"); cell(tr, "");
+      }
+      var act = cell(tr, "");
+      if (b.status === "placed" && betting) {
+        var btn = document.createElement("button");
+        btn.type = "button";
+        btn.className = "withdraw";
+        btn.textContent = "Withdraw";
+        btn.addEventListener("click", function () { withdraw(b, btn); });
+        act.appendChild(btn);
+      }
+      body.appendChild(tr);
+    });
+    table.hidden = !(data.bets || []).length;
+    document.getElementById("my-bets-none").hidden = !table.hidden;
+  }
+  function refreshMine() {
+    var round = document.querySelector("[data-round-id]");
+    if (!mine || !round || !round.dataset.roundId) return;
+    var rid = round.dataset.roundId, status = round.dataset.status;
+    if (rid === myRound && status === myStatus && !myBusy) return;
+    myRound = rid; myStatus = status; myBusy = false;
+    fetch(mine.dataset.base + "/rounds/" + encodeURIComponent(rid) + "/mine",
+          {credentials: "same-origin", cache: "no-store"})
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (data) { if (data && rid === myRound) showMine(data, status === "betting"); })
+      .catch(function () { myStatus = ""; });  // asked again at the next live frame
+  }
+  function withdraw(b, btn) {
+    var out = document.getElementById("my-bets-answer");
+    btn.disabled = true;
+    out.className = "answer pending";
+    out.textContent = "withdrawing...";
+    var key = btn.dataset.key || (btn.dataset.key = requestId());
+    fetch(mine.dataset.base + "/bets/withdraw", {
+      method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "Idempotency-Key": key},
+      body: JSON.stringify({round_id: myRound, bet_id: b.bet_id, player_id: b.player_id})
+    }).then(function (r) {
+      return r.text().then(function (t) {
+        var data = null;
+        try { data = JSON.parse(t); } catch (e) { data = {detail: t.slice(0, 300)}; }
+        return words(r.status, data);
+      });
+    }).catch(function (e) { return ["bad", "The pit server cannot be reached (" + e + "): press again to retry."]; })
+      .then(function (w) {
+        out.className = "answer " + w[0];
+        out.textContent = w[0] === "ok" ? "Withdrawn: " + dollars(b.amount_cents) + " on " + b.wager : w[1];
+        btn.disabled = false;
+        myBusy = true;
+        refreshMine();
+      });
+  }
+  if (mine) {
+    refreshMine();
+    setInterval(refreshMine, 1000);  // cheap: asks only when the round or its status changed
+  }
 })();
