@@ -22,18 +22,20 @@ from contracts.codecs import decode_dead_letter
 from contracts.commands import LoadShoe
 from contracts.envelope import MAX_DEAD_LETTER_ORIGINAL
 from services.floor.dealer import Clock, TableDealer
+from services.cage.core import CageCore
 from services.runtime.core import command
 from services.runtime.kafka import read_log
 from tests.system.test_floor_kafka import SEATS, Floor
 
 READER = {T.SHOE_COMMANDS: "shoe", T.SHOE_DRAWS: "shoe", T.DEALING_COMMANDS: "dealing",
           T.DEALING_OPTIONS: "dealing", T.WAGERING_COMMANDS: "wagering", T.WAGERING_BETS: "wagering",
-          T.SETTLEMENT_COMMANDS: "settlement"}
+          T.SETTLEMENT_COMMANDS: "settlement", T.CAGE_COMMANDS: "cage"}
 
 
 @pytest.fixture
 async def floor(kafka_bootstrap: str) -> AsyncIterator[Floor]:
     f = Floor(kafka_bootstrap)
+    f.cores["cage"] = CageCore()  # the floor's four services and the cage, the reader of cage.commands
     await f.start()
     try:
         yield f
@@ -65,7 +67,7 @@ async def test_a_900_kb_record_on_every_command_topic_is_dead_lettered_and_the_t
     await floor.io.send(T.SHOE_COMMANDS, command("D1", "load", Clock()(), LoadShoe(shoe_id="S", cut_at=30)))
     assert await dealer.play_round("S", "S-1")
     assert await dealer.play_round("S", "S-2")
-    for svc in ("shoe", "dealing", "wagering", "settlement"):
+    for svc in ("shoe", "dealing", "wagering", "settlement", "cage"):
         mine = {floor.settings.topic(t) for t, s in READER.items() if s == svc}
         for _ in range(100):
             letters = [decode_dead_letter(r.value) for r in await read_log(floor.settings,
