@@ -4,9 +4,10 @@ timeout, targeted kills, an instance added), then the raw-topic check, ``croupie
 projection replica must all find nothing: no bet lost or settled twice, no seq held twice or missing, the
 ledger equal to the settlements to the cent, the replica's ledger equal to the published one.
 
-Size (environment): ``CROUPIER_CHAOS_ROUNDS`` (default 300), ``CROUPIER_CHAOS_FAULTS`` (15),
-``CROUPIER_CHAOS_SECONDS`` (bound on the floor, 180), ``CROUPIER_CHAOS_TABLES`` (6). The defaults take about
-3–5 minutes on a two-core machine.
+Size (environment): ``CROUPIER_CHAOS_ROUNDS`` (default 100), ``CROUPIER_CHAOS_FAULTS`` (15),
+``CROUPIER_CHAOS_SECONDS`` (bound on the floor, 180), ``CROUPIER_CHAOS_TABLES`` (6). The floor stops once it
+has settled the rounds and seen the faults: about 2–4 minutes on a two-core machine with the services on TLS
+(a CI run dealt 138 rounds under 39 faults in the 180 s; the long runs are ``bench/chaos.py``'s).
 
 Expected to fail until the runtime for a cluster (co-partitioned assignment, fenced producers) is merged."""
 
@@ -19,7 +20,7 @@ import pytest
 
 from croupier.chaos import ChaosConfig, report_lines, run_chaos
 
-ROUNDS = int(os.environ.get("CROUPIER_CHAOS_ROUNDS", "300"))
+ROUNDS = int(os.environ.get("CROUPIER_CHAOS_ROUNDS", "100"))
 FAULTS = int(os.environ.get("CROUPIER_CHAOS_FAULTS", "15"))
 
 
