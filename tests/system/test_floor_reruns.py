@@ -24,7 +24,7 @@ from services.runtime.kafka import ensure_topics
 from services.runtime.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
-DECIDERS = ("shoe", "dealing", "wagering", "settlement")  # the floor needs no projection
+DECIDERS = ("shoe", "dealing", "wagering", "settlement", "cage")  # no projection; the demo's cage clerk needs the cage
 
 
 def _settings(bootstrap: str, tag: str) -> Settings:
@@ -43,7 +43,7 @@ async def croupier(*args: str, stdout: int | None = asyncio.subprocess.PIPE,
 
 @pytest.fixture
 async def served(kafka_bootstrap: str) -> AsyncIterator[Settings]:
-    """The four deciding services running here under a fresh prefix; its topics deleted afterwards."""
+    """The deciding services (and the cage) running here under a fresh prefix; its topics deleted afterwards."""
     settings = _settings(kafka_bootstrap, "re")
     await ensure_topics(settings, T.ALL_TOPICS)
     running: list[Service] = []
