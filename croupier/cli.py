@@ -394,8 +394,8 @@ def _api_tokens(token: Optional[str]) -> dict[str, str]:
 @app.command()
 def serve(
     services_: Annotated[str, typer.Option("--services", help="Comma-separated: shoe,dealing,wagering,"
-                                                              "settlement,projection.")
-                         ] = "shoe,dealing,wagering,settlement,projection",
+                                                              "settlement,projection,cage.")
+                         ] = "shoe,dealing,wagering,settlement,projection,cage",
     bootstrap: Annotated[Optional[str], typer.Option(help=BOOTSTRAP_HELP)] = None,
     prefix: Annotated[Optional[str], typer.Option(help=PREFIX_HELP)] = None,
     api_port: Annotated[Optional[int], typer.Option(help="Serve the query API beside the projection.")] = None,
