@@ -57,9 +57,10 @@ async def _split_topics(c: Cluster, leaders: dict[str, int]) -> None:
 
 
 def _plain(monkeypatch: pytest.MonkeyPatch, bootstrap: str) -> Cluster:
-    """A :class:`Cluster` on the throw-away plain cluster, also in .ci/run's second (secured) run."""
+    """A :class:`Cluster` on the throw-away plain cluster, also when the session runs on the secured (TLS) broker
+    (.ci/run): none of that broker's settings, its CA file included, apply to this cluster."""
     for name in ("KAFKA_SECURITY_PROTOCOL", "KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD",
-                 "KAFKA_SASL_PASSWORD_FILE"):
+                 "KAFKA_SASL_PASSWORD_FILE", "KAFKA_SSL_CAFILE"):
         monkeypatch.delenv(name, raising=False)
     c = Cluster(bootstrap)
     assert not c.settings.secured

@@ -171,6 +171,14 @@ def test_the_cli_names_the_cause(secured_kafka: SecuredBroker, monkeypatch: pyte
     assert time.monotonic() - t0 < 2 * REFUSED_WITHIN_S
 
 
+async def _until_found(capture: LoopbackCapture, needle: bytes, seconds: float = 5.0) -> None:
+    """Give the capture thread up to ``seconds`` to see ``needle`` (the contrast's bytes were written already)."""
+    for _ in range(int(seconds / 0.1)):
+        if capture.found(needle):
+            return
+        await asyncio.sleep(0.1)
+
+
 async def test_a_capture_of_a_dealt_round_shows_no_player_id_and_no_card(secured_kafka: SecuredBroker):
     import random
 
@@ -213,7 +221,7 @@ async def test_a_capture_of_a_dealt_round_shows_no_player_id_and_no_card(secured
         _, w = await asyncio.open_connection("127.0.0.1", sink_port)
         w.write(b"".join(bets[:3] + dealt[:12]))
         await w.drain()
-        await asyncio.sleep(0.3)
+        await _until_found(clear, player)  # a loaded machine's capture thread may lag the write
         w.close()
     sink.close()
     assert clear.found(player) and clear.found(dealt_card := next(c for c in cards if any(c in v for v in dealt[:12])))
@@ -228,5 +236,5 @@ async def test_a_capture_of_a_dealt_round_shows_no_player_id_and_no_card(secured
                 await p.send_and_wait(topic, bets[0] + dealt[0] + b"".join(dealt), key=table.encode())
             finally:
                 await p.stop()
-            await asyncio.sleep(0.3)
+            await _until_found(kafka_clear, player)
         assert kafka_clear.found(player) and kafka_clear.found(dealt_card)
