@@ -5,9 +5,9 @@ projection replica must all find nothing: no bet lost or settled twice, no seq h
 ledger equal to the settlements to the cent, the replica's ledger equal to the published one.
 
 Size (environment): ``CROUPIER_CHAOS_ROUNDS`` (default 100), ``CROUPIER_CHAOS_FAULTS`` (15),
-``CROUPIER_CHAOS_SECONDS`` (bound on the floor, 180), ``CROUPIER_CHAOS_TABLES`` (6). The floor stops once it
+``CROUPIER_CHAOS_SECONDS`` (bound on the floor, 240), ``CROUPIER_CHAOS_TABLES`` (6). The floor stops once it
 has settled the rounds and seen the faults: about 2–4 minutes on a two-core machine with the services on TLS
-(a CI run dealt 138 rounds under 39 faults in the 180 s; the long runs are ``bench/chaos.py``'s).
+(a loaded CI run dealt 138 rounds under 39 faults in 180 s, one sharing the machine with two other system tests 36; the long runs are ``bench/chaos.py``'s).
 
 Expected to fail until the runtime for a cluster (co-partitioned assignment, fenced producers) is merged."""
 
@@ -26,7 +26,7 @@ FAULTS = int(os.environ.get("CROUPIER_CHAOS_FAULTS", "15"))
 
 async def test_a_chaos_run_loses_doubles_and_conflicts_nothing(kafka_bootstrap):
     cfg = ChaosConfig(bootstrap=kafka_bootstrap, prefix=f"chaostest{uuid.uuid4().hex[:8]}.", rounds=ROUNDS,
-                      min_faults=FAULTS, max_seconds=float(os.environ.get("CROUPIER_CHAOS_SECONDS", "180")),
+                      min_faults=FAULTS, max_seconds=float(os.environ.get("CROUPIER_CHAOS_SECONDS", "240")),
                       tables=int(os.environ.get("CROUPIER_CHAOS_TABLES", "6")), seed=11,
                       replica_port=18000 + uuid.uuid4().int % 1000)
     lines: list[str] = []
