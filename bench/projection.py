@@ -22,6 +22,7 @@ import os
 import random
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -30,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aiokafka import AIOKafkaProducer  # noqa: E402
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
 
 from baccarat.table import no_vig_dragon, punto_banco_full  # noqa: E402
 from contracts import topics as T  # noqa: E402
@@ -89,12 +90,39 @@ async def deal_in_memory(tables: int, rounds: int) -> MemoryBus:
 
 
 async def replay_table(producer: AIOKafkaProducer, settings: Settings, records: list, interval_s: float,
-                       start_after_s: float) -> None:
+                       start_after_s: float, acked: dict[tuple[str, int], float]) -> None:
+    """Write one table's records at the dealing pace; ``acked``: (table, seq) of each card -> wall time (ms)
+    its append was acknowledged."""
     await asyncio.sleep(start_after_s)  # tables open at different moments, as on a floor
     for rec in records:
-        if rec.topic == T.SHOE_EVENTS and isinstance(decode_event(rec.value).payload, CardDrawn):
+        env = decode_event(rec.value)
+        card = rec.topic == T.SHOE_EVENTS and isinstance(env.payload, CardDrawn)
+        if card:
             await asyncio.sleep(interval_s)
         await producer.send_and_wait(settings.topic(rec.topic), rec.value, key=rec.key)
+        if card:
+            acked[(env.table_id, env.seq)] = time.time() * 1000
+
+
+async def watch_odds(settings: Settings, seen: dict[tuple[str, int], float], stop: asyncio.Event) -> None:
+    """A ``read_committed`` reader of the odds topic, as the pit's: (table, step) of each public card
+    ``OddsUpdated`` -> wall time (ms) it was first read (its transaction committed and visible)."""
+    consumer = AIOKafkaConsumer(settings.topic(T.PROJECTION_ODDS), **settings.client_options(),
+                                isolation_level="read_committed", auto_offset_reset="earliest",
+                                enable_auto_commit=False, fetch_max_wait_ms=100)
+    await consumer.start()
+    try:
+        while not stop.is_set():
+            batch = await consumer.getmany(timeout_ms=100)
+            t = time.time() * 1000
+            for recs in batch.values():
+                for r in recs:
+                    env = decode_event(r.value)
+                    o = env.payload
+                    if isinstance(o, OddsUpdated) and o.trigger == "card" and o.view == "public":
+                        seen.setdefault((env.table_id, o.step), t)
+    finally:
+        await consumer.stop()
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -144,30 +172,41 @@ async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[s
     (None: no odds updates observed, said on stderr)."""
     # the projection runs in its own process, as in production (the replaying producer here would otherwise
     # share its event loop)
+    # (``croupier serve --services projection``, with a per-card trace: bench/projection_trace.py)
+    trace = Path(tempfile.mkdtemp(prefix="benchproj")) / "trace.txt"
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "croupier.cli", "serve", "--services", "projection", "--bootstrap", args.bootstrap,
-        "--prefix", settings.topic_prefix, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        sys.executable, str(Path(__file__).with_name("projection_trace.py")), args.bootstrap,
+        settings.topic_prefix, str(trace), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         cwd=str(Path(__file__).resolve().parents[1]))
     producer = AIOKafkaProducer(**settings.client_options(), linger_ms=0)
     await producer.start()
+    acked: dict[tuple[str, int], float] = {}
+    visible: dict[tuple[str, int], float] = {}
+    watching = asyncio.Event()
+    watcher = asyncio.create_task(watch_odds(settings, visible, watching))
     try:
         await asyncio.sleep(6.0)  # process start, group join and (empty) rebuild
         t1 = time.perf_counter()
         stagger = random.Random(3)
         interval = args.card_interval_ms / 1000
-        await asyncio.gather(*(replay_table(producer, settings, recs, interval, stagger.uniform(0, 5 * interval))
+        await asyncio.gather(*(replay_table(producer, settings, recs, interval, stagger.uniform(0, 5 * interval),
+                                            acked)
                                for recs in by_table.values()))
         print(f"replayed into Kafka in {time.perf_counter() - t1:.1f} s")
         cards = sum(1 for recs in by_table.values() for r in recs
                     if r.topic == T.SHOE_EVENTS and isinstance(decode_event(r.value).payload, CardDrawn))
         odds_topic = settings.topic(T.PROJECTION_ODDS)
-        for _ in range(600):
-            got = await read_log(settings, odds_topic)
-            n_card = sum(1 for r in got if decode_event(r.value).payload.trigger == "card")
-            if n_card >= 2 * cards - 4 * args.tables:
-                break
+        # until the public odds of (nearly) every card are visible, or none came for 5 s (a card's odds are
+        # skipped when a later card of its table was folded first: the projection publishes the latest)
+        last, quiet = -1, 0
+        while len(visible) < cards - 2 * args.tables and quiet < 10:
+            quiet = quiet + 1 if len(visible) == last else 0
+            last = len(visible)
             await asyncio.sleep(0.5)
     finally:
+        await asyncio.sleep(0.5)
+        watching.set()
+        await watcher
         await producer.stop()
         proc.terminate()
         await proc.wait()
@@ -206,6 +245,7 @@ async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[s
     print("p99 by second of the run: " + " ".join(f"{k}s:{pct(v, 0.99):.0f}" for k, v in sorted(buckets.items())))
     print(f"card -> odds delay over {len(delays)} cards: p50 {p50:.1f} ms, p90 {pct(delays, 0.9):.1f} ms, "
           f"p99 {p99:.1f} ms, max {max(delays):.1f} ms")
+    print_breakdown(card_ts, acked, visible, trace)
 
     replica = ServiceHost(ProjectionCore(), settings, NullPublisher())
 
@@ -222,6 +262,48 @@ async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[s
     print(f"rebuild from zero: {records} events in {rebuild_s:.2f} s (reading from Kafka included)")
     return (f"projection: tables={args.tables} odds_p50_ms={p50:.1f} odds_p99_ms={p99:.1f} "
             f"rebuild_s_per_100k={per_100k:.1f}")
+
+
+def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, int], float],
+                    visible: dict[tuple[str, int], float], trace: Path) -> None:
+    """Where a card's time went (ms, p50 and p99 of each stage over the cards traced at every stage): the
+    ``CardDrawn``'s append (its timestamp to its acknowledgement), the projection's read (to the batch
+    reaching its tasks), the wait for its turn (to the fold's start), the fold and odds, the wait for the
+    transaction, the transaction (to its commit), and the ``OddsUpdated`` becoming visible to a
+    ``read_committed`` reader."""
+    read: dict[tuple[str, int], float] = {}
+    fold: dict[tuple[str, int], tuple[float, float]] = {}
+    txn: dict[tuple[str, int], tuple[float, float, int, int]] = {}
+    lines = trace.read_text().splitlines() if trace.exists() else []
+    for line in lines:
+        f = line.split()
+        if f[0] == "read":
+            read.setdefault((f[1], int(f[2])), float(f[3]))
+        elif f[0] == "fold":
+            fold.setdefault((f[1], int(f[2])), (float(f[3]), float(f[4])))
+        elif f[0] == "txn":
+            txn.setdefault((f[1], int(f[2]) + 2), (float(f[3]), float(f[4]), int(f[5]), int(f[6])))
+    stages: dict[str, list[float]] = defaultdict(list)
+    names = ("append", "read", "queue", "fold+odds", "to txn", "txn", "visible", "total")
+    checkpointed = 0
+    for key, ts in card_ts.items():
+        if not all(key in d for d in (acked, read, fold, txn)) or (key[0], key[1] - 2) not in visible:
+            continue
+        f0, f1 = fold[key]
+        x0, x1, _, cp = txn[key]
+        checkpointed += cp
+        marks = (ts, acked[key], read[key], f0, f1, x0, x1, visible[(key[0], key[1] - 2)])
+        for name, a, b in zip(names, marks, marks[1:]):
+            stages[name].append(b - a)
+        stages["total"].append(marks[-1] - marks[0])
+    if not stages:
+        print("breakdown: no card traced at every stage", file=sys.stderr)
+        return
+    n = len(stages["total"])
+    print(f"breakdown over {n} cards ({checkpointed} in a transaction with a checkpoint), ms:")
+    for name in names:
+        xs = stages[name]
+        print(f"  {name:<10} p50 {statistics.median(xs):7.1f}  p99 {pct(xs, 0.99):7.1f}")
 
 
 if __name__ == "__main__":
