@@ -196,10 +196,11 @@ async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[s
         cards = sum(1 for recs in by_table.values() for r in recs
                     if r.topic == T.SHOE_EVENTS and isinstance(decode_event(r.value).payload, CardDrawn))
         odds_topic = settings.topic(T.PROJECTION_ODDS)
-        # until the public odds of (nearly) every card are visible, or none came for 5 s (a card's odds are
-        # skipped when a later card of its table was folded first: the projection publishes the latest)
+        # until the public odds of (nearly) every card are visible, or none came for 30 s (a card's odds are
+        # skipped when a later card of its table was folded first: the projection publishes the latest); a
+        # loaded machine has stalled the projection for over 10 s at a time, so 30 s
         last, quiet = -1, 0
-        while len(visible) < cards - 2 * args.tables and quiet < 10:
+        while len(visible) < cards - 2 * args.tables and quiet < 60:
             quiet = quiet + 1 if len(visible) == last else 0
             last = len(visible)
             await asyncio.sleep(0.5)
