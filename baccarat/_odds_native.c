@@ -28,12 +28,14 @@
 #define RPAD 32         /* table rows padded to this many (distinct rows are at most 30) */
 #define NOUT 30         /* counts returned, in the caller's order (gather) */
 #define NAFF 2002       /* multisets holding a given value: C(14, 5) */
+#define DERIVED 255     /* gather entry of a count derived from the total (see derive_outputs) */
 
 
 typedef struct {
     PyObject_HEAD
-    int rows;                       /* distinct table rows actually used (<= RPAD) */
-    int stride;                     /* doubles per multiset in tabled: 28 when rows <= 28, else 32 */
+    int rows;                       /* distinct table rows actually computed (<= RPAD) */
+    int groups;                     /* rows in groups of four (the float64 kernel's vectors): ceil(rows / 4) */
+    int stride;                     /* doubles per multiset in tabled: 4 * groups */
     double tabled[NMULTI * RPAD];   /* T transposed, multiset-major, rows zero-padded to stride (float64 kernel) */
     uint16_t table[NMULTI][RPAD];   /* the same as uint16 (the generic path) */
     uint16_t sub_a[NMULTI], sub_b[NMULTI];
@@ -50,7 +52,6 @@ typedef struct {
     int64_t counts[VALUES];
     uint64_t f[VALUES][KMAX];
     uint64_t ga[NSUB], gb[NSUB];
-    uint64_t w[NMULTI];
     uint64_t sums[RPAD];
 } TrackerObject;
 
@@ -78,7 +79,8 @@ read_buffer(PyObject *obj, void *dst, Py_ssize_t size, const char *what)
 /* Plan(table_u16, rows, sub_a_u16, sub_b_u16, subk_u8, gather_u8)
  *   table_u16: rows x 5005 little-endian uint16, row-major (the ruleset's distinct rows);
  *   sub_a/sub_b: uint16[5005] sub-multiset index of each multiset in groups 0..4 and 5..9;
- *   subk: uint8[462 x 5] the counts k_j of each sub-multiset; gather: uint8[30] row of each returned count. */
+ *   subk: uint8[462 x 5] the counts k_j of each sub-multiset; gather: uint8[30] row of each returned count,
+ *   or 255 (DERIVED) for the last class of each family that sums to the total (see derive_outputs). */
 static PyObject *
 Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -110,13 +112,20 @@ Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     memset(self->table, 0, sizeof self->table);
     memset(self->tabled, 0, sizeof self->tabled);
-    self->stride = rows <= 28 ? 28 : 32;
+    self->groups = (rows + 3) / 4;
+    self->stride = 4 * self->groups;
     for (int r = 0; r < rows; r++)
         for (int m = 0; m < NMULTI; m++)
             self->tabled[(size_t)m * self->stride + r] = self->table[m][r] = flat[(size_t)r * NMULTI + m];
     PyMem_Free(flat);
     for (int i = 0; i < NOUT; i++) {
-        if (self->gather[i] >= rows) {
+        int last = i == 2 || i == 5 || i == 20 || i == 29;  /* the last class of each family (FAMILIES) */
+        if (self->gather[i] == DERIVED && !last) {
+            Py_DECREF(self);
+            PyErr_SetString(PyExc_ValueError, "only the last class of a family may be derived from the total");
+            return NULL;
+        }
+        if (self->gather[i] >= rows && self->gather[i] != DERIVED) {
             Py_DECREF(self);
             PyErr_SetString(PyExc_ValueError, "gather index beyond the table's rows");
             return NULL;
@@ -210,27 +219,51 @@ accumulate_int(const PlanObject *p, const uint16_t *ms, int count, const uint64_
  * non-negative terms, each <= 2**53). The table is read as doubles (tabled) and the result rounded back to
  * the integer it is (a multiset's row is 28 doubles when the ruleset has at most 28 distinct rows, so the
  * table is 1.1 MB rather than 1.3). The chains of accumulators are independent, so the loop is bound by memory. */
-#define FMA_GROUP(k) acc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t + 4 * (k)), xv, acc##k)
-__attribute__((target("avx2,fma"))) static void
-accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, uint64_t *out)
+#define FMA_GROUP(k) if ((k) < G) acc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t + 4 * (k)), xv, acc##k)
+/* G = groups of four rows (a compile-time constant in each instance below, so the accumulators stay in
+ * registers and the loop carries exactly G loads and G FMAs per multiset). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+accumulate_avx2_g(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta,
+                  uint64_t *out, const int G)
 {
     __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
             acc6 = acc0, acc7 = acc0;
-    const int wide = p->rows > 28;
     const size_t stride = (size_t)p->stride;
     for (int i = 0; i < count; i++) {
         const double *t = p->tabled + (size_t)(ms ? ms[i] : i) * stride;
-        __m256d xv = _mm256_set1_pd(is_delta ? (double)(int64_t)x[i] : (double)x[i]);
+        __m256d xv = _mm256_set1_pd((double)(int64_t)x[i]);  /* a weight < 2**53, or a signed change */
         FMA_GROUP(0); FMA_GROUP(1); FMA_GROUP(2); FMA_GROUP(3); FMA_GROUP(4); FMA_GROUP(5); FMA_GROUP(6);
-        if (wide)
-            FMA_GROUP(7);
+        FMA_GROUP(7);
     }
-    double acc[RPAD] __attribute__((aligned(32)));
-    _mm256_store_pd(acc, acc0); _mm256_store_pd(acc + 4, acc1); _mm256_store_pd(acc + 8, acc2);
-    _mm256_store_pd(acc + 12, acc3); _mm256_store_pd(acc + 16, acc4); _mm256_store_pd(acc + 20, acc5);
-    _mm256_store_pd(acc + 24, acc6); _mm256_store_pd(acc + 28, acc7);
+    double sum[RPAD] __attribute__((aligned(32)));
+    _mm256_store_pd(sum, acc0); _mm256_store_pd(sum + 4, acc1); _mm256_store_pd(sum + 8, acc2);
+    _mm256_store_pd(sum + 12, acc3); _mm256_store_pd(sum + 16, acc4); _mm256_store_pd(sum + 20, acc5);
+    _mm256_store_pd(sum + 24, acc6); _mm256_store_pd(sum + 28, acc7);
     for (int r = 0; r < p->rows; r++)
-        out[r] += (uint64_t)(int64_t)acc[r];
+        out[r] += (uint64_t)(int64_t)sum[r];
+}
+
+#define AVX2_INSTANCE(g) \
+    __attribute__((target("avx2,fma"))) static void \
+    accumulate_avx2_##g(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, \
+                        uint64_t *out) \
+    { accumulate_avx2_g(p, ms, count, x, is_delta, out, g); }
+AVX2_INSTANCE(1) AVX2_INSTANCE(2) AVX2_INSTANCE(3) AVX2_INSTANCE(4) AVX2_INSTANCE(5) AVX2_INSTANCE(6)
+AVX2_INSTANCE(7) AVX2_INSTANCE(8)
+
+static void
+accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, uint64_t *out)
+{
+    switch (p->groups) {
+    case 1: accumulate_avx2_1(p, ms, count, x, is_delta, out); break;
+    case 2: accumulate_avx2_2(p, ms, count, x, is_delta, out); break;
+    case 3: accumulate_avx2_3(p, ms, count, x, is_delta, out); break;
+    case 4: accumulate_avx2_4(p, ms, count, x, is_delta, out); break;
+    case 5: accumulate_avx2_5(p, ms, count, x, is_delta, out); break;
+    case 6: accumulate_avx2_6(p, ms, count, x, is_delta, out); break;
+    case 7: accumulate_avx2_7(p, ms, count, x, is_delta, out); break;
+    default: accumulate_avx2_8(p, ms, count, x, is_delta, out); break;
+    }
 }
 #endif
 
@@ -264,6 +297,7 @@ static void
 tracker_reset(TrackerObject *self, const int64_t *counts)
 {
     const PlanObject *p = self->plan;
+    uint64_t w[NMULTI];
     memcpy(self->counts, counts, sizeof self->counts);
     for (int v = 0; v < VALUES; v++)
         falling_row(self->f[v], counts[v]);
@@ -272,33 +306,63 @@ tracker_reset(TrackerObject *self, const int64_t *counts)
         self->gb[s] = group_weight(self->f, p->subk[s], GROUP);
     }
     for (int m = 0; m < NMULTI; m++)
-        self->w[m] = self->ga[p->sub_a[m]] * self->gb[p->sub_b[m]];
+        w[m] = self->ga[p->sub_a[m]] * self->gb[p->sub_b[m]];
     memset(self->sums, 0, sizeof self->sums);
-    accumulate(p, NULL, NMULTI, self->w, 0, total_cards(counts), self->sums);
+    accumulate(p, NULL, NMULTI, w, 0, total_cards(counts), self->sums);
 }
 
+/* One card of value v leaves: only the factor of v's group changes, for the sub-multisets holding v, so
+ * W'[m] - W[m] = (g'[a] - g[a]) * other[b] for the multisets m = (a, b) holding v (no W array is kept). */
 static void
 tracker_remove(TrackerObject *self, int v)
 {
     const PlanObject *p = self->plan;
-    uint64_t delta[NAFF];
+    uint64_t delta[NAFF], dg[NSUB];
     self->counts[v] -= 1;
     falling_row(self->f[v], self->counts[v]);
-    uint64_t *g = v < GROUP ? self->ga : self->gb;
-    int base = v < GROUP ? 0 : GROUP;
+    const int in_a = v < GROUP;
+    uint64_t *g = in_a ? self->ga : self->gb;
+    const uint64_t *other = in_a ? self->gb : self->ga;
+    const uint16_t *mine = in_a ? p->sub_a : p->sub_b, *theirs = in_a ? p->sub_b : p->sub_a;
     for (int i = 0; i < p->n_affected_sub[v]; i++) {
         int s = p->affected_sub[v][i];
-        g[s] = group_weight(self->f, p->subk[s], base);
+        uint64_t now = group_weight(self->f, p->subk[s], in_a ? 0 : GROUP);
+        dg[s] = now - g[s];  /* modulo 2**64: a negative change wraps, the sum comes out right */
+        g[s] = now;
     }
     const uint16_t *aff = p->affected[v];
     for (int i = 0; i < NAFF; i++) {
         int m = aff[i];
-        uint64_t w = self->ga[p->sub_a[m]] * self->gb[p->sub_b[m]];
-        delta[i] = w - self->w[m];  /* modulo 2**64: a negative change wraps, the sum comes out right */
-        self->w[m] = w;
+        delta[i] = dg[mine[m]] * other[theirs[m]];
     }
     /* N before the removal bounds both the old and the new weights */
     accumulate(p, aff, NAFF, delta, 1, total_cards(self->counts) + 1, self->sums);
+}
+
+/* The 30 counts in gather order: a DERIVED entry is the total Permut(N, 6) less the other classes of its family
+ * (who wins: 0..2; cards required: 3..5; each side's bonus classes: 12..20, 21..29), exact modulo 2**64. */
+static const int FAMILIES[4][2] = {{0, 3}, {3, 6}, {12, 21}, {21, 30}};
+
+static void
+derive_outputs(const PlanObject *p, const uint64_t *sums, int64_t n, uint64_t *out)
+{
+    uint64_t total = 1;
+    for (int k = 0; k < 6; k++)
+        total *= (uint64_t)(n - k > 0 ? n - k : 0);
+    for (int i = 0; i < NOUT; i++)
+        out[i] = p->gather[i] == DERIVED ? 0 : sums[p->gather[i]];
+    for (int f = 0; f < 4; f++) {
+        int hole = -1;
+        uint64_t rest = 0;
+        for (int i = FAMILIES[f][0]; i < FAMILIES[f][1]; i++) {
+            if (p->gather[i] == DERIVED)
+                hole = i;
+            else
+                rest += out[i];
+        }
+        if (hole >= 0)
+            out[hole] = total - rest;
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ type */
@@ -389,11 +453,13 @@ Tracker_reset(TrackerObject *self, PyObject *arg)
 static PyObject *
 Tracker_sums(TrackerObject *self, PyObject *Py_UNUSED(ignored))
 {
+    uint64_t counts[NOUT];
+    derive_outputs(self->plan, self->sums, total_cards(self->counts), counts);
     PyObject *out = PyList_New(NOUT);
     if (out == NULL)
         return NULL;
     for (int i = 0; i < NOUT; i++) {
-        PyObject *x = PyLong_FromUnsignedLongLong(self->sums[self->plan->gather[i]]);
+        PyObject *x = PyLong_FromUnsignedLongLong(counts[i]);
         if (x == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -415,7 +481,6 @@ Tracker_copy(TrackerObject *self, PyObject *Py_UNUSED(ignored))
     memcpy(c->f, self->f, sizeof c->f);
     memcpy(c->ga, self->ga, sizeof c->ga);
     memcpy(c->gb, self->gb, sizeof c->gb);
-    memcpy(c->w, self->w, sizeof c->w);
     memcpy(c->sums, self->sums, sizeof c->sums);
     return (PyObject *)c;
 }
