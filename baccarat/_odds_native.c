@@ -39,8 +39,11 @@ typedef struct {
     double tabled[NMULTI * RPAD];   /* T transposed, multiset-major, rows zero-padded to stride (float64 kernel) */
     uint16_t table[NMULTI][RPAD];   /* the same as uint16 (the generic path) */
     uint16_t sub_a[NMULTI], sub_b[NMULTI];
+    uint8_t mask[NMULTI];                   /* bit k: some row of group k (rows 4k..4k+3) is non-zero */
+    /* The multisets are held sorted by mask (long runs of one mask: predictable skips, sequential reads): every
+     * per-multiset array here is in that order (positions are internal: no caller sees them). */
     uint8_t subk[NSUB][GROUP];
-    uint16_t affected[VALUES][NAFF];        /* multisets holding value v */
+    uint16_t affected[VALUES][NAFF];        /* positions of the multisets holding value v (ascending) */
     uint16_t affected_sub[VALUES][NSUB];    /* sub-multisets (of v's group) holding v */
     int n_affected_sub[VALUES];
     uint8_t gather[NOUT];
@@ -114,9 +117,40 @@ Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     memset(self->tabled, 0, sizeof self->tabled);
     self->groups = (rows + 3) / 4;
     self->stride = 4 * self->groups;
-    for (int r = 0; r < rows; r++)
-        for (int m = 0; m < NMULTI; m++)
-            self->tabled[(size_t)m * self->stride + r] = self->table[m][r] = flat[(size_t)r * NMULTI + m];
+    for (int m = 0; m < NMULTI; m++) {
+        if (self->sub_a[m] >= NSUB || self->sub_b[m] >= NSUB) {
+            PyMem_Free(flat);
+            Py_DECREF(self);
+            PyErr_SetString(PyExc_ValueError, "sub-multiset index out of range");
+            return NULL;
+        }
+    }
+    uint8_t mask[NMULTI];
+    uint16_t sub_a[NMULTI], sub_b[NMULTI];
+    int runs[256] = {0};  /* counting sort of the multisets by mask */
+    for (int m = 0; m < NMULTI; m++) {
+        uint8_t mk = 0;
+        for (int r = 0; r < rows; r++)
+            if (flat[(size_t)r * NMULTI + m])
+                mk |= (uint8_t)(1u << (r / 4));
+        mask[m] = mk;
+        runs[mk]++;
+    }
+    for (int k = 0, at = 0; k < 256; k++) {
+        int c = runs[k];
+        runs[k] = at;
+        at += c;
+    }
+    memcpy(sub_a, self->sub_a, sizeof sub_a);
+    memcpy(sub_b, self->sub_b, sizeof sub_b);
+    for (int m = 0; m < NMULTI; m++) {
+        int i = runs[mask[m]]++;
+        self->mask[i] = mask[m];
+        self->sub_a[i] = sub_a[m];
+        self->sub_b[i] = sub_b[m];
+        for (int r = 0; r < rows; r++)
+            self->tabled[(size_t)i * self->stride + r] = self->table[i][r] = flat[(size_t)r * NMULTI + m];
+    }
     PyMem_Free(flat);
     for (int i = 0; i < NOUT; i++) {
         int last = i == 2 || i == 5 || i == 20 || i == 29;  /* the last class of each family (FAMILIES) */
@@ -128,13 +162,6 @@ Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         if (self->gather[i] >= rows && self->gather[i] != DERIVED) {
             Py_DECREF(self);
             PyErr_SetString(PyExc_ValueError, "gather index beyond the table's rows");
-            return NULL;
-        }
-    }
-    for (int m = 0; m < NMULTI; m++) {
-        if (self->sub_a[m] >= NSUB || self->sub_b[m] >= NSUB) {
-            Py_DECREF(self);
-            PyErr_SetString(PyExc_ValueError, "sub-multiset index out of range");
             return NULL;
         }
     }
@@ -219,7 +246,7 @@ accumulate_int(const PlanObject *p, const uint16_t *ms, int count, const uint64_
  * non-negative terms, each <= 2**53). The table is read as doubles (tabled) and the result rounded back to
  * the integer it is (a multiset's row is 28 doubles when the ruleset has at most 28 distinct rows, so the
  * table is 1.1 MB rather than 1.3). The chains of accumulators are independent, so the loop is bound by memory. */
-#define FMA_GROUP(k) if ((k) < G) acc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t + 4 * (k)), xv, acc##k)
+#define FMA_GROUP(k) if ((k) < G && (mk >> (k) & 1)) acc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t + 4 * (k)), xv, acc##k)
 /* G = groups of four rows (a compile-time constant in each instance below, so the accumulators stay in
  * registers and the loop carries exactly G loads and G FMAs per multiset). */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
@@ -230,7 +257,9 @@ accumulate_avx2_g(const PlanObject *p, const uint16_t *ms, int count, const uint
             acc6 = acc0, acc7 = acc0;
     const size_t stride = (size_t)p->stride;
     for (int i = 0; i < count; i++) {
-        const double *t = p->tabled + (size_t)(ms ? ms[i] : i) * stride;
+        const int m = ms ? ms[i] : i;
+        const double *t = p->tabled + (size_t)m * stride;
+        const unsigned mk = p->mask[m];
         __m256d xv = _mm256_set1_pd((double)(int64_t)x[i]);  /* a weight < 2**53, or a signed change */
         FMA_GROUP(0); FMA_GROUP(1); FMA_GROUP(2); FMA_GROUP(3); FMA_GROUP(4); FMA_GROUP(5); FMA_GROUP(6);
         FMA_GROUP(7);

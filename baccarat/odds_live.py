@@ -156,15 +156,25 @@ class LiveOdds:
 
         Raises :class:`InvalidComposition` for invalid counts (the tracker is unchanged then).
         """
-        current = self.composition
+        t = self._tracker
+        current = t if isinstance(t, tuple) else t.counts
         if composition == current:
             return
-        gone = [c - n for c, n in zip(current, composition)]
-        if len(composition) == _VALUES and min(gone) >= 0 and sum(gone) <= max_cards:
-            for v, k in enumerate(gone):
-                for _ in range(k):
-                    self.remove(v)
-            return
+        if len(composition) == _VALUES:
+            gone = [c - n for c, n in zip(current, composition)]
+            k = sum(gone)
+            if 0 < k <= max_cards and min(gone) >= 0:
+                if isinstance(t, tuple):
+                    for v, g in enumerate(gone):
+                        for _ in range(g):
+                            self.remove(v)
+                else:  # the counts are checked here: the tracker's own checks would only repeat them
+                    remove = t.remove
+                    for v, g in enumerate(gone):
+                        for _ in range(g):
+                            remove(v)
+                    self._n -= k
+                return
         comp = Composition.of(composition)
         self._n = comp.total
         self._start(comp.counts)
