@@ -49,12 +49,20 @@ typedef struct {
     uint8_t gather[NOUT];
 } PlanObject;
 
+/* The weights x[m] = a[sub_a[m]] * b[sub_b[m]] a loop multiplies the table by: the multisets' W (the group
+ * factors), or for an update the change of one group's factor times the other group's factor. */
+typedef struct {
+    const uint64_t *a, *b;
+    const double *ad, *bd;
+} Weights;
+
 typedef struct {
     PyObject_HEAD
     PlanObject *plan;
     int64_t counts[VALUES];
     uint64_t f[VALUES][KMAX];
-    uint64_t ga[NSUB], gb[NSUB];
+    uint64_t ga[NSUB], gb[NSUB];            /* group factors: W[m] = ga[sub_a[m]] * gb[sub_b[m]] */
+    double gad[NSUB], gbd[NSUB];            /* the same as doubles (exact: each <= Permut(N, 6) <= 2**53 there) */
     uint64_t sums[RPAD];
 } TrackerObject;
 
@@ -221,13 +229,15 @@ group_weight(const uint64_t f[VALUES][KMAX], const uint8_t *k, int base)
 /* Generic path (any CPU, any N the caller allows): out[r] += sum_i T[ms[i]][r] * x[i] modulo 2**64, the
  * product taken as T * lo(x) + (T * hi(x) << 32) so that no partial sum overflows before the final combine. */
 static void
-accumulate_int(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, uint64_t *out)
+accumulate_int(const PlanObject *p, const uint16_t *ms, int count, const Weights *wt, uint64_t *out)
 {
     uint64_t lo[RPAD] = {0}, hi[RPAD] = {0};
     const int rows = p->rows;
     for (int i = 0; i < count; i++) {
-        const uint16_t *t = p->table[ms ? ms[i] : i];
-        uint64_t xl = x[i] & 0xffffffffu, xh = x[i] >> 32;
+        const int m = ms ? ms[i] : i;
+        const uint16_t *t = p->table[m];
+        const uint64_t x = wt->a[p->sub_a[m]] * wt->b[p->sub_b[m]];
+        uint64_t xl = x & 0xffffffffu, xh = x >> 32;
         for (int r = 0; r < rows; r++) {
             lo[r] += (uint64_t)t[r] * xl;
             hi[r] += (uint64_t)t[r] * xh;
@@ -242,25 +252,44 @@ accumulate_int(const PlanObject *p, const uint16_t *ms, int count, const uint64_
 #define HAVE_AVX2_KERNEL 1
 /* AVX2 path, used when the CPU has AVX2+FMA and N <= 458 cards (Permut(N, 6) <= 2**53): the sum is carried in
  * float64, which is exact there because every term T * x and every partial sum is an integer of magnitude at
- * most 2**53 (for an update x = W_new - W_old, a partial sum is a difference of two partial sums of
- * non-negative terms, each <= 2**53). The table is read as doubles (tabled) and the result rounded back to
- * the integer it is (a multiset's row is 28 doubles when the ruleset has at most 28 distinct rows, so the
- * table is 1.1 MB rather than 1.3). The chains of accumulators are independent, so the loop is bound by memory. */
+ * most 2**53 (for an update x = W_new - W_old, a partial sum over any subset of the multisets is a difference
+ * of two sums of non-negative terms, each <= 2**53). The table is read as doubles (tabled, 4 * groups per
+ * multiset) and the result rounded back to the integer it is. A group of four rows that is zero for a multiset
+ * is skipped (mask; the multisets are sorted by mask, so the branch is predictable). With at most 6 groups, even
+ * and odd multisets go to two sets of accumulators: one FMA chain per group would otherwise bind the loop to
+ * the FMA latency (5 cycles on Zen 1) per multiset. */
 #define FMA_GROUP(k) if ((k) < G && (mk >> (k) & 1)) acc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t + 4 * (k)), xv, acc##k)
+#define FMA_GROUP2(k) if ((k) < G && (mk2 >> (k) & 1)) bcc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t2 + 4 * (k)), xv2, bcc##k)
 /* G = groups of four rows (a compile-time constant in each instance below, so the accumulators stay in
- * registers and the loop carries exactly G loads and G FMAs per multiset). */
+ * registers and the loop carries exactly the loads and FMAs of the non-zero groups). */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-accumulate_avx2_g(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta,
-                  uint64_t *out, const int G)
+accumulate_avx2_g(const PlanObject *p, const uint16_t *ms, int count, const Weights *wt, uint64_t *out,
+                  const int G)
 {
     __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
             acc6 = acc0, acc7 = acc0;
+    __m256d bcc0 = acc0, bcc1 = acc0, bcc2 = acc0, bcc3 = acc0, bcc4 = acc0, bcc5 = acc0;
     const size_t stride = (size_t)p->stride;
-    for (int i = 0; i < count; i++) {
+    int i = 0;
+    if (G <= 6) {
+        for (; i + 1 < count; i += 2) {
+            const int m = ms ? ms[i] : i, m2 = ms ? ms[i + 1] : i + 1;
+            const double *t = p->tabled + (size_t)m * stride, *t2 = p->tabled + (size_t)m2 * stride;
+            const unsigned mk = p->mask[m], mk2 = p->mask[m2];
+            /* a weight <= 2**53, or a change of one, exact as the product of two exact doubles */
+            __m256d xv = _mm256_set1_pd(wt->ad[p->sub_a[m]] * wt->bd[p->sub_b[m]]);
+            __m256d xv2 = _mm256_set1_pd(wt->ad[p->sub_a[m2]] * wt->bd[p->sub_b[m2]]);
+            FMA_GROUP(0); FMA_GROUP(1); FMA_GROUP(2); FMA_GROUP(3); FMA_GROUP(4); FMA_GROUP(5);
+            FMA_GROUP2(0); FMA_GROUP2(1); FMA_GROUP2(2); FMA_GROUP2(3); FMA_GROUP2(4); FMA_GROUP2(5);
+        }
+        acc0 = _mm256_add_pd(acc0, bcc0); acc1 = _mm256_add_pd(acc1, bcc1); acc2 = _mm256_add_pd(acc2, bcc2);
+        acc3 = _mm256_add_pd(acc3, bcc3); acc4 = _mm256_add_pd(acc4, bcc4); acc5 = _mm256_add_pd(acc5, bcc5);
+    }
+    for (; i < count; i++) {
         const int m = ms ? ms[i] : i;
         const double *t = p->tabled + (size_t)m * stride;
         const unsigned mk = p->mask[m];
-        __m256d xv = _mm256_set1_pd((double)(int64_t)x[i]);  /* a weight < 2**53, or a signed change */
+        __m256d xv = _mm256_set1_pd(wt->ad[p->sub_a[m]] * wt->bd[p->sub_b[m]]);
         FMA_GROUP(0); FMA_GROUP(1); FMA_GROUP(2); FMA_GROUP(3); FMA_GROUP(4); FMA_GROUP(5); FMA_GROUP(6);
         FMA_GROUP(7);
     }
@@ -274,24 +303,23 @@ accumulate_avx2_g(const PlanObject *p, const uint16_t *ms, int count, const uint
 
 #define AVX2_INSTANCE(g) \
     __attribute__((target("avx2,fma"))) static void \
-    accumulate_avx2_##g(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, \
-                        uint64_t *out) \
-    { accumulate_avx2_g(p, ms, count, x, is_delta, out, g); }
+    accumulate_avx2_##g(const PlanObject *p, const uint16_t *ms, int count, const Weights *wt, uint64_t *out) \
+    { accumulate_avx2_g(p, ms, count, wt, out, g); }
 AVX2_INSTANCE(1) AVX2_INSTANCE(2) AVX2_INSTANCE(3) AVX2_INSTANCE(4) AVX2_INSTANCE(5) AVX2_INSTANCE(6)
 AVX2_INSTANCE(7) AVX2_INSTANCE(8)
 
 static void
-accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, uint64_t *out)
+accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const Weights *wt, uint64_t *out)
 {
     switch (p->groups) {
-    case 1: accumulate_avx2_1(p, ms, count, x, is_delta, out); break;
-    case 2: accumulate_avx2_2(p, ms, count, x, is_delta, out); break;
-    case 3: accumulate_avx2_3(p, ms, count, x, is_delta, out); break;
-    case 4: accumulate_avx2_4(p, ms, count, x, is_delta, out); break;
-    case 5: accumulate_avx2_5(p, ms, count, x, is_delta, out); break;
-    case 6: accumulate_avx2_6(p, ms, count, x, is_delta, out); break;
-    case 7: accumulate_avx2_7(p, ms, count, x, is_delta, out); break;
-    default: accumulate_avx2_8(p, ms, count, x, is_delta, out); break;
+    case 1: accumulate_avx2_1(p, ms, count, wt, out); break;
+    case 2: accumulate_avx2_2(p, ms, count, wt, out); break;
+    case 3: accumulate_avx2_3(p, ms, count, wt, out); break;
+    case 4: accumulate_avx2_4(p, ms, count, wt, out); break;
+    case 5: accumulate_avx2_5(p, ms, count, wt, out); break;
+    case 6: accumulate_avx2_6(p, ms, count, wt, out); break;
+    case 7: accumulate_avx2_7(p, ms, count, wt, out); break;
+    default: accumulate_avx2_8(p, ms, count, wt, out); break;
     }
 }
 #endif
@@ -301,16 +329,16 @@ accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const uint64
 static int use_avx2 = 0;
 
 static void
-accumulate(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, int64_t n,
+accumulate(const PlanObject *p, const uint16_t *ms, int count, const Weights *wt, int64_t n,
            uint64_t *out)
 {
 #ifdef HAVE_AVX2_KERNEL
     if (use_avx2 && n <= FLOAT64_MAX_CARDS) {
-        accumulate_avx2(p, ms, count, x, is_delta, out);
+        accumulate_avx2(p, ms, count, wt, out);
         return;
     }
 #endif
-    accumulate_int(p, ms, count, x, out);
+    accumulate_int(p, ms, count, wt, out);
 }
 
 static int64_t
@@ -326,18 +354,18 @@ static void
 tracker_reset(TrackerObject *self, const int64_t *counts)
 {
     const PlanObject *p = self->plan;
-    uint64_t w[NMULTI];
     memcpy(self->counts, counts, sizeof self->counts);
     for (int v = 0; v < VALUES; v++)
         falling_row(self->f[v], counts[v]);
     for (int s = 0; s < NSUB; s++) {
         self->ga[s] = group_weight(self->f, p->subk[s], 0);
         self->gb[s] = group_weight(self->f, p->subk[s], GROUP);
+        self->gad[s] = (double)(int64_t)self->ga[s];
+        self->gbd[s] = (double)(int64_t)self->gb[s];
     }
-    for (int m = 0; m < NMULTI; m++)
-        w[m] = self->ga[p->sub_a[m]] * self->gb[p->sub_b[m]];
     memset(self->sums, 0, sizeof self->sums);
-    accumulate(p, NULL, NMULTI, w, 0, total_cards(counts), self->sums);
+    const Weights wt = {self->ga, self->gb, self->gad, self->gbd};
+    accumulate(p, NULL, NMULTI, &wt, total_cards(counts), self->sums);
 }
 
 /* One card of value v leaves: only the factor of v's group changes, for the sub-multisets holding v, so
@@ -346,26 +374,25 @@ static void
 tracker_remove(TrackerObject *self, int v)
 {
     const PlanObject *p = self->plan;
-    uint64_t delta[NAFF], dg[NSUB];
+    uint64_t dg[NSUB];
+    double dgd[NSUB];
     self->counts[v] -= 1;
     falling_row(self->f[v], self->counts[v]);
     const int in_a = v < GROUP;
     uint64_t *g = in_a ? self->ga : self->gb;
-    const uint64_t *other = in_a ? self->gb : self->ga;
-    const uint16_t *mine = in_a ? p->sub_a : p->sub_b, *theirs = in_a ? p->sub_b : p->sub_a;
+    double *gd = in_a ? self->gad : self->gbd;
     for (int i = 0; i < p->n_affected_sub[v]; i++) {
         int s = p->affected_sub[v][i];
         uint64_t now = group_weight(self->f, p->subk[s], in_a ? 0 : GROUP);
         dg[s] = now - g[s];  /* modulo 2**64: a negative change wraps, the sum comes out right */
+        dgd[s] = (double)(int64_t)dg[s];
         g[s] = now;
+        gd[s] = (double)(int64_t)now;
     }
-    const uint16_t *aff = p->affected[v];
-    for (int i = 0; i < NAFF; i++) {
-        int m = aff[i];
-        delta[i] = dg[mine[m]] * other[theirs[m]];
-    }
+    /* only the affected multisets are visited, and they read dg/dgd only at sub-multisets holding v */
+    const Weights wt = in_a ? (Weights){dg, self->gb, dgd, self->gbd} : (Weights){self->ga, dg, self->gad, dgd};
     /* N before the removal bounds both the old and the new weights */
-    accumulate(p, aff, NAFF, delta, 1, total_cards(self->counts) + 1, self->sums);
+    accumulate(p, p->affected[v], NAFF, &wt, total_cards(self->counts) + 1, self->sums);
 }
 
 /* The 30 counts in gather order: a DERIVED entry is the total Permut(N, 6) less the other classes of its family
@@ -510,6 +537,8 @@ Tracker_copy(TrackerObject *self, PyObject *Py_UNUSED(ignored))
     memcpy(c->f, self->f, sizeof c->f);
     memcpy(c->ga, self->ga, sizeof c->ga);
     memcpy(c->gb, self->gb, sizeof c->gb);
+    memcpy(c->gad, self->gad, sizeof c->gad);
+    memcpy(c->gbd, self->gbd, sizeof c->gbd);
     memcpy(c->sums, self->sums, sizeof c->sums);
     return (PyObject *)c;
 }
