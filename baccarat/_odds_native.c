@@ -2,7 +2,8 @@
  *
  * Same method and same numbers as the numpy path (baccarat/_odds_tables.py): for a composition n[0..9],
  *   W[m]    = prod_v falling(n[v], k_v(m))        over the 5005 multisets m of six card values,
- *   sums[r] = sum_m T[r][m] * W[m]                 for the ruleset's distinct table rows r,
+ *   sums[r] = sum_m T[r][m] * W[m]                 for the ruleset's distinct table rows r the caller sends
+ *                                                  (the last class of each family is derived: derive_outputs),
  * with W factorised over the value groups 0..4 and 5..9 (GA[a] * GB[b], 462 sub-multisets each).
  *
  * Arithmetic is exact in unsigned 64-bit integers modulo 2**64. Every true result is a count of ordered 6-card
@@ -12,7 +13,8 @@
  * that matters (everything is modulo 2**64).
  *
  * A card of value v leaving the shoe changes falling(n[v], k) only, hence W[m] only for the 2002 multisets
- * holding v: Tracker.remove(v) recomputes those weights and adds T[.][m] * (W_new[m] - W_old[m]) to the sums.
+ * holding v: Tracker.remove(v) recomputes v's group factors and adds T[.][m] * (W_new[m] - W_old[m]) to the
+ * sums, with W_new[m] - W_old[m] = (g_new[a] - g_old[a]) * other[b]. Layout: see PlanObject and docs/odds-engine.md.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
