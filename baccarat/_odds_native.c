@@ -2,7 +2,8 @@
  *
  * Same method and same numbers as the numpy path (baccarat/_odds_tables.py): for a composition n[0..9],
  *   W[m]    = prod_v falling(n[v], k_v(m))        over the 5005 multisets m of six card values,
- *   sums[r] = sum_m T[r][m] * W[m]                 for the ruleset's distinct table rows r,
+ *   sums[r] = sum_m T[r][m] * W[m]                 for the ruleset's distinct table rows r the caller sends
+ *                                                  (the last class of each family is derived: derive_outputs),
  * with W factorised over the value groups 0..4 and 5..9 (GA[a] * GB[b], 462 sub-multisets each).
  *
  * Arithmetic is exact in unsigned 64-bit integers modulo 2**64. Every true result is a count of ordered 6-card
@@ -12,7 +13,8 @@
  * that matters (everything is modulo 2**64).
  *
  * A card of value v leaving the shoe changes falling(n[v], k) only, hence W[m] only for the 2002 multisets
- * holding v: Tracker.remove(v) recomputes those weights and adds T[.][m] * (W_new[m] - W_old[m]) to the sums.
+ * holding v: Tracker.remove(v) recomputes v's group factors and adds T[.][m] * (W_new[m] - W_old[m]) to the
+ * sums, with W_new[m] - W_old[m] = (g_new[a] - g_old[a]) * other[b]. Layout: see PlanObject and docs/odds-engine.md.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -28,29 +30,41 @@
 #define RPAD 32         /* table rows padded to this many (distinct rows are at most 30) */
 #define NOUT 30         /* counts returned, in the caller's order (gather) */
 #define NAFF 2002       /* multisets holding a given value: C(14, 5) */
+#define DERIVED 255     /* gather entry of a count derived from the total (see derive_outputs) */
 
 
 typedef struct {
     PyObject_HEAD
-    int rows;                       /* distinct table rows actually used (<= RPAD) */
-    int stride;                     /* doubles per multiset in tabled: 28 when rows <= 28, else 32 */
+    int rows;                       /* distinct table rows actually computed (<= RPAD) */
+    int groups;                     /* rows in groups of four (the float64 kernel's vectors): ceil(rows / 4) */
+    int stride;                     /* doubles per multiset in tabled: 4 * groups */
     double tabled[NMULTI * RPAD];   /* T transposed, multiset-major, rows zero-padded to stride (float64 kernel) */
     uint16_t table[NMULTI][RPAD];   /* the same as uint16 (the generic path) */
     uint16_t sub_a[NMULTI], sub_b[NMULTI];
+    uint8_t mask[NMULTI];                   /* bit k: some row of group k (rows 4k..4k+3) is non-zero */
+    /* The multisets are held sorted by mask (long runs of one mask: predictable skips, sequential reads): every
+     * per-multiset array here is in that order (positions are internal: no caller sees them). */
     uint8_t subk[NSUB][GROUP];
-    uint16_t affected[VALUES][NAFF];        /* multisets holding value v */
+    uint16_t affected[VALUES][NAFF];        /* positions of the multisets holding value v (ascending) */
     uint16_t affected_sub[VALUES][NSUB];    /* sub-multisets (of v's group) holding v */
     int n_affected_sub[VALUES];
     uint8_t gather[NOUT];
 } PlanObject;
+
+/* The weights x[m] = a[sub_a[m]] * b[sub_b[m]] a loop multiplies the table by: the multisets' W (the group
+ * factors), or for an update the change of one group's factor times the other group's factor. */
+typedef struct {
+    const uint64_t *a, *b;
+    const double *ad, *bd;
+} Weights;
 
 typedef struct {
     PyObject_HEAD
     PlanObject *plan;
     int64_t counts[VALUES];
     uint64_t f[VALUES][KMAX];
-    uint64_t ga[NSUB], gb[NSUB];
-    uint64_t w[NMULTI];
+    uint64_t ga[NSUB], gb[NSUB];            /* group factors: W[m] = ga[sub_a[m]] * gb[sub_b[m]] */
+    double gad[NSUB], gbd[NSUB];            /* the same as doubles (exact: each <= Permut(N, 6) <= 2**53 there) */
     uint64_t sums[RPAD];
 } TrackerObject;
 
@@ -78,7 +92,8 @@ read_buffer(PyObject *obj, void *dst, Py_ssize_t size, const char *what)
 /* Plan(table_u16, rows, sub_a_u16, sub_b_u16, subk_u8, gather_u8)
  *   table_u16: rows x 5005 little-endian uint16, row-major (the ruleset's distinct rows);
  *   sub_a/sub_b: uint16[5005] sub-multiset index of each multiset in groups 0..4 and 5..9;
- *   subk: uint8[462 x 5] the counts k_j of each sub-multiset; gather: uint8[30] row of each returned count. */
+ *   subk: uint8[462 x 5] the counts k_j of each sub-multiset; gather: uint8[30] row of each returned count,
+ *   or 255 (DERIVED) for the last class of each family that sums to the total (see derive_outputs). */
 static PyObject *
 Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -110,22 +125,53 @@ Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     memset(self->table, 0, sizeof self->table);
     memset(self->tabled, 0, sizeof self->tabled);
-    self->stride = rows <= 28 ? 28 : 32;
-    for (int r = 0; r < rows; r++)
-        for (int m = 0; m < NMULTI; m++)
-            self->tabled[(size_t)m * self->stride + r] = self->table[m][r] = flat[(size_t)r * NMULTI + m];
-    PyMem_Free(flat);
-    for (int i = 0; i < NOUT; i++) {
-        if (self->gather[i] >= rows) {
+    self->groups = (rows + 3) / 4;
+    self->stride = 4 * self->groups;
+    for (int m = 0; m < NMULTI; m++) {
+        if (self->sub_a[m] >= NSUB || self->sub_b[m] >= NSUB) {
+            PyMem_Free(flat);
             Py_DECREF(self);
-            PyErr_SetString(PyExc_ValueError, "gather index beyond the table's rows");
+            PyErr_SetString(PyExc_ValueError, "sub-multiset index out of range");
             return NULL;
         }
     }
+    uint8_t mask[NMULTI];
+    uint16_t sub_a[NMULTI], sub_b[NMULTI];
+    int runs[256] = {0};  /* counting sort of the multisets by mask */
     for (int m = 0; m < NMULTI; m++) {
-        if (self->sub_a[m] >= NSUB || self->sub_b[m] >= NSUB) {
+        uint8_t mk = 0;
+        for (int r = 0; r < rows; r++)
+            if (flat[(size_t)r * NMULTI + m])
+                mk |= (uint8_t)(1u << (r / 4));
+        mask[m] = mk;
+        runs[mk]++;
+    }
+    for (int k = 0, at = 0; k < 256; k++) {
+        int c = runs[k];
+        runs[k] = at;
+        at += c;
+    }
+    memcpy(sub_a, self->sub_a, sizeof sub_a);
+    memcpy(sub_b, self->sub_b, sizeof sub_b);
+    for (int m = 0; m < NMULTI; m++) {
+        int i = runs[mask[m]]++;
+        self->mask[i] = mask[m];
+        self->sub_a[i] = sub_a[m];
+        self->sub_b[i] = sub_b[m];
+        for (int r = 0; r < rows; r++)
+            self->tabled[(size_t)i * self->stride + r] = self->table[i][r] = flat[(size_t)r * NMULTI + m];
+    }
+    PyMem_Free(flat);
+    for (int i = 0; i < NOUT; i++) {
+        int last = i == 2 || i == 5 || i == 20 || i == 29;  /* the last class of each family (FAMILIES) */
+        if (self->gather[i] == DERIVED && !last) {
             Py_DECREF(self);
-            PyErr_SetString(PyExc_ValueError, "sub-multiset index out of range");
+            PyErr_SetString(PyExc_ValueError, "only the last class of a family may be derived from the total");
+            return NULL;
+        }
+        if (self->gather[i] >= rows && self->gather[i] != DERIVED) {
+            Py_DECREF(self);
+            PyErr_SetString(PyExc_ValueError, "gather index beyond the table's rows");
             return NULL;
         }
     }
@@ -185,13 +231,15 @@ group_weight(const uint64_t f[VALUES][KMAX], const uint8_t *k, int base)
 /* Generic path (any CPU, any N the caller allows): out[r] += sum_i T[ms[i]][r] * x[i] modulo 2**64, the
  * product taken as T * lo(x) + (T * hi(x) << 32) so that no partial sum overflows before the final combine. */
 static void
-accumulate_int(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, uint64_t *out)
+accumulate_int(const PlanObject *p, const uint16_t *ms, int count, const Weights *wt, uint64_t *out)
 {
     uint64_t lo[RPAD] = {0}, hi[RPAD] = {0};
     const int rows = p->rows;
     for (int i = 0; i < count; i++) {
-        const uint16_t *t = p->table[ms ? ms[i] : i];
-        uint64_t xl = x[i] & 0xffffffffu, xh = x[i] >> 32;
+        const int m = ms ? ms[i] : i;
+        const uint16_t *t = p->table[m];
+        const uint64_t x = wt->a[p->sub_a[m]] * wt->b[p->sub_b[m]];
+        uint64_t xl = x & 0xffffffffu, xh = x >> 32;
         for (int r = 0; r < rows; r++) {
             lo[r] += (uint64_t)t[r] * xl;
             hi[r] += (uint64_t)t[r] * xh;
@@ -206,31 +254,75 @@ accumulate_int(const PlanObject *p, const uint16_t *ms, int count, const uint64_
 #define HAVE_AVX2_KERNEL 1
 /* AVX2 path, used when the CPU has AVX2+FMA and N <= 458 cards (Permut(N, 6) <= 2**53): the sum is carried in
  * float64, which is exact there because every term T * x and every partial sum is an integer of magnitude at
- * most 2**53 (for an update x = W_new - W_old, a partial sum is a difference of two partial sums of
- * non-negative terms, each <= 2**53). The table is read as doubles (tabled) and the result rounded back to
- * the integer it is (a multiset's row is 28 doubles when the ruleset has at most 28 distinct rows, so the
- * table is 1.1 MB rather than 1.3). The chains of accumulators are independent, so the loop is bound by memory. */
-#define FMA_GROUP(k) acc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t + 4 * (k)), xv, acc##k)
-__attribute__((target("avx2,fma"))) static void
-accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, uint64_t *out)
+ * most 2**53 (for an update x = W_new - W_old, a partial sum over any subset of the multisets is a difference
+ * of two sums of non-negative terms, each <= 2**53). The table is read as doubles (tabled, 4 * groups per
+ * multiset) and the result rounded back to the integer it is. A group of four rows that is zero for a multiset
+ * is skipped (mask; the multisets are sorted by mask, so the branch is predictable). With at most 6 groups, even
+ * and odd multisets go to two sets of accumulators: one FMA chain per group would otherwise bind the loop to
+ * the FMA latency (5 cycles on Zen 1) per multiset. */
+#define FMA_GROUP(k) if ((k) < G && (mk >> (k) & 1)) acc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t + 4 * (k)), xv, acc##k)
+#define FMA_GROUP2(k) if ((k) < G && (mk2 >> (k) & 1)) bcc##k = _mm256_fmadd_pd(_mm256_loadu_pd(t2 + 4 * (k)), xv2, bcc##k)
+/* G = groups of four rows (a compile-time constant in each instance below, so the accumulators stay in
+ * registers and the loop carries exactly the loads and FMAs of the non-zero groups). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+accumulate_avx2_g(const PlanObject *p, const uint16_t *ms, int count, const Weights *wt, uint64_t *out,
+                  const int G)
 {
     __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0,
             acc6 = acc0, acc7 = acc0;
-    const int wide = p->rows > 28;
+    __m256d bcc0 = acc0, bcc1 = acc0, bcc2 = acc0, bcc3 = acc0, bcc4 = acc0, bcc5 = acc0;
     const size_t stride = (size_t)p->stride;
-    for (int i = 0; i < count; i++) {
-        const double *t = p->tabled + (size_t)(ms ? ms[i] : i) * stride;
-        __m256d xv = _mm256_set1_pd(is_delta ? (double)(int64_t)x[i] : (double)x[i]);
-        FMA_GROUP(0); FMA_GROUP(1); FMA_GROUP(2); FMA_GROUP(3); FMA_GROUP(4); FMA_GROUP(5); FMA_GROUP(6);
-        if (wide)
-            FMA_GROUP(7);
+    int i = 0;
+    if (G <= 6) {
+        for (; i + 1 < count; i += 2) {
+            const int m = ms ? ms[i] : i, m2 = ms ? ms[i + 1] : i + 1;
+            const double *t = p->tabled + (size_t)m * stride, *t2 = p->tabled + (size_t)m2 * stride;
+            const unsigned mk = p->mask[m], mk2 = p->mask[m2];
+            /* a weight <= 2**53, or a change of one, exact as the product of two exact doubles */
+            __m256d xv = _mm256_set1_pd(wt->ad[p->sub_a[m]] * wt->bd[p->sub_b[m]]);
+            __m256d xv2 = _mm256_set1_pd(wt->ad[p->sub_a[m2]] * wt->bd[p->sub_b[m2]]);
+            FMA_GROUP(0); FMA_GROUP(1); FMA_GROUP(2); FMA_GROUP(3); FMA_GROUP(4); FMA_GROUP(5);
+            FMA_GROUP2(0); FMA_GROUP2(1); FMA_GROUP2(2); FMA_GROUP2(3); FMA_GROUP2(4); FMA_GROUP2(5);
+        }
+        acc0 = _mm256_add_pd(acc0, bcc0); acc1 = _mm256_add_pd(acc1, bcc1); acc2 = _mm256_add_pd(acc2, bcc2);
+        acc3 = _mm256_add_pd(acc3, bcc3); acc4 = _mm256_add_pd(acc4, bcc4); acc5 = _mm256_add_pd(acc5, bcc5);
     }
-    double acc[RPAD] __attribute__((aligned(32)));
-    _mm256_store_pd(acc, acc0); _mm256_store_pd(acc + 4, acc1); _mm256_store_pd(acc + 8, acc2);
-    _mm256_store_pd(acc + 12, acc3); _mm256_store_pd(acc + 16, acc4); _mm256_store_pd(acc + 20, acc5);
-    _mm256_store_pd(acc + 24, acc6); _mm256_store_pd(acc + 28, acc7);
+    for (; i < count; i++) {
+        const int m = ms ? ms[i] : i;
+        const double *t = p->tabled + (size_t)m * stride;
+        const unsigned mk = p->mask[m];
+        __m256d xv = _mm256_set1_pd(wt->ad[p->sub_a[m]] * wt->bd[p->sub_b[m]]);
+        FMA_GROUP(0); FMA_GROUP(1); FMA_GROUP(2); FMA_GROUP(3); FMA_GROUP(4); FMA_GROUP(5); FMA_GROUP(6);
+        FMA_GROUP(7);
+    }
+    double sum[RPAD] __attribute__((aligned(32)));
+    _mm256_store_pd(sum, acc0); _mm256_store_pd(sum + 4, acc1); _mm256_store_pd(sum + 8, acc2);
+    _mm256_store_pd(sum + 12, acc3); _mm256_store_pd(sum + 16, acc4); _mm256_store_pd(sum + 20, acc5);
+    _mm256_store_pd(sum + 24, acc6); _mm256_store_pd(sum + 28, acc7);
     for (int r = 0; r < p->rows; r++)
-        out[r] += (uint64_t)(int64_t)acc[r];
+        out[r] += (uint64_t)(int64_t)sum[r];
+}
+
+#define AVX2_INSTANCE(g) \
+    __attribute__((target("avx2,fma"))) static void \
+    accumulate_avx2_##g(const PlanObject *p, const uint16_t *ms, int count, const Weights *wt, uint64_t *out) \
+    { accumulate_avx2_g(p, ms, count, wt, out, g); }
+AVX2_INSTANCE(1) AVX2_INSTANCE(2) AVX2_INSTANCE(3) AVX2_INSTANCE(4) AVX2_INSTANCE(5) AVX2_INSTANCE(6)
+AVX2_INSTANCE(7) AVX2_INSTANCE(8)
+
+static void
+accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const Weights *wt, uint64_t *out)
+{
+    switch (p->groups) {
+    case 1: accumulate_avx2_1(p, ms, count, wt, out); break;
+    case 2: accumulate_avx2_2(p, ms, count, wt, out); break;
+    case 3: accumulate_avx2_3(p, ms, count, wt, out); break;
+    case 4: accumulate_avx2_4(p, ms, count, wt, out); break;
+    case 5: accumulate_avx2_5(p, ms, count, wt, out); break;
+    case 6: accumulate_avx2_6(p, ms, count, wt, out); break;
+    case 7: accumulate_avx2_7(p, ms, count, wt, out); break;
+    default: accumulate_avx2_8(p, ms, count, wt, out); break;
+    }
 }
 #endif
 
@@ -239,16 +331,16 @@ accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const uint64
 static int use_avx2 = 0;
 
 static void
-accumulate(const PlanObject *p, const uint16_t *ms, int count, const uint64_t *x, int is_delta, int64_t n,
+accumulate(const PlanObject *p, const uint16_t *ms, int count, const Weights *wt, int64_t n,
            uint64_t *out)
 {
 #ifdef HAVE_AVX2_KERNEL
     if (use_avx2 && n <= FLOAT64_MAX_CARDS) {
-        accumulate_avx2(p, ms, count, x, is_delta, out);
+        accumulate_avx2(p, ms, count, wt, out);
         return;
     }
 #endif
-    accumulate_int(p, ms, count, x, out);
+    accumulate_int(p, ms, count, wt, out);
 }
 
 static int64_t
@@ -270,35 +362,65 @@ tracker_reset(TrackerObject *self, const int64_t *counts)
     for (int s = 0; s < NSUB; s++) {
         self->ga[s] = group_weight(self->f, p->subk[s], 0);
         self->gb[s] = group_weight(self->f, p->subk[s], GROUP);
+        self->gad[s] = (double)(int64_t)self->ga[s];
+        self->gbd[s] = (double)(int64_t)self->gb[s];
     }
-    for (int m = 0; m < NMULTI; m++)
-        self->w[m] = self->ga[p->sub_a[m]] * self->gb[p->sub_b[m]];
     memset(self->sums, 0, sizeof self->sums);
-    accumulate(p, NULL, NMULTI, self->w, 0, total_cards(counts), self->sums);
+    const Weights wt = {self->ga, self->gb, self->gad, self->gbd};
+    accumulate(p, NULL, NMULTI, &wt, total_cards(counts), self->sums);
 }
 
+/* One card of value v leaves: only the factor of v's group changes, for the sub-multisets holding v, so
+ * W'[m] - W[m] = (g'[a] - g[a]) * other[b] for the multisets m = (a, b) holding v (no W array is kept). */
 static void
 tracker_remove(TrackerObject *self, int v)
 {
     const PlanObject *p = self->plan;
-    uint64_t delta[NAFF];
+    uint64_t dg[NSUB];
+    double dgd[NSUB];
     self->counts[v] -= 1;
     falling_row(self->f[v], self->counts[v]);
-    uint64_t *g = v < GROUP ? self->ga : self->gb;
-    int base = v < GROUP ? 0 : GROUP;
+    const int in_a = v < GROUP;
+    uint64_t *g = in_a ? self->ga : self->gb;
+    double *gd = in_a ? self->gad : self->gbd;
     for (int i = 0; i < p->n_affected_sub[v]; i++) {
         int s = p->affected_sub[v][i];
-        g[s] = group_weight(self->f, p->subk[s], base);
+        uint64_t now = group_weight(self->f, p->subk[s], in_a ? 0 : GROUP);
+        dg[s] = now - g[s];  /* modulo 2**64: a negative change wraps, the sum comes out right */
+        dgd[s] = (double)(int64_t)dg[s];
+        g[s] = now;
+        gd[s] = (double)(int64_t)now;
     }
-    const uint16_t *aff = p->affected[v];
-    for (int i = 0; i < NAFF; i++) {
-        int m = aff[i];
-        uint64_t w = self->ga[p->sub_a[m]] * self->gb[p->sub_b[m]];
-        delta[i] = w - self->w[m];  /* modulo 2**64: a negative change wraps, the sum comes out right */
-        self->w[m] = w;
-    }
+    /* only the affected multisets are visited, and they read dg/dgd only at sub-multisets holding v */
+    const Weights wt = in_a ? (Weights){dg, self->gb, dgd, self->gbd} : (Weights){self->ga, dg, self->gad, dgd};
     /* N before the removal bounds both the old and the new weights */
-    accumulate(p, aff, NAFF, delta, 1, total_cards(self->counts) + 1, self->sums);
+    accumulate(p, p->affected[v], NAFF, &wt, total_cards(self->counts) + 1, self->sums);
+}
+
+/* The 30 counts in gather order: a DERIVED entry is the total Permut(N, 6) less the other classes of its family
+ * (who wins: 0..2; cards required: 3..5; each side's bonus classes: 12..20, 21..29), exact modulo 2**64. */
+static const int FAMILIES[4][2] = {{0, 3}, {3, 6}, {12, 21}, {21, 30}};
+
+static void
+derive_outputs(const PlanObject *p, const uint64_t *sums, int64_t n, uint64_t *out)
+{
+    uint64_t total = 1;
+    for (int k = 0; k < 6; k++)
+        total *= (uint64_t)(n - k > 0 ? n - k : 0);
+    for (int i = 0; i < NOUT; i++)
+        out[i] = p->gather[i] == DERIVED ? 0 : sums[p->gather[i]];
+    for (int f = 0; f < 4; f++) {
+        int hole = -1;
+        uint64_t rest = 0;
+        for (int i = FAMILIES[f][0]; i < FAMILIES[f][1]; i++) {
+            if (p->gather[i] == DERIVED)
+                hole = i;
+            else
+                rest += out[i];
+        }
+        if (hole >= 0)
+            out[hole] = total - rest;
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ type */
@@ -389,11 +511,13 @@ Tracker_reset(TrackerObject *self, PyObject *arg)
 static PyObject *
 Tracker_sums(TrackerObject *self, PyObject *Py_UNUSED(ignored))
 {
+    uint64_t counts[NOUT];
+    derive_outputs(self->plan, self->sums, total_cards(self->counts), counts);
     PyObject *out = PyList_New(NOUT);
     if (out == NULL)
         return NULL;
     for (int i = 0; i < NOUT; i++) {
-        PyObject *x = PyLong_FromUnsignedLongLong(self->sums[self->plan->gather[i]]);
+        PyObject *x = PyLong_FromUnsignedLongLong(counts[i]);
         if (x == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -415,7 +539,8 @@ Tracker_copy(TrackerObject *self, PyObject *Py_UNUSED(ignored))
     memcpy(c->f, self->f, sizeof c->f);
     memcpy(c->ga, self->ga, sizeof c->ga);
     memcpy(c->gb, self->gb, sizeof c->gb);
-    memcpy(c->w, self->w, sizeof c->w);
+    memcpy(c->gad, self->gad, sizeof c->gad);
+    memcpy(c->gbd, self->gbd, sizeof c->gbd);
     memcpy(c->sums, self->sums, sizeof c->sums);
     return (PyObject *)c;
 }

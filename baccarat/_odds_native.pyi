@@ -10,7 +10,8 @@ SIMD: int
 FLOAT64_MAX_CARDS: int
 
 class Plan:
-    """One ruleset's table: ``Plan(table_u16, rows, sub_a_u16, sub_b_u16, subk_u8, gather_u8)``."""
+    """One ruleset's table: ``Plan(table_u16, rows, sub_a_u16, sub_b_u16, subk_u8, gather_u8)``; a gather entry
+    of 255 derives that count (the last of its family: tie, cards_6, each side's bonus lose) from the total."""
 
     def __init__(self, table: Buffer, rows: int, sub_a: Buffer, sub_b: Buffer, subk: Buffer,
                  gather: Buffer) -> None: ...

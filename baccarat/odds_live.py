@@ -7,8 +7,9 @@ so only the weights of the C(14, 5) = 2002 multisets holding ``v`` change, and
 
     ``sums'[r] = sums[r] + Σ_{m ∋ v} T[r, m] · (W'[m] − W[m])``
 
-is the new evaluation, exactly, at 40 % of the work. :class:`LiveOdds` keeps ``W`` (and its two group
-factors) and the sums, and applies that update on :meth:`LiveOdds.remove`. Every count is an integer; the
+is the new evaluation, exactly, at 40 % of the work. :class:`LiveOdds` keeps the state (the numpy path: ``W``,
+its two group factors and the sums; the compiled kernel: the group factors and the sums, ``W'[m] − W[m]``
+being the change of one group's factor times the other's) and applies that update on :meth:`LiveOdds.remove`. Every count is an integer; the
 arithmetic is that of :mod:`baccarat.odds` (int64, exact because every true result is at most Permut(N, 6)
 < 2**63 for N <= :data:`~baccarat.odds.INT64_MAX_CARDS` cards; the compiled kernel carries the same integers
 in float64 below 459 cards, where they are at most 2**53). Beyond that bound (compositions built by hand)
@@ -64,6 +65,8 @@ class _NumpyTracker:
         self.sums_ = self._plan.unique @ self.w
 
     def remove(self, v: int) -> None:
+        if self.counts[v] == 0:  # as the kernel: refused before anything changes
+            raise ValueError(f"no card of value {v} left")
         counts = list(self.counts)
         counts[v] -= 1
         self.counts = tuple(counts)
@@ -156,15 +159,25 @@ class LiveOdds:
 
         Raises :class:`InvalidComposition` for invalid counts (the tracker is unchanged then).
         """
-        current = self.composition
+        t = self._tracker
+        current = t if isinstance(t, tuple) else t.counts
         if composition == current:
             return
-        gone = [c - n for c, n in zip(current, composition)]
-        if len(composition) == _VALUES and min(gone) >= 0 and sum(gone) <= max_cards:
-            for v, k in enumerate(gone):
-                for _ in range(k):
-                    self.remove(v)
-            return
+        if len(composition) == _VALUES:
+            gone = [c - n for c, n in zip(current, composition)]
+            k = sum(gone)
+            if 0 < k <= max_cards and min(gone) >= 0:
+                if isinstance(t, tuple):
+                    for v, g in enumerate(gone):
+                        for _ in range(g):
+                            self.remove(v)
+                else:  # the counts are checked here: the tracker's own checks would only repeat them
+                    remove = t.remove
+                    for v, g in enumerate(gone):
+                        for _ in range(g):
+                            remove(v)
+                    self._n -= k
+                return
         comp = Composition.of(composition)
         self._n = comp.total
         self._start(comp.counts)
@@ -183,18 +196,21 @@ class LiveOdds:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _VALUES:
             raise InvalidComposition(f"a card value is 0..9, got {value!r}")
         t = self._tracker
-        counts = t if isinstance(t, tuple) else t.counts
-        if counts[value] == 0:
+        if not isinstance(t, tuple):
+            try:
+                t.remove(value)  # checks that a card of the value is left, and then changes nothing
+            except ValueError:
+                raise InvalidComposition(f"no card of value {value} is left in the shoe") from None
+            self._n -= 1
+            return
+        if t[value] == 0:
             raise InvalidComposition(f"no card of value {value} is left in the shoe")
         self._n -= 1
-        if isinstance(t, tuple):
-            listed = list(t)
-            listed[value] -= 1
-            self._tracker = tuple(listed)
-            if self._n <= _odds.INT64_MAX_CARDS:  # back within int64: incremental from here on
-                self._start(self._tracker)
-        else:
-            t.remove(value)
+        listed = list(t)
+        listed[value] -= 1
+        self._tracker = tuple(listed)
+        if self._n <= _odds.INT64_MAX_CARDS:  # back within int64: incremental from here on
+            self._start(self._tracker)
 
     def column_counts(self) -> list[int]:
         """The 30 counts in :class:`OutcomeCounts` argument order (after ``total``); see :meth:`counts`.

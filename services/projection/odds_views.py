@@ -11,16 +11,19 @@ fresh core publish the same odds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from math import gcd
 from typing import NamedTuple
 
 from baccarat.errors import BaccaratError
 from baccarat.expectation import BONUS_CLASSES, FLAT_FIELDS, flat_terms
+from baccarat.expectation import _plan_for  # the wager lines flat_terms runs, generated into code here
 from baccarat.odds import permut6
 from baccarat.odds_live import LiveOdds
 from baccarat.table import TableConfig
 from contracts.events import WagerOdds
 
-__all__ = ["LiveViews", "ViewOdds", "counts_dict", "wager_odds"]
+__all__ = ["LiveViews", "ViewOdds", "counts_dict", "reference_wager_odds", "wager_odds", "wager_source"]
 
 #: most trackers kept (two views and the round judge per table): beyond it the cache starts afresh
 MAX_TRACKERS = 3072
@@ -38,9 +41,73 @@ def wager_odds(total: int, flat: list[int], config: TableConfig) -> list[WagerOd
     """Every wager ``config`` offers, from the counts in :data:`~baccarat.expectation.FLAT_FIELDS` order out of
     ``total``: probability of a win and of a void, EV per unit (float, for display) and the exact EV as
     ``ev_num / ev_den`` in lowest terms. Floats are the correctly rounded quotients of the integers (the same
-    values ``float(Fraction(...))`` gives)."""
+    values ``float(Fraction(...))`` gives).
+
+    Runs the configuration's generated function (:func:`wager_source`: the wager lines of
+    :func:`baccarat.expectation.flat_terms` unrolled with their integer coefficients as constants), which gives
+    exactly what :func:`reference_wager_odds` gives (tests compare them on whole shoes)."""
+    return _compiled(config)(total, flat)
+
+
+def reference_wager_odds(total: int, flat: list[int], config: TableConfig) -> list[WagerOdds]:
+    """:func:`wager_odds` by the interpreted lines of :func:`baccarat.expectation.flat_terms` (the reference)."""
     return [WagerOdds(w.value, win / total, void / total, num / den, num, den)
             for w, win, void, num, den in flat_terms(total, flat, config)]
+
+
+def _linear(coefficients: dict[int, int]) -> str:
+    """``Σ s[i] * c`` as source, zero coefficients left out (``0`` when nothing is left)."""
+    terms = [f"s[{i}]" if c == 1 else f"s[{i}] * {c}" for i, c in sorted(coefficients.items()) if c]
+    return " + ".join(terms) or "0"
+
+
+def wager_source(config: TableConfig) -> str:
+    """Python source of ``wagers(total, s)`` for ``config``: per wager line of
+    :func:`baccarat.expectation.flat_terms` (same order), ``win`` (the winning classes), ``void``, the exact EV
+    ``num / den`` (``num`` = Σ count × net payout − losing count, over the line's common denominator; the losing
+    count is ``total − win − void``, folded into each count's coefficient), reduced by one gcd, and the
+    :class:`WagerOdds` built from them. ``s``: the 30 counts in FLAT_FIELDS order; ``total``: Permut(N, 6)."""
+    lines = ["def wagers(total, s):"]
+    made = []
+    for k, line in enumerate(_plan_for(config)):
+        win: dict[int, int] = {}
+        void: dict[int, int] = {}
+        num: dict[int, int] = {}
+        for i, j, pay in line.wins:  # a win counts s[i] (less s[j]): + pay, and it is not a loss: + den
+            for at, sign in ((i, 1), (j, -1)) if j >= 0 else ((i, 1),):
+                win[at] = win.get(at, 0) + sign
+                num[at] = num.get(at, 0) + sign * (pay + line.den)
+        for i in line.voids:
+            void[i] = void.get(i, 0) + 1
+            num[i] = num.get(i, 0) + line.den
+        den = "total" if line.den == 1 else f"total * {line.den}"
+        p_void = f"({_linear(void)}) / total" if any(void.values()) else "0.0"
+        lines += [
+            f"    num = {_linear(num)} - {den}",
+            f"    den = {den}",
+            "    g = gcd(num, den)",
+            f"    w{k} = WagerOdds({line.wager.value!r}, ({_linear(win)}) / total, {p_void}, num / den, num // g,"
+            " den // g)",
+        ]
+        made.append(f"w{k}")
+    lines.append(f"    return [{', '.join(made)}]")
+    return "\n".join(lines) + "\n"
+
+
+#: id(config) -> (config, generated wagers function): the entry keeps the config alive, so its id is not reused
+_COMPILED: dict[int, tuple[TableConfig, Callable[[int, list[int]], list[WagerOdds]]]] = {}
+
+
+def _compiled(config: TableConfig) -> Callable[[int, list[int]], list[WagerOdds]]:
+    """The generated ``wagers(total, s)`` of ``config`` (compiled once per configuration object)."""
+    got = _COMPILED.get(id(config))
+    if got is None or got[0] is not config:
+        if len(_COMPILED) > 256:
+            _COMPILED.clear()
+        scope: dict[str, object] = {"gcd": gcd, "WagerOdds": WagerOdds}
+        exec(compile(wager_source(config), "<generated wagers>", "exec"), scope)  # noqa: S102
+        got = _COMPILED[id(config)] = (config, scope["wagers"])  # type: ignore[assignment]
+    return got[1]
 
 
 _KEYS: tuple[tuple[str, int], ...] = (
@@ -51,15 +118,15 @@ _KEYS: tuple[tuple[str, int], ...] = (
     *((f"natural_{side}_{p}", FLAT_FIELDS.index(f"{side}_natural_{p}")) for side in ("player", "banker")
       for p in (8, 9)),
 )  # fmt: skip
+#: ``counts_dict`` as one dict display (generated from :data:`_KEYS`)
+_COUNTS_DICT: Callable[[int, list[int]], dict[str, int]] = eval(  # noqa: S307
+    "lambda total, s: {'total': total, " + ", ".join(f"{k!r}: s[{i}]" for k, i in _KEYS) + "}")
 
 
 def counts_dict(total: int, flat: list[int]) -> dict[str, int]:
     """The flat counts of ``OddsUpdated.counts``: ``total``, ``banker`` .. ``panda_8``, ``bonus_<side>_<class>``,
     ``natural_<side>_<8|9>`` (all ints, this key order)."""
-    out = {"total": total}
-    for k, i in _KEYS:
-        out[k] = flat[i]
-    return out
+    return _COUNTS_DICT(total, flat)
 
 
 class LiveViews:
@@ -87,4 +154,4 @@ class LiveViews:
         except BaccaratError:
             return None
         total = permut6(live.total)
-        return ViewOdds(total, counts_dict(total, flat), wager_odds(total, flat, config))
+        return ViewOdds(total, _COUNTS_DICT(total, flat), _compiled(config)(total, flat))

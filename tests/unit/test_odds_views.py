@@ -8,8 +8,10 @@ import pytest
 
 from baccarat.expectation import FLAT_FIELDS, flat_counts, wager_expectations
 from baccarat.odds import Composition, exact_counts, outcome_counts
-from baccarat.table import chemin_de_fer, no_vig_dragon, punto_banco_full
-from services.projection.odds_views import LiveViews
+from baccarat.odds import permut6
+from baccarat.odds_live import LiveOdds
+from baccarat.table import TABLE_PROFILES, chemin_de_fer, no_vig_dragon, punto_banco, punto_banco_full
+from services.projection.odds_views import LiveViews, counts_dict, reference_wager_odds, wager_odds, wager_source
 
 CONFIGS = [punto_banco_full(), no_vig_dragon(panda=True)]
 
@@ -79,3 +81,46 @@ def test_chemin_de_fer_uses_its_stated_policy_each_time() -> None:
     for _ in range(2):
         got = views.odds("c", comp, cfg)
         assert got is not None and got.counts == flat(exact_counts(comp, cfg.odds_ruleset))
+
+
+#: every named profile (commission and no-vig Banker lines, dragon 7 and panda 8, casino night's Tie, chemin de fer)
+GENERATED_CONFIGS = [*(make() for make in TABLE_PROFILES.values())]
+
+
+@pytest.mark.parametrize("cfg", GENERATED_CONFIGS, ids=list(TABLE_PROFILES))
+def test_generated_wagers_equal_the_interpreted_lines_on_every_card_of_a_shoe(cfg) -> None:  # type: ignore[no-untyped-def]
+    """The generated per-configuration function against flat_terms' interpreted lines, exact equality of every
+    field (floats included), on every card of a whole 8-deck shoe down to six cards, and on edge counts."""
+    full = Composition.full(8)
+    shoe = [v for v in range(10) for _ in range(full[v])]
+    random.Random(26).shuffle(shoe)
+    live = LiveOdds(full, cfg.odds_ruleset)
+    checked = 0
+    for v in shoe:
+        if live.total == 6:
+            break
+        live.remove(v)
+        total, flat_ = permut6(live.total), live.column_counts()
+        assert wager_odds(total, flat_, cfg) == reference_wager_odds(total, flat_, cfg)
+        checked += 1
+    assert checked == 416 - 6
+    # counts where classes are zero or everything (EVs of 0, of -1, wins of 0)
+    for flat_ in ([0] * 30, [7] * 30, list(range(30))):
+        assert wager_odds(1000, flat_, cfg) == reference_wager_odds(1000, flat_, cfg)
+
+
+def test_generated_source_folds_the_pay_table_into_integer_coefficients() -> None:
+    """Banker at 19 to 20 (5 % commission), void on a tie: num = 39 banker + 20 tie − 20 total over 20 total."""
+    src = wager_source(punto_banco())
+    assert "num = s[0] * 39 + s[2] * 20 - total * 20" in src
+    assert "num = s[1] * 2 + s[2] - total" in src  # Player 1 to 1, void on a tie
+    assert "Fraction" not in src
+
+
+def test_counts_dict_keys_and_values() -> None:
+    got = counts_dict(99, list(range(30)))
+    assert list(got)[:9] == ["total", "banker", "player", "tie", "cards_4", "cards_5", "cards_6", "dragon_7",
+                             "panda_8"]
+    assert got["total"] == 99 and got["panda_8"] == 7 and got["bonus_player_natural_win"] == 12
+    assert got["bonus_banker_lose"] == 29 and got["natural_player_8"] == 8 and got["natural_banker_9"] == 11
+    assert len(got) == 1 + 8 + 18 + 4
