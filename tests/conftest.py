@@ -53,6 +53,26 @@ def _run_order(item: pytest.Item) -> tuple[int, int]:
     return (1 if path.parent == _TESTS / "system" else 2, 0)
 
 
+#: modules that share the session's secured broker prefix (its topics and consumer groups, ``secured_kafka``):
+#: one worker runs them all, one after another, as a run without workers does
+_ONE_WORKER = frozenset({"test_acl.py", "test_floor_secured.py", "test_tls.py", "test_command_api_kafka.py"})
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
+    """Under ``--dist loadscope``: a work unit is a whole module (the classes of a module too), and the modules
+    of :data:`_ONE_WORKER` are one unit. Other ``--dist`` modes are pytest-xdist's own."""
+    if config.getoption("dist", "no") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "secured-broker-prefix" if module.rsplit("/", 1)[-1] in _ONE_WORKER else module
+
+    return ModuleScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Orders the session's tests by :func:`_run_order`. ``.ci/run`` runs them on pytest-xdist workers, a module
     to a worker (``--dist loadscope --no-loadscope-reorder``: a module's fixtures built once), handed out in this
