@@ -35,6 +35,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from contracts import topics as T
+from services.runtime.settings import FETCH_MAX_WAIT_MS
 from services.runtime.settings import env_client_options as client_options
 
 STAGES = ("dealing", "wagering", "shoe", "settlement")
@@ -161,7 +162,8 @@ class RawLoop:
 
     async def _consumer(self, stage: str, group: str | None) -> AIOKafkaConsumer:
         c = AIOKafkaConsumer(**client_options(self.bootstrap), group_id=group, enable_auto_commit=False,
-                             isolation_level="read_committed", auto_offset_reset="earliest")
+                             isolation_level="read_committed", auto_offset_reset="earliest",
+                             fetch_max_wait_ms=FETCH_MAX_WAIT_MS)  # the services' fetch wait: a like-for-like baseline
         await c.start()
         self.clients.append(c)
         tps = [TopicPartition(self.topic(stage), p) for p in range(self.partitions)]

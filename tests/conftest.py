@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +35,49 @@ os.environ.pop("CROUPIER_VAULT_KEY_FILE", None)
 os.environ["CROUPIER_VAULT_KEYS"] = TEST_VAULT_KEYS
 
 KAFKA_MARKER = "kafka"
+
+_TESTS = Path(__file__).resolve().parent
+#: the slowest modules, longest first (from the JUnit XML of a CI run: the chaos test about 250 s, the others
+#: 100-380 s each); run first, so that on several workers no long one starts last
+_SLOWEST_FIRST = ("test_chaos.py", "test_floor_kafka.py", "test_cluster.py", "test_floor_reruns.py",
+                  "test_replay_export_kafka.py", "test_pit_browser.py", "test_vault_kafka.py", "test_logs_json.py",
+                  "test_casino_night_kafka.py", "test_demo.py")
+
+
+def _run_order(item: pytest.Item) -> tuple[int, int]:
+    """Where ``item`` runs: the slowest modules (:data:`_SLOWEST_FIRST`) first, then the other system tests,
+    then the rest, each in collection order (a stable sort)."""
+    path = Path(str(item.path)).resolve()
+    if path.name in _SLOWEST_FIRST and path.parent == _TESTS / "system":
+        return (0, _SLOWEST_FIRST.index(path.name))
+    return (1 if path.parent == _TESTS / "system" else 2, 0)
+
+
+#: modules that share the session's secured broker prefix (its topics and consumer groups, ``secured_kafka``):
+#: one worker runs them all, one after another, as a run without workers does
+_ONE_WORKER = frozenset({"test_acl.py", "test_floor_secured.py", "test_tls.py", "test_command_api_kafka.py"})
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
+    """Under ``--dist loadscope``: a work unit is a whole module (the classes of a module too), and the modules
+    of :data:`_ONE_WORKER` are one unit. Other ``--dist`` modes are pytest-xdist's own."""
+    if config.getoption("dist", "no") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "secured-broker-prefix" if module.rsplit("/", 1)[-1] in _ONE_WORKER else module
+
+    return ModuleScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Orders the session's tests by :func:`_run_order`. ``.ci/run`` runs them on pytest-xdist workers, a module
+    to a worker (``--dist loadscope --no-loadscope-reorder``: a module's fixtures built once), handed out in this
+    order; the system tests mostly wait on the broker, so four workers share two cores well."""
+    items.sort(key=_run_order)
 
 
 @pytest.fixture(autouse=True)

@@ -142,6 +142,29 @@ def calls(prefix: str, group_prefix: str) -> list[list[str]]:
     return out
 
 
+#: Kafka's codes for what :func:`calls` names (``ResourceType``, ``PatternType``, ``AclOperation``,
+#: ``AclPermissionType`` of org.apache.kafka.common)
+_RESOURCE = {"--topic": 2, "--group": 3, "--transactional-id": 5}
+_PATTERN = {"LITERAL": 3, "PREFIXED": 4}
+_OPERATION = {"Read": 3, "Write": 4, "Create": 5}
+_ALLOW = 3
+
+
+def bindings(prefix: str, group_prefix: str) -> list[tuple[int, str, int, str, str, int, int]]:
+    """The ACL bindings :func:`calls` adds, one per resource, as Kafka's CreateAcls request carries them:
+    (resource type, resource name, pattern type, principal, host ``*``, operation, ALLOW). Read from the calls
+    themselves, so the two ways ``kafka.sh acl`` applies the policy (``AclCommand`` per call, or
+    ``acl_apply.py`` in one request) grant the same."""
+    out = []
+    for call in calls(prefix, group_prefix):
+        principal = call[call.index("--allow-principal") + 1]
+        pattern = _PATTERN[call[call.index("--resource-pattern-type") + 1]]
+        operation = _OPERATION[call[call.index("--operation") + 1]]
+        out += [(_RESOURCE[flag], name, pattern, principal, "*", operation, _ALLOW)
+                for flag, name in zip(call, call[1:]) if flag in _RESOURCE]
+    return out
+
+
 def _check_no_base_name_prefixes_another() -> None:
     names = sorted(T.ALL_TOPICS)
     clash = [(a, b) for a in names for b in names if a != b and b.startswith(a)]

@@ -114,7 +114,7 @@ class KafkaFloorIO:
         for kind, ws in self.writers.items():
             self._producers[kind] = AIOKafkaProducer(**ws.client_options(), enable_idempotence=True, linger_ms=0)
             await self._producers[kind].start()
-        self.consumer = AIOKafkaConsumer(**self.settings.client_options(),
+        self.consumer = AIOKafkaConsumer(**self.settings.consumer_options(),
                                          enable_auto_commit=False, isolation_level="read_committed",
                                          auto_offset_reset="earliest")
         await self.consumer.start()

@@ -29,7 +29,7 @@ from services.runtime.core import ServiceCore
 from services.runtime.host import Publisher, ServiceHost
 from services.runtime.kafka import ensure_topics
 from services.runtime.logging import bind_process, bind_service, configure
-from services.runtime.settings import Settings
+from services.runtime.settings import FETCH_MAX_WAIT_MS, Settings
 from services.runtime.tasks import Tasks, snapshot_topic
 from services.runtime.tls import BrokerTlsError
 
@@ -190,6 +190,7 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
         batch=True,
         max_records=MAX_RECORDS,
         batch_timeout_ms=BATCH_TIMEOUT_MS,
+        fetch_max_wait_ms=FETCH_MAX_WAIT_MS,  # a hop waits no 500 ms behind aiokafka's fetch in flight
     )
     subscriber(handle_batch)
     if tasks is not None:

@@ -4,10 +4,12 @@ timeout, targeted kills, an instance added), then the raw-topic check, ``croupie
 projection replica must all find nothing: no bet lost or settled twice, no seq held twice or missing, the
 ledger equal to the settlements to the cent, the replica's ledger equal to the published one.
 
-Size (environment): ``CROUPIER_CHAOS_ROUNDS`` (default 100), ``CROUPIER_CHAOS_FAULTS`` (15),
-``CROUPIER_CHAOS_SECONDS`` (bound on the floor, 240), ``CROUPIER_CHAOS_TABLES`` (6). The floor stops once it
-has settled the rounds and seen the faults: about 2–4 minutes on a two-core machine with the services on TLS
-(a loaded CI run dealt 138 rounds under 39 faults in 180 s, one sharing the machine with two other system tests 36; the long runs are ``bench/chaos.py``'s).
+Size (environment): ``CROUPIER_CHAOS_ROUNDS`` (default 40), ``CROUPIER_CHAOS_FAULTS`` (15),
+``CROUPIER_CHAOS_SECONDS`` (bound on the floor, 300), ``CROUPIER_CHAOS_TABLES`` (6). The floor stops once it
+has settled the rounds and seen the faults: about 2–4 minutes on a two-core machine with the services on TLS.
+Alone, a loaded CI run dealt 138 rounds under 39 faults in 180 s; sharing the machine with three other system
+tests (``.ci/run``'s workers) it deals a third of that, so CI asks for 40 rounds (every table several rounds
+through the faults) and leaves the long runs to ``bench/chaos.py``.
 
 Expected to fail until the runtime for a cluster (co-partitioned assignment, fenced producers) is merged."""
 
@@ -20,13 +22,13 @@ import pytest
 
 from croupier.chaos import ChaosConfig, report_lines, run_chaos
 
-ROUNDS = int(os.environ.get("CROUPIER_CHAOS_ROUNDS", "100"))
+ROUNDS = int(os.environ.get("CROUPIER_CHAOS_ROUNDS", "40"))
 FAULTS = int(os.environ.get("CROUPIER_CHAOS_FAULTS", "15"))
 
 
 async def test_a_chaos_run_loses_doubles_and_conflicts_nothing(kafka_bootstrap):
     cfg = ChaosConfig(bootstrap=kafka_bootstrap, prefix=f"chaostest{uuid.uuid4().hex[:8]}.", rounds=ROUNDS,
-                      min_faults=FAULTS, max_seconds=float(os.environ.get("CROUPIER_CHAOS_SECONDS", "240")),
+                      min_faults=FAULTS, max_seconds=float(os.environ.get("CROUPIER_CHAOS_SECONDS", "300")),
                       tables=int(os.environ.get("CROUPIER_CHAOS_TABLES", "6")), seed=11,
                       replica_port=18000 + uuid.uuid4().int % 1000)
     lines: list[str] = []

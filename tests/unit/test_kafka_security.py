@@ -129,3 +129,31 @@ def test_the_readme_table_is_the_policy():
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == acls.table()
     assert out in (REPO / "infra" / "kafka" / "README.md").read_text()
+
+
+def test_the_acl_bindings_are_the_calls_one_per_resource():
+    """``kafka.sh acl``'s one-request path (infra/kafka/acl_apply.py) grants what the AclCommand calls grant."""
+    calls, bindings = acls.calls("t-1.", "croupier"), acls.bindings("t-1.", "croupier")
+    flags = {"--topic": 2, "--group": 3, "--transactional-id": 5}
+    assert len(bindings) == sum(c.count(f) for c in calls for f in flags) == len(set(bindings))
+    shoe_vault = (2, "t-1.shoe.vault", 4, "User:shoe", "*", 4, 3)  # TOPIC, PREFIXED, Write, ALLOW
+    assert shoe_vault in bindings
+    assert [b for b in bindings if b[1] == "t-1.shoe.vault"] == [
+        (2, "t-1.shoe.vault", 4, "User:shoe", "*", op, 3) for op in (3, 4, 5)]  # Read, Write, Create: shoe's alone
+    assert (5, "croupier.t-1.dealing", 4, "User:dealing", "*", 4, 3) in bindings  # its transactional ids
+    assert (3, "croupier.t-1.pit", 4, "User:pit", "*", 3, 3) in bindings  # the pit's consumer groups
+
+
+def test_the_create_acls_request_is_kafkas_v3_wire_format():
+    """CreateAcls v3 (flexible): compact strings and arrays (length + 1), a tag buffer per binding and at the end;
+    the response decodes per binding."""
+    _spec2 = importlib.util.spec_from_file_location("kafka_acl_apply", REPO / "infra" / "kafka" / "acl_apply.py")
+    mod = importlib.util.module_from_spec(_spec2)
+    _spec2.loader.exec_module(mod)
+    req = mod.CreateAcls([(2, "t.a", 4, "User:x", "*", 3, 3)]).prepare({30: (2, 3)})
+    assert (req.API_KEY, req.API_VERSION, req.FLEXIBLE_VERSION) == (30, 3, True)
+    assert req.encode() == (b"\x02" + b"\x02" + b"\x04t.a" + b"\x04" + b"\x07User:x" + b"\x02*" + b"\x03\x03"
+                            + b"\x00" + b"\x00")
+    raw = b"\x00\x00\x00\x00" + b"\x03" + b"\x00\x00\x00\x00" + b"\x00\x28\x07denied\x00" + b"\x00"
+    res = mod.CreateAclsResponseV3.decode(raw)
+    assert [(r[0], r[1]) for r in res.results] == [(0, None), (40, "denied")]
