@@ -4,8 +4,6 @@
 Registered on the app by :mod:`croupier.cli`.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 

@@ -4,8 +4,6 @@ and audit.
 Registered on the app by :mod:`croupier.cli`.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer

@@ -4,8 +4,6 @@
 Registered on the app by :mod:`croupier.cli`.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from typing import Annotated, Optional

@@ -5,8 +5,6 @@ Registered on the app by :mod:`croupier.cli`. The rules core loads when a comman
 --help`` needs none of it (issue 26).
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -20,7 +18,7 @@ if TYPE_CHECKING:  # the odds engine (numpy) and the rules core load only for th
     from baccarat.wagers import Wager
 
 
-def _composition(decks: int, seen: str | None, composition: str | None) -> Composition:
+def _composition(decks: int, seen: str | None, composition: str | None) -> "Composition":
     from baccarat.cards import VALUE_COUNTS_PER_DECK, parse_cards
     from baccarat.errors import InvalidComposition
     from baccarat.odds import Composition
@@ -56,7 +54,7 @@ def _composition(decks: int, seen: str | None, composition: str | None) -> Compo
     return comp
 
 
-def _reference_tables(variant: str) -> list[TableConfig]:
+def _reference_tables(variant: str) -> "list[TableConfig]":
     """Pay tables the odds command reports: every wager a table may offer, on its usual table."""
     from baccarat.errors import IllegalTableConfig
     from baccarat.table import casino_night, chemin_de_fer, no_vig_dragon, punto_banco_full
@@ -148,7 +146,7 @@ def odds(
     out.print(t)
 
 
-def _parse_bet(text: str) -> tuple[Wager, int]:
+def _parse_bet(text: str) -> "tuple[Wager, int]":
     from baccarat.errors import InvalidAmount
     from baccarat.wagers import Wager
 
@@ -165,7 +163,7 @@ def _parse_bet(text: str) -> tuple[Wager, int]:
     return wager, cents
 
 
-def _table_for(variant: str, wagers: set[Wager]) -> TableConfig:
+def _table_for(variant: str, wagers: "set[Wager]") -> "TableConfig":
     from baccarat.errors import IllegalTableConfig
     from baccarat.table import TableConfig, casino_night, chemin_de_fer, punto_banco_full
     from baccarat.wagers import PANDA_AND_DRAGON, Wager

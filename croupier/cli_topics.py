@@ -4,8 +4,6 @@ Kafka topics (list, delete).
 Sub-apps added to the app by :mod:`croupier.cli`.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 
