@@ -18,10 +18,10 @@ from contracts.codecs import Undecodable, UnknownMessageType, decode_event, enco
 from contracts.envelope import CommandEnvelope
 from contracts.events import TableOpened
 from services.command_api.index import EventIndex
+from services.rawlog import decode_records, partition_for, read_to_end
 from services.runtime.logging import get_logger
 from services.runtime.memory import MemoryBus
 from services.runtime.settings import Settings
-from services.runtime.tasks import partition_of
 
 log = get_logger("command_api")
 #: the event topics the gateway reads (the console principal may read all four)
@@ -124,7 +124,7 @@ class KafkaCommandBus:
                                           isolation_level="read_committed", auto_offset_reset="earliest")
         await self._consumer.start()
         n = self.settings.partitions
-        parts = sorted({partition_of(t, n) for t in self.tables}) if self.tables else list(range(n))
+        parts = sorted({partition_for(t, n) for t in self.tables}) if self.tables else list(range(n))
         tps = [TopicPartition(self.settings.topic(t), p) for t in self.streams for p in parts]
         self._consumer.assign(tps)
         if self.since is None:
@@ -153,25 +153,12 @@ class KafkaCommandBus:
         await scan.start()
         try:
             tps = [TopicPartition(self.settings.topic(T.DEALING_EVENTS), p) for p in parts]
-            scan.assign(tps)
-            await scan.seek_to_beginning(*tps)
-            ends = await scan.end_offsets(tps)
-            left = {tp for tp in tps if ends[tp] > 0}
-            while left:
-                batch = await scan.getmany(*left, timeout_ms=200)
-                for records in batch.values():
-                    for rec in records:
-                        if rec.value is None or b"table_opened" not in rec.value:
-                            continue  # only a TableOpened matters here: not decoded
-                        try:
-                            env = decode_event(rec.value)
-                        except (UnknownMessageType, Undecodable):
-                            continue
-                        if isinstance(env.payload, TableOpened):
-                            self.index.tables.add(env.table_id)
-                for tp in list(left):
-                    if await scan.position(tp) >= ends[tp]:
-                        left.discard(tp)
+            async for _, records in read_to_end(scan, tps):
+                # only a TableOpened matters here: the others are not decoded
+                opened = [r for r in records if r.value is not None and b"table_opened" in r.value]
+                for _, env in decode_records(opened).ok:
+                    if isinstance(env.payload, TableOpened):
+                        self.index.tables.add(env.table_id)
         finally:
             await scan.stop()
         self.index.tables_complete = True
