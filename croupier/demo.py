@@ -60,8 +60,9 @@ from services.floor.chemin import ChemTableDealer
 from services.floor.dealer import TableDealer, TableRun
 from services.floor.ids import check_run_id, shift_id
 from services.floor.io import FloorTimeout, KafkaFloorIO
+from services.rawlog import read_topic
 from services.runtime.app import Service
-from services.runtime.kafka import ensure_topics, read_log
+from services.runtime.kafka import ensure_topics
 from services.runtime.logging import STDERR, configure, drain
 from services.runtime.settings import Settings
 
@@ -427,7 +428,7 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
                        vault_reason="the demo drove services it did not start: no vault key",
                        commands=await read_commands(settings))
         _summary(console, run, alerts, report, elapsed, settings, started_kafka, logs, run_id)
-        cage = [decode_event(r.value) for r in await read_log(settings, settings.topic(T.CAGE_EVENTS))]
+        cage = [decode_event(r.value) for r in await read_topic(settings, settings.topic(T.CAGE_EVENTS))]
         console.print(cage_line([*envs, *cage]), markup=False)
         return 0 if report.clean else 1
     finally:

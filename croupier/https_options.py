@@ -4,11 +4,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from services.runtime.https import ENV_CERT, ENV_KEY, ServerTls
+if TYPE_CHECKING:  # services.runtime.https (and ssl) load only when a command serves HTTPS
+    from services.runtime.https import ServerTls
+
+#: the environment variables of the options: services.runtime.https.ENV_CERT / ENV_KEY (a test checks they agree;
+#: not imported from there, so that ``croupier --help`` loads no ssl)
+ENV_CERT = "CROUPIER_TLS_CERT"
+ENV_KEY = "CROUPIER_TLS_KEY"
 
 TLS_CERT_HELP = ("Serve HTTPS with this certificate chain (PEM; with --tls-key). Without: plain HTTP, for 127.0.0.1 "
                  "or behind a TLS-terminating reverse proxy (docs/tls.md).")

@@ -1,7 +1,8 @@
 """Reading the event log back from Kafka for investigators: replay, audit, export.
 
-Everything here reads committed records from offset zero; nothing writes. A table's events live on one
-partition number in every topic (keyed by table id), so reading a table reads only that partition.
+Everything here reads committed records from offset zero through the one raw-log reader
+(:mod:`services.rawlog`); nothing writes. A table's events live on one partition number in every topic (keyed by
+table id), so reading a table reads only that partition.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ from dataclasses import dataclass
 from aiokafka.partitioner import DefaultPartitioner
 
 from contracts import topics as T
-from contracts.codecs import Undecodable, UnknownMessageType, decode_event
 from contracts.envelope import Envelope
-from services.runtime.kafka import read_log
+from services.rawlog import read_decoded
 from services.runtime.settings import Settings
 
 #: the streams an investigator replays (the shoe's vault is the shoe service's alone)
@@ -56,17 +56,9 @@ class LogRecord:
 async def read_events(settings: Settings, table_id: str | None = None,
                       streams: tuple[str, ...] = EVENT_STREAMS) -> list[LogRecord]:
     """Every decodable event of ``streams`` (all tables, or one), in per-stream order. Records that do not
-    decode (or of unknown types) are left out: the audit counts them separately via :func:`read_raw`."""
-    out: list[LogRecord] = []
-    for stream in streams:
-        for rec in await read_log(settings, settings.topic(stream), table_id=table_id):
-            try:
-                env = decode_event(rec.value)
-            except (UnknownMessageType, Undecodable):
-                continue
-            if table_id is None or env.table_id == table_id:
-                out.append(LogRecord(rec.topic, rec.partition, rec.offset, rec.timestamp, env))
-    return out
+    decode (or of unknown types) are left out: the audit counts them separately (:func:`read_for_audit`)."""
+    got = await read_decoded(settings, [settings.topic(s) for s in streams], table_id)
+    return [LogRecord(rec.topic, rec.partition, rec.offset, rec.timestamp, env) for rec, env in got.ok]
 
 
 async def tables_in_log(settings: Settings) -> list[str]:
@@ -85,20 +77,10 @@ async def read_vault(settings: Settings, table: str | None = None):  # type: ign
         who = f"principal {settings.sasl_username!r}" if settings.secured else "this client"
         raise VaultUnreadable(f"{settings.topic(T.SHOE_VAULT)} is not visible to {who} (no such topic, or not "
                               "authorised: only the shoe principal may read the vault)")
-    envs: list[Envelope] = []
-    undecodable: list[UndecodableRecord] = []
-    for rec in await read_log(settings, settings.topic(T.SHOE_VAULT), table_id=table):
-        try:
-            env = decode_event(rec.value)
-        except UnknownMessageType:
-            continue
-        except Undecodable as e:
-            key = rec.key.decode("utf-8", "replace") if rec.key is not None else "?"
-            undecodable.append(UndecodableRecord(key, rec.topic, rec.partition, rec.offset, str(e)))
-            continue
-        if table is None or env.table_id == table:
-            envs.append(env)
-    return envs, undecodable
+    got = await read_decoded(settings, [settings.topic(T.SHOE_VAULT)], table)
+    undecodable = [UndecodableRecord(f.key, f.record.topic, f.record.partition, f.record.offset, f.error)
+                   for f in got.undecodable]
+    return [env for _, env in got.ok], undecodable
 
 
 async def read_for_audit(settings: Settings, table: str | None = None):  # type: ignore[no-untyped-def]
@@ -107,10 +89,7 @@ async def read_for_audit(settings: Settings, table: str | None = None):  # type:
     this version does not know."""
     import msgspec
 
-    from contracts import topics as T
-    from contracts.codecs import Undecodable, UnknownMessageType, decode_event
     from croupier.audit import UndecodableRecord, UnknownEvent
-    from services.runtime.kafka import read_log
 
     existing = await visible_topics(settings)
     # only topics that exist: reading a missing one would have the broker auto-create it under a wrong prefix
@@ -118,22 +97,15 @@ async def read_for_audit(settings: Settings, table: str | None = None):  # type:
                     if settings.topic(s) in existing)
     if not streams:
         return [], [], []
-    records = await read_events(settings, table, streams)
-    undecodable: list[UndecodableRecord] = []
+    got = await read_decoded(settings, [settings.topic(s) for s in streams], table)  # each record read once
+    undecodable = [UndecodableRecord(f.key, f.record.topic, f.record.partition, f.record.offset, f.error)
+                   for f in got.undecodable]
     unknown: list[UnknownEvent] = []
-    for stream in streams:
-        for rec in await read_log(settings, settings.topic(stream), table_id=table):
-            key = rec.key.decode("utf-8", "replace") if rec.key is not None else "?"
-            try:
-                decode_event(rec.value)
-            except UnknownMessageType as e:
-                probe = msgspec.json.decode(rec.value)  # a sound envelope: decode_event checked it
-                if table is None or probe["table_id"] == table:
-                    unknown.append(UnknownEvent(probe["table_id"], probe["stream"], probe["seq"],
-                                                probe["event_id"], e.type_name))
-            except Undecodable as e:
-                undecodable.append(UndecodableRecord(key, rec.topic, rec.partition, rec.offset, str(e)))
-    return [r.env for r in records], undecodable, unknown
+    for u in got.unknown:
+        probe = msgspec.json.decode(u.record.value)  # a sound envelope: the decoder checked it
+        unknown.append(UnknownEvent(probe["table_id"], probe["stream"], probe["seq"], probe["event_id"],
+                                    u.type_name))
+    return [env for _, env in got.ok], undecodable, unknown
 
 
 class CommandsUnreadable(LookupError):
@@ -152,6 +124,7 @@ async def read_commands(settings: Settings, table: str | None = None):  # type: 
 
     from contracts.codecs import decode_command
     from croupier.provenance import CommandRecord
+    from services.rawlog import decode_records, read_topic
 
     visible = await visible_topics(settings)
     if not any(settings.topic(base) in visible for base in T.COMMAND_TOPICS):
@@ -163,17 +136,13 @@ async def read_commands(settings: Settings, table: str | None = None):  # type: 
     out: list[CommandRecord] = []
     for base in T.COMMAND_TOPICS:
         try:
-            recs = await read_log(settings, settings.topic(base), table_id=table)
+            recs = await read_topic(settings, settings.topic(base), table_id=table)
         except TopicAuthorizationFailedError as e:
             who = f"principal {settings.sasl_username!r}" if settings.secured else "this client"
             raise CommandsUnreadable(f"{settings.topic(base)} cannot be read by {who} ({e}): the surveillance "
                                      "principal may read the command topics") from None
-        for rec in recs:
-            try:
-                cmd = decode_command(rec.value)
-            except (UnknownMessageType, Undecodable):
-                continue  # dead-lettered or skipped by the services: it caused no event
-            if table is None or cmd.table_id == table:
-                out.append(CommandRecord(base, rec.partition, rec.offset, rec.timestamp,
-                                         getattr(rec, "timestamp_type", 0) == 1, cmd))
+        # a record that does not decode was dead-lettered or skipped by the services: it caused no event
+        for rec, cmd in decode_records(recs, decode_command, table).ok:
+            out.append(CommandRecord(base, rec.partition, rec.offset, rec.timestamp,
+                                     getattr(rec, "timestamp_type", 0) == 1, cmd))
     return out

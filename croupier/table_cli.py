@@ -14,8 +14,6 @@ On a secured broker each command topic is written as its one writer principal (`
 the passwords from ``CROUPIER_KAFKA_PASSWORD_<PRINCIPAL>`` or ``KAFKA_CREDENTIALS_FILE``.
 """
 
-from __future__ import annotations
-
 import uuid
 from typing import Annotated, Any, Optional
 

@@ -775,9 +775,10 @@ class _FailingConsumer:
 async def test_the_reader_survives_a_non_kafka_failure_logs_it_and_requests_answer_503(monkeypatch, capsys):
     import asyncio
 
+    from services.command_api import bus as B
     from services.command_api import gateway as G
 
-    monkeypatch.setattr(G, "READ_RETRY_S", 0.3)
+    monkeypatch.setattr(B, "READ_RETRY_S", 0.3)
     kb = G.KafkaCommandBus(Settings())
     kb._consumer = _FailingConsumer()  # type: ignore[assignment]
     kb.index.tables.add("T1")
@@ -844,6 +845,7 @@ async def test_the_kafka_reader_knows_every_table_opened_in_the_log_before_it_st
 
     from contracts.codecs import encode
     from contracts.events import PlayerSeated, TableOpened
+    from services.command_api import bus as B
     from services.command_api import gateway as G
 
     config = A.to_command(A.OpenTableAction(actor=DEALER, profile="punto_banco"), "x").command.config  # type: ignore[attr-defined]
@@ -881,7 +883,7 @@ async def test_the_kafka_reader_knows_every_table_opened_in_the_log_before_it_st
             return self.at
 
     made: list[Scan] = []
-    monkeypatch.setattr(G, "AIOKafkaConsumer", lambda **kw: made.append(Scan(**kw)) or made[-1])
+    monkeypatch.setattr(B, "AIOKafkaConsumer", lambda **kw: made.append(Scan(**kw)) or made[-1])
     kb = G.KafkaCommandBus(Settings())
     await kb._scan_tables(Settings(), [0])
     assert kb.index.tables == {"T1"} and kb.index.tables_complete and made[0].stopped
