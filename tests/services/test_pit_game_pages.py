@@ -11,7 +11,7 @@ D = {"actor": "d-1"}
 
 
 async def test_a_curator_table_console_offers_the_shoe_then_keep_or_pass_sent_as_the_curator():
-    pit, mb = pit_app()
+    pit, _ = pit_app()
     async with client(pit) as c:
         await login(c, "dealer")
         assert (await c.post(f"/command/tables/{T}/open", json={**D, "profile": "punto_banco_curator"},
@@ -24,7 +24,7 @@ async def test_a_curator_table_console_offers_the_shoe_then_keep_or_pass_sent_as
         assert 'data-next="offer_shoe"' in page and "held by the dealer: offer it to a player" in page
         assert 'id="form-offer_shoe"' in page and 'data-path="/command/tables/T1/curator/offer"' in page
         # keep and pass are sent as the curator: a hidden actor the round panel fills (data-curator)
-        assert re.search(r'id="form-keep_shoe".*?<input type="hidden" name="actor" data-auto="curator">', page, re.S)
+        assert re.search(r'id="form-keep_shoe".*?<input type="hidden" name="actor" data-auto="curator">', page, re.DOTALL)
         r = await c.post(f"/command/tables/{T}/curator/offer", json={**D, "seat": 1, "player_id": "p-1"},
                          headers=SAME)
         assert r.status_code == 200, r.text

@@ -31,12 +31,12 @@ from tests.system.test_pit_browser import (
     PitServer,
     _act,
     _answer,
-    _text_of,
     _key,
     _login,
     _shot,
     _shown,
     _start,
+    _text_of,
     _wait,
     browser,  # noqa: F401 - the module's browser fixture
 )

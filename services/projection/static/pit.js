@@ -116,9 +116,11 @@
     var a = document.activeElement;
     return a && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName) && visible(a) && a.type !== "hidden";
   }
+  // a field the dealer fills: not hidden, not in a part hidden for this game (the chemin de fer bank fields)
+  function fillable(el) { return el.type !== "hidden" && el.type !== "checkbox" && !el.closest("[hidden]"); }
   function focusForm(form) {
     var field = Array.prototype.find.call(form.querySelectorAll("input:not([type=hidden]), select"),
-      function (el) { return el.type !== "checkbox" && !el.value && !el.dataset.auto; });
+      function (el) { return fillable(el) && !el.value && !el.dataset.auto; });
     (field || form.querySelector("button[type=submit]")).focus();
   }
   var shownNext = null;
@@ -152,7 +154,7 @@
     if (!form || form.hidden) return;
     ev.preventDefault();
     var needs = Array.prototype.some.call(form.querySelectorAll("input:not([type=hidden])"),
-      function (el) { return el.type !== "checkbox" && !el.dataset.auto && !el.value; });
+      function (el) { return fillable(el) && !el.dataset.auto && !el.value; });
     if (needs) focusForm(form);  // a card to enter: the field, then Enter sends it
     else if (form.requestSubmit) form.requestSubmit();
     else form.querySelector("button[type=submit]").click();
