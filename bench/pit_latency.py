@@ -24,8 +24,16 @@ and is not timed). ``screen`` = arrival − ``CardDrawn`` timestamp. Baseline, m
 consumer (``kafka``); ``screen − kafka`` is the projection's fold, the render and the stream. All times are this
 machine's wall clock (one clock: the broker, the services and this process run here).
 
-Last line, exactly: ``pit_latency: tables=<n> cards=<k> p50_ms=<a> p99_ms=<b> max_ms=<c> kafka_p99_ms=<d>
-ratio_p99=<b/d> drops=<slow clients dropped>`` (p50/p99 of ``screen``).
+The table-side scoreboard (``/scoreboard/{table}``, public, its page asks ``/scoreboard/{table}/board`` every
+second): a card changes it (the shoe's progress and the public odds of the next round), so ``scoreboard`` =
+the first poll whose board shows the card (its ``data-cards-out`` at least the card's shoe position + 1) −
+``CardDrawn`` timestamp. This process polls each table's board every ``--board-poll`` s (default 0.1; the
+page itself polls every 1 s, which adds up to 1 s more on a real screen), so the figure is the server's
+part plus at most one poll interval.
+
+Last lines, exactly: ``pit_latency: tables=<n> cards=<k> p50_ms=<a> p99_ms=<b> max_ms=<c> kafka_p99_ms=<d>
+ratio_p99=<b/d> drops=<slow clients dropped>`` (p50/p99 of ``screen``), then ``pit_scoreboard: tables=<n>
+cards=<k> p50_ms=<a> p99_ms=<b> max_ms=<c> poll_ms=<p>``.
 """
 
 from __future__ import annotations
@@ -88,6 +96,21 @@ class Cards:
         self.screen: dict[tuple[str, str, int], float] = {}
         self.dealt_count: dict[tuple[str, str], int] = defaultdict(int)
         self.shown: dict[str, tuple[str, int]] = {}
+        #: the scoreboard: (table, shoe, cards out after the card) -> read (ms), and when a board showed it
+        self.board_read: dict[tuple[str, str, int], float] = {}
+        self.board_seen: dict[tuple[str, str, int], float] = {}
+        self.board_out: dict[tuple[str, str], int] = {}
+
+    def on_board(self, table: str, shoe_id: str, cards_out: int, at: float) -> None:
+        """A scoreboard of ``table`` showing ``cards_out`` cards out of ``shoe_id``."""
+        seen = self.board_out.get((table, shoe_id), 0)
+        for k in range(seen + 1, cards_out + 1):
+            self.board_seen.setdefault((table, shoe_id, k), at)
+        self.board_out[(table, shoe_id)] = max(seen, cards_out)
+
+    def board_latencies(self) -> list[float]:
+        """board − read of every card read and shown on its table's scoreboard, ms."""
+        return [self.board_seen[k] - t for k, t in self.board_read.items() if k in self.board_seen]
 
     def on_screen(self, table: str, round_id: str, next_card: int, at: float) -> None:
         """A console fragment of ``table`` showing ``next_card - 1`` cards of ``round_id``."""
@@ -124,6 +147,8 @@ async def follow_topics(settings: Settings, cards: Cards, stop: asyncio.Event) -
                     p = env.payload
                     if isinstance(p, CardDrawn):
                         cards.read.setdefault((env.table_id, p.round_id, p.card_number), float(r.timestamp))
+                        # the shoe's cards out once this card is drawn (position: 0-based, the burn included)
+                        cards.board_read.setdefault((env.table_id, p.shoe_id, p.position + 1), float(r.timestamp))
                     elif isinstance(p, CardDealt):
                         rid = p.round_id
                         cards.dealt_count[(env.table_id, rid)] += 1
@@ -158,6 +183,24 @@ async def watch_console(client: httpx.AsyncClient, base: str, table: str, token:
             if not stop.is_set():
                 print(f"console stream of {table} ended ({type(e).__name__}: {e}); reconnecting", file=sys.stderr)
                 await asyncio.sleep(0.5)
+
+
+BOARD = re.compile(r'data-shoe-id="([^"]*)" data-cards-out="(\d+)"')
+
+
+async def watch_board(client: httpx.AsyncClient, base: str, table: str, cards: Cards, stop: asyncio.Event,
+                      poll_s: float) -> None:
+    """The table-side scoreboard of ``table`` (public: no token), asked every ``poll_s`` s as its page asks
+    every second; each answer's cards out marked on the board."""
+    while not stop.is_set():
+        t = time.monotonic()
+        with contextlib.suppress(httpx.HTTPError):
+            r = await client.get(f"{base}/scoreboard/{table}/board", timeout=10.0)
+            at = now_ms()
+            m = BOARD.search(r.text)
+            if m and m.group(1):
+                cards.on_board(table, m.group(1), int(m.group(2)), at)
+        await asyncio.sleep(max(0.0, poll_s - (time.monotonic() - t)))
 
 
 async def watch_floor(client: httpx.AsyncClient, base: str, token: str, stop: asyncio.Event,
@@ -229,6 +272,8 @@ async def run(args: argparse.Namespace) -> int:
         watchers = [asyncio.create_task(watch_console(client, base, d.table_id, tokens["dealer"], cards, stop,
                                                       frames)) for d in dealers]
         watchers.append(asyncio.create_task(watch_floor(client, base, tokens["pit"], stop, floor_frames)))
+        watchers += [asyncio.create_task(watch_board(client, base, d.table_id, cards, stop, args.board_poll))
+                     for d in dealers]
         await asyncio.sleep(1.0)  # the streams are open before the first card
         rounds = [0]
         t_end = time.monotonic() + args.seconds
@@ -276,6 +321,12 @@ async def run(args: argparse.Namespace) -> int:
         print(f"pit_latency: tables={args.tables} cards={len(screen)} p50_ms={pct(screen, 50):.1f} "
               f"p99_ms={p99:.1f} max_ms={max(screen):.1f} kafka_p99_ms={k99:.1f} ratio_p99={p99 / k99:.2f} "
               f"drops={drops}")
+        board = cards.board_latencies()
+        if not board:
+            print("pit_scoreboard: no card was both read and shown on a scoreboard", file=sys.stderr)
+            return 1
+        print(f"pit_scoreboard: tables={args.tables} cards={len(board)} p50_ms={pct(board, 50):.1f} "
+              f"p99_ms={pct(board, 99):.1f} max_ms={max(board):.1f} poll_ms={args.board_poll * 1000:.0f}")
         return 0
     finally:
         stop.set()
@@ -295,9 +346,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pace", type=float, default=10.0, help="one round started every PACE s per table")
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:19092"))
     ap.add_argument("--keep-topics", action="store_true")
+    ap.add_argument("--board-poll", type=float, default=0.1, help="how often each scoreboard is asked (s)")
     args = ap.parse_args(argv)
-    if args.tables < 1 or args.seconds <= 0 or args.pace <= 0:
-        ap.error("--tables, --seconds and --pace must be positive")
+    if args.tables < 1 or args.seconds <= 0 or args.pace <= 0 or args.board_poll <= 0:
+        ap.error("--tables, --seconds, --pace and --board-poll must be positive")
     return asyncio.run(run(args))
 
 

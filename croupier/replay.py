@@ -472,7 +472,9 @@ class TableStory:
                           "loaded_at": sv["loaded"]["at"] if sv["loaded"] else None,
                           "rounds": len(s.rounds), "dealt": sv["dealt"],
                           "commitment_verified": sv["closed"]["commitment_verified"] if sv["closed"] else None})
-        settled = [r for r in rows if r["table_result"] is not None]
+        # a voided round's bets were returned without action: not a round decided, not stakes (the cage's count,
+        # services/projection/pit_state.py); counted apart
+        settled = [r for r in rows if r["table_result"] is not None and not r["void"]]
         return {
             "table_id": self.table_id,
             "span": self.span(),
@@ -482,7 +484,7 @@ class TableStory:
                         if isinstance(e.payload, TableOpened)],
             "shoes": shoes,
             "rounds": rows,
-            "totals": {"rounds": len(rows), "settled": len(settled),
+            "totals": {"rounds": len(rows), "settled": len(settled), "voided": sum(1 for r in rows if r["void"]),
                        "stakes": sum(r["stakes"] for r in settled),
                        "payouts": sum(r["payouts"] for r in settled),
                        "commission": sum(r["commission"] for r in settled),

@@ -273,7 +273,8 @@ def _render_summary(v: dict[str, Any], console: Any) -> None:
                                       m(r["table_result"]))))
     console.print(t)
     tot = v["totals"]
-    _p(console, f"{tot['rounds']} round(s), {tot['settled']} settled: stakes {money(tot['stakes'])}, payouts "
+    voided = f", {tot['voided']} voided (bets returned: not counted)" if tot.get("voided") else ""
+    _p(console, f"{tot['rounds']} round(s), {tot['settled']} settled{voided}: stakes {money(tot['stakes'])}, payouts "
                 f"{money(tot['payouts'])}, commission {money(tot['commission'])}, house {money(tot['table_result'])}")
     for e in v["outside_rounds"]:
         label, detail = describe(e)

@@ -51,6 +51,7 @@ from contracts.events import (
     ShoeLoaded,
     TableOpened,
 )
+from services.projection.live_game import ChemLive, GameLive, fold_game
 from services.runtime.logging import get_logger
 
 log = get_logger("projection.live")
@@ -89,6 +90,8 @@ class RoundLive:
     irregularities: list[dict[str, Any]] = field(default_factory=list)
     settlements: list[dict[str, Any]] = field(default_factory=list)
     settled: dict[str, Any] | None = None
+    #: chemin de fer: the Banker, the bank, the Dominant Player, the options (:mod:`services.projection.live_game`)
+    chem: ChemLive | None = None
 
 
 @dataclass
@@ -110,6 +113,8 @@ class TableLive:
     #: the current shoe's burn is done (the first round may open)
     shoe_burned: bool = False
     opened: bool = False
+    #: the game dealt and, at a curator table, who holds the shoe (:class:`services.projection.live_game.GameLive`)
+    game: GameLive = field(default_factory=GameLive)
 
     def round_of(self, round_id: str) -> RoundLive | None:
         """The round ``round_id`` if held (in play or recent)."""
@@ -119,6 +124,10 @@ class TableLive:
 
     def fold(self, env: Envelope) -> None:
         """Take one event (any stream the projection reads); unknown kinds change nothing."""
+        self._fold(env)
+        fold_game(self, env)
+
+    def _fold(self, env: Envelope) -> None:
         p = env.payload
         if isinstance(p, TableOpened):
             self.opened = True

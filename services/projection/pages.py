@@ -104,6 +104,12 @@ FORMS: tuple[tuple[str, str, str], ...] = (
     ("leave_seat", "seats/leave", "Player leaves"),
     ("collect_commission", "commission/collect", "Collect commission"),
     ("close_shoe", "shoe/close", "Close shoe early"),
+    # chemin de fer and the curator (services/projection/live_game.py, templates/form_game.html)
+    ("offer_shoe", "curator/offer", "Offer the shoe"),
+    ("keep_shoe", "curator/keep", "The curator keeps the shoe"),
+    ("pass_shoe", "curator/pass", "Pass the shoe"),
+    ("expire_option", "options/expire", "Option expired: the table's default"),
+    ("decide_option", "options/decide", "Decide the option"),
 )
 #: the console's keyboard shortcuts (a key pressed outside a field): the dealer's steps
 FORM_KEYS = {"open_round": "o", "no_more_bets": "n", "read_card": "c", "read_burn": "b", "load_shoe": "l"}
@@ -302,7 +308,7 @@ class PitPages:
         out = {f"round-{table_id}": self._t("frag_round.html", table_id=table_id, r=live.round, full=full,
                                             replay=full and self.replay is not None,
                                             shoe_id=s.shoe.shoe_id if s and s.shoe else "",
-                                            opened=s is not None, steps=steps)}
+                                            opened=s is not None, steps=steps, g=live.game)}
         out[f"seats-{table_id}"] = self._t("frag_seats.html", table_id=table_id, seats=sorted(live.seats.items()),
                                            owed=sorted(live.owed.items()), full=full)
         out[f"history-{table_id}"] = self._t("frag_history.html", table_id=table_id, rounds=list(live.history),
@@ -480,7 +486,7 @@ class PitPages:
                           command_base=self.command_base, stream=f"/live/console/{table_id}",
                           read_only=not forms, answer_within_ms=self.answer_within_ms, keys=FORM_KEYS,
                           players=self.players(request) if role == "bettor" else [],
-                          confirms=FORM_CONFIRMS)
+                          confirms=FORM_CONFIRMS, game=s.config.variant.value if s is not None and s.config else "")
 
     async def surveillance(self, request: Request) -> Response:
         role, refused = self._gate(request, "surveillance")
@@ -623,10 +629,12 @@ class PitPages:
             Mount("/static", app=static, name="static"),
         ]
 
-    def scoreboard(self, table_id: str) -> dict[str, Any] | None:
+    def scoreboard(self, table_id: str, odds: bool = True) -> dict[str, Any] | None:
         """What the table-side screen shows (public: no player, no bet): the game, the main wagers' limits
         (cents), the last results (newest last), the shoe's progress (cards out of the shoe's cards), the
-        five roads as SVG. None for a table not open."""
+        five roads as SVG; with ``odds`` the next round's odds of the **public** view (the cards seen at the
+        table, the burn unseen: never the surveillance view's true composition), none once the shoe is
+        closed. None for a table not open."""
         s = self._state(table_id)
         if s is None or s.config is None:
             return None
@@ -641,15 +649,20 @@ class PitPages:
                 "last": [{"B": "Banker", "P": "Player", "T": "Tie"}[r] for r in results[-SCOREBOARD_LAST:]],
                 "rounds": len(results), "cards_out": shoe.cards_out if shoe else 0, "cards": total,
                 "progress_pct": round(100 * shoe.cards_out / total) if shoe and total else 0,
-                "closed": live.shoe_closed, "boards": self._boards(s, compact=False)}
+                "closed": live.shoe_closed, "boards": self._boards(s, compact=False),
+                "shoe_id": shoe.shoe_id if shoe else "",
+                "odds": self._odds(s, "public") if odds and shoe and not live.shoe_closed else None}
 
     async def scoreboard_page(self, request: Request) -> Response:
         """``/scoreboard/{table}``: the public screen beside a table (no login: it shows what the table
-        shows), large and dark, refreshed by itself (``/scoreboard/{table}/board`` every second)."""
+        shows), large and dark, refreshed by itself (``/scoreboard/{table}/board`` every second); the public
+        odds of the next round unless ``?odds=0``."""
         table_id = request.path_params["table_id"]
         if not _TABLE_ID.match(table_id):
             return HTMLResponse("not a table id", status_code=422, headers=PAGE_HEADERS)
-        html = self._t("scoreboard.html", table_id=table_id, b=self.scoreboard(table_id))
+        odds = request.query_params.get("odds", "1") != "0"  # ?odds=0: a screen without the odds
+        html = self._t("scoreboard.html", table_id=table_id, b=self.scoreboard(table_id, odds),
+                       src=f"/scoreboard/{urllib.parse.quote(table_id)}/board" + ("" if odds else "?odds=0"))
         return HTMLResponse(html, headers=PAGE_HEADERS)
 
     async def scoreboard_board(self, request: Request) -> Response:
@@ -657,7 +670,8 @@ class PitPages:
         table_id = request.path_params["table_id"]
         if not _TABLE_ID.match(table_id):
             return HTMLResponse("not a table id", status_code=422, headers=PAGE_HEADERS)
-        return HTMLResponse(self._t("frag_scoreboard.html", table_id=table_id, b=self.scoreboard(table_id)),
+        odds = request.query_params.get("odds", "1") != "0"
+        return HTMLResponse(self._t("frag_scoreboard.html", table_id=table_id, b=self.scoreboard(table_id, odds)),
                             headers=PAGE_HEADERS)
 
     async def replay_page(self, request: Request) -> Response:

@@ -8,7 +8,7 @@ and bounded by the gaming day and the shoe, never by history:
   cage can close yesterday's books after the cutoff), each a :class:`DayFigures`:
 
   - ``hours``: hour of the gaming day (0 = the hour that starts at the cutoff, 06:00 UTC by default) ->
-    :class:`HourFigures` (rounds settled, drop, win), at most 24;
+    :class:`HourFigures` (rounds decided, drop, win), at most 24;
   - ``commission``: player -> :class:`PlayerCommission` (deducted at payout, accrued to a commission box,
     collected), the players of the day;
   - ``flagged``: player -> :class:`FlaggedPlay`, the day's positive-EV bets (``AdvantageBetFlagged``)
@@ -32,8 +32,12 @@ Definitions (the README's *query API* section says the same):
 * **win** = the house's net result: ``RoundSettled.table_result`` (stakes - payouts + commission accrued;
   chemin de fer: the commission on the bank's winnings), which sums to the ledger's ``game + commission``
   (:meth:`services.projection.ledger_state.LedgerState.table_result`) over the same gaming day.
-* Both are booked in the hour of the round's settlement (``RoundSettled`` / ``BetSettled``, which share
-  their time), so a round's drop and win are in one hour.
+* **rounds** = the rounds decided (``RoundResolved``). A voided round is no round for the cage: its bets are
+  returned without action, so it is neither in the drop nor among the rounds (the pace and the average bet
+  per round would read a round that was never decided); it is counted apart (``voided_total``). The replay's
+  totals count the same way (``croupier/replay.py``: ``settled`` and ``stakes`` leave voided rounds out).
+* All three are booked in the hour of the round's result (``RoundResolved``, ``RoundSettled`` and
+  ``BetSettled`` share its time), so a round's count, drop and win are in one hour.
 
 Determinism: every figure is a sum, a minimum or a maximum (order-free), or a list from one stream in that
 stream's order; an event of a gaming day older than the day before the latest one folded is left out, and
@@ -59,6 +63,7 @@ from contracts.events import (
     CommissionAccrued,
     CommissionCollected,
     Irregularity,
+    RoundResolved,
     RoundSettled,
     RoundVoided,
     ShoeBurned,
@@ -102,7 +107,8 @@ def previous_day(day: str) -> str:
 
 
 class HourFigures(msgspec.Struct, frozen=True, array_like=True, gc=False):
-    """One hour of a table: rounds settled (a voided round included), drop and win in cents."""
+    """One hour of a table: rounds decided (``RoundResolved``; a voided round is not one), drop and win in
+    cents."""
 
     rounds: int = 0
     drop_cents: int = 0
@@ -263,8 +269,10 @@ class PitState(msgspec.Struct, frozen=True):
         """Fold one input event (shoe, dealing or settlement); the same state for an event it does not use."""
         e = env.payload
         at = env.occurred_at
+        if isinstance(e, RoundResolved):  # a round decided; a voided round is none (its bets are returned)
+            return self._book(at, cutoff_hour, lambda f, h: _hour(f, h, rounds=1))
         if isinstance(e, RoundSettled):
-            return self._book(at, cutoff_hour, lambda f, h: _hour(f, h, rounds=1, win=e.table_result))
+            return self._book(at, cutoff_hour, lambda f, h: _hour(f, h, win=e.table_result))
         if isinstance(e, BetSettled):
             drop = 0 if e.category == ROUND_VOIDED else e.stake
             deducted = e.commission if e.commission and not e.commission_accrued else 0

@@ -64,7 +64,7 @@ def test_the_hourly_csv_through_the_api(client):
     assert r.content == (
         b"table_id,gaming_day,hour_start_utc,hour_end_utc,rounds,drop_cents,win_cents,hold_pct\r\n"
         b"T1,2026-03-02,2026-03-02T07:00:00Z,2026-03-02T08:00:00Z,2,18000,-12500,-69.44\r\n"
-        b"T1,2026-03-02,2026-03-02T09:00:00Z,2026-03-02T10:00:00Z,2,20000,20000,100.00\r\n"
+        b"T1,2026-03-02,2026-03-02T09:00:00Z,2026-03-02T10:00:00Z,1,20000,20000,100.00\r\n"  # r4 voided: no round
         b"T1,2026-03-02,2026-03-02T15:00:00Z,2026-03-02T16:00:00Z,1,3000,-2850,-95.00\r\n")
     j = client.get(f"/cage/hourly?gaming_day={DAY}", headers=_auth("pit")).json()
     assert j["hold_rounding"] == "half_even"

@@ -71,11 +71,13 @@ def _free_port() -> int:
 class PitServer(threading.Thread):
     """The services, the gateway and the pit app on an event loop in this thread, until :meth:`shutdown`."""
 
-    def __init__(self, bootstrap: str, prefix: str | None = None, port: int | None = None):
+    def __init__(self, bootstrap: str, prefix: str | None = None, port: int | None = None, timeout_s: float = 30.0):
         super().__init__(daemon=True, name="pit-server")
         self.bootstrap = bootstrap
         self.prefix = prefix or f"pitweb{uuid.uuid4().hex[:8]}."
         self.port = port or _free_port()
+        #: the command API's wait for an answer (s): the most a console action waits before its 503 or 504
+        self.timeout_s = timeout_s
         self.started = threading.Event()
         self.error: BaseException | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -108,7 +110,7 @@ class PitServer(threading.Thread):
                 await svc.wait_ready()
             await bus.start()
             projection = running[-1]
-            gateway = CommandGateway(bus, lambda: datetime.now(UTC), timeout_s=30.0)
+            gateway = CommandGateway(bus, lambda: datetime.now(UTC), timeout_s=self.timeout_s)
             creds = Credentials(TOKENS, {TERMINAL: frozenset({"p-1"})})
             pit = create_pit_app(projection.host, creds, ready=lambda: projection.ready and not self.not_ready,
                                  gateway=gateway)

@@ -18,6 +18,7 @@ from contracts.events import (
     BetSettled,
     CardDrawn,
     Irregularity,
+    RoundResolved,
     RoundVoided,
     ShoeBurned,
     ShoeClosed,
@@ -44,7 +45,7 @@ from services.projection.pit_views import (
 )
 from services.runtime.translate import table_spec
 from services.shoe.core import commitment
-from tests.unit.test_ledger import BANKER_BY_5, TIE_3, Feed, bet, by_rules
+from tests.unit.test_ledger import BANKER_BY_5, TIE_3, Feed, bet, by_rules, outcome
 
 DAY = "2026-03-02"
 PLAYER_9 = "9,10,K,5"  # a Player natural 9 against a Banker 5
@@ -62,9 +63,19 @@ def _alert(f: Feed, table: str, player: str, bet_id: str, stake: int, gain: int,
         ev=0.1, ev_num=1, ev_den=10, expected_gain_cents=gain, cards_left=40), at, table=table, round_id="r")
 
 
+def _resolved(f: Feed, table: str, rid: str, cards: str, at: datetime) -> Envelope:
+    """The round's RoundResolved as the dealing service emits it (the settlement shares its time)."""
+    o = outcome(cards)
+    return f.emit(TOP.DEALING_EVENTS, RoundResolved(
+        round_id=rid, shoe_id="s1", player_cards=[str(c) for c in o.player], banker_cards=[str(c) for c in o.banker],
+        player_points=o.player_points, banker_points=o.banker_points, winner=o.winner.value,
+        player_natural=o.player_natural, banker_natural=o.banker_natural, cards_required=o.cards_required,
+        dragon_7=o.dragon_7, panda_8=o.panda_8), at, table=table, round_id=rid)
+
+
 def _round(f: Feed, table: str, rid: str, bets: list, cards: str, at: datetime, config=None) -> list[Envelope]:
     return [f.opened(rid, "s1", at - timedelta(minutes=2), table), f.closed(rid, bets, at - timedelta(minutes=1), table),
-            *f.settled(rid, [by_rules(rid, b, cards, config) for b in bets], at, table)]
+            _resolved(f, table, rid, cards, at), *f.settled(rid, [by_rules(rid, b, cards, config) for b in bets], at, table)]
 
 
 def hand_made_day() -> list[Envelope]:
@@ -148,7 +159,8 @@ def test_the_hourly_results_of_the_hand_made_day(day):
     assert [(r["hour"], r["hour_start_utc"], r["rounds"], r["drop_cents"], r["win_cents"], r["hold_bps"],
              r["hold_pct"]) for r in hourly_rows("T1", day["T1"], DAY)] == [
         (1, "2026-03-02T07:00:00Z", 2, 18_000, -12_500, -6944, "-69.44"),
-        (3, "2026-03-02T09:00:00Z", 2, 20_000, 20_000, 10_000, "100.00"),  # the voided round: no drop, no win
+        # the voided round: no round (never decided), no drop, no win (issue 24 fix 9)
+        (3, "2026-03-02T09:00:00Z", 1, 20_000, 20_000, 10_000, "100.00"),
         (9, "2026-03-02T15:00:00Z", 1, 3_000, -2_850, -9500, "-95.00"),
     ]
     assert [(r["hour"], r["drop_cents"], r["win_cents"]) for r in hourly_rows("T2", day["T2"], DAY)] == [
@@ -162,7 +174,7 @@ def test_the_hourly_csv_bytes(day):
     assert hourly_csv(rows) == (
         "table_id,gaming_day,hour_start_utc,hour_end_utc,rounds,drop_cents,win_cents,hold_pct\r\n"
         "T1,2026-03-02,2026-03-02T07:00:00Z,2026-03-02T08:00:00Z,2,18000,-12500,-69.44\r\n"
-        "T1,2026-03-02,2026-03-02T09:00:00Z,2026-03-02T10:00:00Z,2,20000,20000,100.00\r\n"
+        "T1,2026-03-02,2026-03-02T09:00:00Z,2026-03-02T10:00:00Z,1,20000,20000,100.00\r\n"
         "T1,2026-03-02,2026-03-02T15:00:00Z,2026-03-02T16:00:00Z,1,3000,-2850,-95.00\r\n"
         "T2,2026-03-02,2026-03-02T08:00:00Z,2026-03-02T09:00:00Z,1,10000,-9500,-95.00\r\n"
         "T2,2026-03-02,2026-03-02T11:00:00Z,2026-03-02T12:00:00Z,1,3000,-2850,-95.00\r\n")
@@ -171,11 +183,11 @@ def test_the_hourly_csv_bytes(day):
 
 def test_the_cage_view_shifts_day_and_commission(day):
     v = cage_view("T1", day["T1"], DAY, PitSettings())
-    assert v["day"] == {"rounds": 5, "drop_cents": 41_000, "win_cents": 4_650, "hold_bps": 1134, "hold_pct": "11.34"}
+    assert v["day"] == {"rounds": 4, "drop_cents": 41_000, "win_cents": 4_650, "hold_bps": 1134, "hold_pct": "11.34"}
     assert v["ledger_table_result_cents"] == 4_650  # the ledger's game + commission agrees to the cent
     assert [(s["shift"], s["start_utc"], s["end_utc"], s["rounds"], s["drop_cents"], s["win_cents"], s["hold_pct"])
             for s in v["shifts"]] == [
-        (1, "2026-03-02T06:00:00Z", "2026-03-02T14:00:00Z", 4, 38_000, 7_500, "19.74"),
+        (1, "2026-03-02T06:00:00Z", "2026-03-02T14:00:00Z", 3, 38_000, 7_500, "19.74"),  # r1, r2, r3 (r4 voided)
         (2, "2026-03-02T14:00:00Z", "2026-03-02T22:00:00Z", 1, 3_000, -2_850, "-95.00"),
         (3, "2026-03-02T22:00:00Z", "2026-03-03T06:00:00Z", 0, 0, 0, None)]
     assert v["commission"] == [{"player_id": "alice", "deducted_cents": 650, "accrued_cents": 0, "owed_cents": 650,
@@ -227,7 +239,7 @@ def test_the_floor_at_a_moment_of_the_second_shift(day):
     assert t1["table_result_day_cents"] == 4_650 and (t1["open_alerts"], t2["open_alerts"]) == (1, 1)
     assert (t1["voided_rounds"], t1["irregularities"]) == (1, 1)
     assert t2["shift"] == {"rounds": 0, "drop_cents": 0, "win_cents": 0, "hold_bps": None, "hold_pct": None}
-    assert v["totals"]["day"] == {"rounds": 7, "drop_cents": 54_000, "win_cents": -7_700, "hold_bps": -1426,
+    assert v["totals"]["day"] == {"rounds": 6, "drop_cents": 54_000, "win_cents": -7_700, "hold_bps": -1426,
                                   "hold_pct": "-14.26"}
     public = floor_view(day, H(9, 30), PitSettings(), money=False)
     assert set(public["tables"][0]) == {"table_id", "variant", "shoe_id", "cards_out", "rounds_this_shoe",

@@ -45,7 +45,11 @@
   function autofill() {
     var round = document.querySelector("[data-round-id]");
     if (!round) return;
-    var values = {shoe: round.dataset.shoeId, round: round.dataset.roundId, card_number: round.dataset.nextCard};
+    var d = round.dataset;
+    var values = {shoe: d.shoeId, round: d.roundId, card_number: d.nextCard,
+                  // chemin de fer and a curator table (frag_round_game_attrs.html): who a command is sent as
+                  banker: d.banker, curator: d.curator, due: d.due, pass_order: d.passOrder,
+                  option_hand: d.optionHand, option_seat: d.optionSeat, option_player: d.optionPlayer};
     document.querySelectorAll("[data-auto]").forEach(function (input) {
       if (input.dataset.edited !== "1") input.value = values[input.dataset.auto] || "";
     });
@@ -112,9 +116,11 @@
     var a = document.activeElement;
     return a && /^(INPUT|SELECT|TEXTAREA)$/.test(a.tagName) && visible(a) && a.type !== "hidden";
   }
+  // a field the dealer fills: not hidden, not in a part hidden for this game (the chemin de fer bank fields)
+  function fillable(el) { return el.type !== "hidden" && el.type !== "checkbox" && !el.closest("[hidden]"); }
   function focusForm(form) {
     var field = Array.prototype.find.call(form.querySelectorAll("input:not([type=hidden]), select"),
-      function (el) { return el.type !== "checkbox" && !el.value && !el.dataset.auto; });
+      function (el) { return fillable(el) && !el.value && !el.dataset.auto; });
     (field || form.querySelector("button[type=submit]")).focus();
   }
   var shownNext = null;
@@ -123,10 +129,16 @@
     var forms = document.querySelectorAll("form.act");
     if (!round || !forms.length) return;
     var valid = round.dataset.valid.split(" ").filter(Boolean), next = round.dataset.next;
+    var myPlayers = ((document.getElementById("my-bets") || {dataset: {}}).dataset.players || "").split(" ");
     forms.forEach(function (f) {
       var on = valid.indexOf(f.dataset.action) >= 0;
+      // a terminal decides an option only for a player of its own (the Dominant Player, or the Banker)
+      if (f.dataset.action === "decide_option" && myPlayers.indexOf(round.dataset.optionPlayer) < 0) on = false;
       f.hidden = !on;
       f.classList.toggle("next", f.dataset.action === next);
+    });
+    document.querySelectorAll(".chem-only").forEach(function (el) {
+      el.hidden = round.dataset.game !== "chemin_de_fer";
     });
     var phase = document.getElementById("phase");
     if (phase) phase.textContent = "Now: " + round.dataset.phase + (next ? "" : " (nothing to do: wait)");
@@ -142,7 +154,7 @@
     if (!form || form.hidden) return;
     ev.preventDefault();
     var needs = Array.prototype.some.call(form.querySelectorAll("input:not([type=hidden])"),
-      function (el) { return el.type !== "checkbox" && !el.dataset.auto && !el.value; });
+      function (el) { return fillable(el) && !el.dataset.auto && !el.value; });
     if (needs) focusForm(form);  // a card to enter: the field, then Enter sends it
     else if (form.requestSubmit) form.requestSubmit();
     else form.querySelector("button[type=submit]").click();
@@ -166,8 +178,16 @@
     form.querySelectorAll("input[name], select[name]").forEach(function (el) {
       var kind = el.dataset.type;
       if (kind === "bool") { out[el.name] = el.checked; return; }
+      if (kind === "yes") { out[el.name] = el.value === "true"; return; }
       var v = el.value.trim();
       if (v === "") return; // left out: the server says whether it is required
+      var dot = el.name.indexOf(".");  // "chemin.option_seconds": a field of a nested object
+      if (dot > 0) {
+        var outer = el.name.slice(0, dot);
+        out[outer] = out[outer] || {};
+        out[outer][el.name.slice(dot + 1)] = kind === "int" && /^\d+$/.test(v) ? Number(v) : v;
+        return;
+      }
       if (kind === "int") { out[el.name] = /^-?\d+$/.test(v) ? Number(v) : v; return; }
       if (kind === "list") { out[el.name] = v.split(/[\s,]+/).filter(Boolean); return; }
       out[el.name] = v;
@@ -300,6 +320,14 @@
   });
   autofill();
   steps();
+
+  // A chemin de fer option's countdown to its deadline (the log's time; this browser's clock).
+  setInterval(function () {
+    document.querySelectorAll(".countdown[data-deadline]").forEach(function (el) {
+      var left = Math.round((Date.parse(el.dataset.deadline) - Date.now()) / 1000);
+      el.textContent = left > 0 ? "(" + left + " s left)" : "(deadline passed)";
+    });
+  }, 500);
 
   // ---- a betting terminal: its players' bets this round, their results, a withdraw button per bet ----------
   var mine = document.getElementById("my-bets");
