@@ -72,7 +72,7 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
     :class:`~services.command_api.gateway.CommandGateway` (None: no command API, read-only console);
     ``secure_cookies``: the session cookie only over HTTPS; ``replay``: serve ``/replay/...`` (a table's rounds
     and any round's story, read from the log on ``host``'s broker: :mod:`croupier.pit_replay`); ``cage_log``:
-    the cage's pages' log (:class:`services.projection.cage_views.CageLog`; default, with ``replay``, Kafka on
+    the cage's pages' log (:class:`croupier.cage_pages.CageLog`; default, with ``replay``, Kafka on
     ``host``'s broker: :class:`croupier.pit_cage.KafkaCageLog`; None without: no cage pages)."""
     from services.projection.api import create_api
 
@@ -105,7 +105,7 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
     if cage_log is not None:
         from datetime import UTC, datetime
 
-        from services.projection.cage_views import CagePages
+        from croupier.cage_pages import CagePages
 
         cage_routes = CagePages(pages, cage_log, new_id=lambda: f"pit-cage-{new_request_id()}",
                                 clock=lambda: datetime.now(UTC)).routes()

@@ -1,7 +1,7 @@
-"""The cage's pages' log on Kafka (:class:`services.projection.cage_views.CageLog`): the events they read, at
+"""The cage's pages' log on Kafka (:class:`croupier.cage_pages.CageLog`): the events they read, at
 each request, and the desk's commands sent to ``cage.commands`` with the cage service's answer awaited.
 
-:class:`KafkaCageLog` reads :data:`services.projection.cage_views.READS` whole on every request (the books
+:class:`KafkaCageLog` reads :data:`croupier.cage_pages.READS` whole on every request (the books
 are looked at, not watched: a statement is re-derived from the log each time, as the audit does), and
 sends each command with an idempotent producer, then reads the table's partition of ``cage.events`` until
 an event caused by the command appears (``causation_id`` = its ``command_id``), for at most
@@ -20,7 +20,7 @@ from contracts import topics as T
 from contracts.codecs import Undecodable, UnknownMessageType, decode_event, encode
 from contracts.envelope import CommandEnvelope, Envelope
 from croupier.replay_common import Unreachable
-from services.projection.cage_views import READS
+from croupier.cage_pages import READS
 from services.runtime.settings import Settings
 
 #: how long the desk waits for the cage service's answer to a command (s)

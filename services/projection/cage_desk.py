@@ -1,7 +1,7 @@
 """The cage desk's view of the log: what is open now at each table (shift, fill and credit slips, drop boxes),
 which cage action each pit role may take on it, and how a form's text becomes a cage command.
 
-Pure (no I/O): folded from ``cage.events`` envelopes. The pages (:mod:`services.projection.cage_views`) show
+Pure (no I/O): folded from ``cage.events`` envelopes. The pages (:mod:`croupier.cage_pages`) show
 only the actions valid now, by role:
 
 =============== ====================== ==============================================================

@@ -32,7 +32,7 @@ from services.floor.cage import CageClerk
 from services.floor.dealer import Clock, TableDealer
 from services.floor.io import MemoryFloorIO
 from services.projection.cage_desk import build_command, parse_count
-from services.projection.cage_views import MemoryCageLog
+from croupier.cage_pages import MemoryCageLog
 from services.projection.core import ProjectionCore
 from services.runtime.core import command
 from services.runtime.credentials import Credentials

@@ -19,7 +19,9 @@ path                            roles                answers
 ``/cage/currency`` (``.json``)  cage, surveillance   per patron and gaming day cash in / out, MTL entries, CTR
 =============================== ==================== ============================================================
 
-The log comes through a :class:`CageLog` (``croupier.pit_cage`` on Kafka, :class:`MemoryCageLog` on the
+The module sits with the command line (it composes the cage's folds, :mod:`services.cage.statement` and
+:mod:`services.cage.patrons`, with the projection's pages: no service imports another). The log comes through a
+:class:`CageLog` (``croupier.pit_cage`` on Kafka, :class:`MemoryCageLog` on the
 in-memory bus). No session is a redirect to ``/login``; a role not allowed a 403 page (JSON: 403 body).
 """
 
