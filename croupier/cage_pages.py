@@ -182,8 +182,8 @@ class CagePages:
         return await self._desk_page(request, role, as_json)
 
     async def _desk_page(self, request: Request, role: str, as_json: bool = False, status: int = 200,
-                         outcome: dict[str, Any] | None = None, form: Mapping[str, str] | None = None
-                         ) -> Response:
+                         outcome: dict[str, Any] | None = None, form: Mapping[str, str] | None = None,
+                         failed: tuple[str, str] | None = None) -> Response:
         got = await self._events(request, role, as_json)
         if isinstance(got, Response):
             return got
@@ -196,7 +196,7 @@ class CagePages:
                 {"action": a, "id": i} for a, i in actions_now(s, role)]} for s in shifts]})
         rows = [(s, actions_now(s, role)) for s in reversed(shifts)]
         return self._page(request, role, "cage_desk.html", status, shifts=rows, actions=ACTIONS, fields=FIELDS,
-                          outcome=outcome, form=form or {}, table=table)
+                          outcome=outcome, form=form or {}, table=table, failed=failed)
 
     async def act(self, request: Request) -> Response:
         """``POST /cage/desk/{table}/{action}`` (form-encoded): the action's command, sent as the session's
@@ -221,7 +221,7 @@ class CagePages:
                 raise FormError("actor", "required: who you are (your employee id)")
             cmd = command(table_id, self.new_id(), self.clock(), build_command(action, form), actor=actor)
         except FormError as e:
-            return await self._desk_page(request, role, status=422, form=form, outcome={
+            return await self._desk_page(request, role, status=422, form=form, failed=(table_id, action), outcome={
                 "ok": False, "reason": "invalid_form", "detail": str(e), "field": e.field})
         except ValueError as e:  # an id the contract's bounds refuse
             return await self._desk_page(request, role, status=422, form=form, outcome={
@@ -233,7 +233,7 @@ class CagePages:
                 "ok": False, "reason": "broker_unavailable", "detail": str(e)})
         refusal = next((e.payload for e in answer if isinstance(e.payload, CommandRejected)), None)
         if refusal is not None:
-            return await self._desk_page(request, role, status=422, form=form, outcome={
+            return await self._desk_page(request, role, status=422, form=form, failed=(table_id, action), outcome={
                 "ok": False, "reason": refusal.reason, "detail": refusal.detail})
         if not answer:
             return await self._desk_page(request, role, status=504, form=form, outcome={

@@ -145,6 +145,7 @@ async def test_fill_request_issue_receive_each_by_its_role_only_when_valid(env):
     before = len(bus.topics[T.CAGE_EVENTS])
     r = await act(pitc, "T9", "request_fill", actor="sup-1", slip_id="F1", chips="25x40, 5x100", total="1,400")
     assert (r.status_code, outcome(r)) == (422, "count_mismatch") and "add up to 150000 cents" in r.text
+    assert 'value="25x40, 5x100"' in r.text and 'value="1,400"' in r.text  # the refused slip kept to correct
     r = await act(pitc, "T9", "request_fill", actor="sup-1", slip_id="F1", chips="25x40", total="ten")
     assert (r.status_code, outcome(r)) == (422, "invalid_form") and "total" in r.text
     added = [e.payload for e in events(bus, T.CAGE_EVENTS)[before:]]
