@@ -143,6 +143,16 @@ class CagePages:
             return self.pages._page("refused.html", request, role, status=503, page="Cage", allowed=[],
                                     heading="The log could not be read", reason=str(e))
 
+    async def _open(self, request: Request, page: str) -> tuple[str, bool, list[Envelope]] | Response:
+        """``(role, as JSON, the log's events)`` for a reader of ``page``, or the response refusing it."""
+        as_json = request.path_params.get("fmt", "") == ".json"
+        role, refused = self._gate(request, page, as_json)
+        if refused is not None:
+            return refused
+        assert role is not None
+        got = await self._events(request, role, as_json)
+        return got if isinstance(got, Response) else (role, as_json, got)
+
     def _page(self, request: Request, role: str, name: str, status: int = 200, **ctx: Any) -> Response:
         return self.pages._page(name, request, role, status=status, stream="", **ctx)
 
@@ -245,14 +255,10 @@ class CagePages:
 
     # -- patrons and currency --------------------------------------------------------------------
     async def patrons(self, request: Request) -> Response:
-        as_json = request.path_params.get("fmt", "") == ".json"
-        role, refused = self._gate(request, "patrons", as_json)
-        if refused is not None:
-            return refused
-        assert role is not None
-        got = await self._events(request, role, as_json)
-        if isinstance(got, Response):
-            return got
+        opened = await self._open(request, "patrons")
+        if isinstance(opened, Response):
+            return opened
+        role, as_json, got = opened
         player = request.query_params.get("player_id") or ""
         rows = [r.as_dict() for r in ratings(got) if not player or r.player_id == player]
         if as_json:
@@ -260,14 +266,10 @@ class CagePages:
         return self._page(request, role, "cage_patrons.html", rows=rows, player=player)
 
     async def currency_list(self, request: Request) -> Response:
-        as_json = request.path_params.get("fmt", "") == ".json"
-        role, refused = self._gate(request, "currency", as_json)
-        if refused is not None:
-            return refused
-        assert role is not None
-        got = await self._events(request, role, as_json)
-        if isinstance(got, Response):
-            return got
+        opened = await self._open(request, "currency")
+        if isinstance(opened, Response):
+            return opened
+        role, as_json, got = opened
         days = [{"player_id": d.player_id, "gaming_day": d.gaming_day, "cash_in_cents": d.cash_in_cents,
                  "cash_out_cents": d.cash_out_cents, "ctr": d.ctr,
                  "mtl": [{"kind": k, "transaction_id": tx, "amount_cents": c} for k, tx, c in d.mtl]}

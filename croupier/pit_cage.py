@@ -19,8 +19,8 @@ from typing import Any
 from contracts import topics as T
 from contracts.codecs import Undecodable, UnknownMessageType, decode_event, encode
 from contracts.envelope import CommandEnvelope, Envelope
-from croupier.replay_common import Unreachable
 from croupier.cage_pages import READS
+from croupier.replay_common import Unreachable
 from services.runtime.settings import Settings
 
 #: how long the desk waits for the cage service's answer to a command (s)

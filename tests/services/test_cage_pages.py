@@ -4,14 +4,12 @@ reason code, nothing booked), ratings and the currency reporting list, and who m
 
 from __future__ import annotations
 
-import random
 import re
 
 import httpx
 import pytest
 
 from baccarat.money import format_cents
-from baccarat.table import punto_banco_full
 from contracts import topics as T
 from contracts.cage import (
     CreditRequested,
@@ -23,20 +21,17 @@ from contracts.cage import (
     RecordOpener,
 )
 from contracts.events import CommandRejected
+from croupier.cage_pages import MemoryCageLog
 from croupier.pit import create_pit_app
 from services.cage.core import CageCore
 from services.cage.patrons import currency, ratings
 from services.cage.statement import statements
-from services.floor.bettors import Seat
-from services.floor.cage import CageClerk
-from services.floor.dealer import Clock, TableDealer
-from services.floor.io import MemoryFloorIO
 from services.projection.cage_desk import build_command, parse_count
-from croupier.cage_pages import MemoryCageLog
 from services.projection.core import ProjectionCore
 from services.runtime.core import command
 from services.runtime.credentials import Credentials
 from tests.cagedesk import AT, chips
+from tests.cagefloor import shift_on_floor
 from tests.services.helpers import events, floor_bus
 
 TOKENS = {"dealer": "dealer-token-0123456789", "bettor": "bettor-token-0123456789",
@@ -53,11 +48,7 @@ async def floor():  # type: ignore[no-untyped-def]
     bus, _ = floor_bus(7)
     projection = bus.add(ProjectionCore())
     bus.add(CageCore())
-    clerk = CageClerk("T1-s1", "2026-01-01", "pit-1", random.Random(1), opener_cents=100_000,
-                      high_roller_cents=1_200_000)
-    dealer = TableDealer(MemoryFloorIO(bus), "T1", punto_banco_full(), [Seat(i, f"pat-{i}") for i in (1, 2, 3)],
-                         random.Random(3), Clock(), rounds_per_shoe=4, cage=clerk)
-    await dealer.run(shoes=1)
+    await shift_on_floor("T1", seed=1, high_roller_cents=1_200_000, bus=bus)
     log = MemoryCageLog(bus)
     got = await log.send(command("T9", "open-T9", AT, RecordOpener(
         shift_id="T9-s1", gaming_day="2026-01-01", pit="pit-2", chips=chips((2_500, 40)), total_cents=100_000,

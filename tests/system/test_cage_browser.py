@@ -11,7 +11,6 @@ the figures, and the currency list refuses the pit. Screenshots go to ``var/scre
 from __future__ import annotations
 
 import asyncio
-import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -31,31 +30,17 @@ from services.runtime.credentials import Credentials
 from services.runtime.kafka import ensure_topics
 from tests.cagedesk import chips
 from tests.system.conftest import broker_settings
-from tests.system.test_pit_browser import SHOTS, TOKENS, _free_port, _login, _start, _wait, browser  # noqa: F401
+from tests.system.test_pit_browser import SHOTS, TOKENS, PitServer, _login, _start, _wait, browser  # noqa: F401
 
 TABLE = "CB1"
 
 
-class CageServer(threading.Thread):
-    """The cage and projection services and the pit app on an event loop in this thread."""
+class CageServer(PitServer):
+    """The cage and projection services and the pit app with the Kafka cage log, in this thread."""
 
     def __init__(self, bootstrap: str):
-        super().__init__(daemon=True, name="cage-pit-server")
-        self.bootstrap = bootstrap
-        self.prefix = f"cageweb{uuid.uuid4().hex[:8]}."
-        self.port = _free_port()
-        self.started = threading.Event()
-        self.error: BaseException | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.stop: asyncio.Event | None = None
+        super().__init__(bootstrap, prefix=f"cageweb{uuid.uuid4().hex[:8]}.")
         self.log: KafkaCageLog | None = None
-
-    def run(self) -> None:
-        try:
-            asyncio.run(self._main())
-        except BaseException as e:  # noqa: BLE001 - reported to the test
-            self.error = e
-            self.started.set()
 
     async def _main(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -88,15 +73,10 @@ class CageServer(threading.Thread):
         assert self.loop is not None
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(120)
 
-    def shutdown(self) -> None:
-        if self.is_alive() and self.loop is not None and self.stop is not None:
-            self.loop.call_soon_threadsafe(self.stop.set)
-        self.join(timeout=60)
-
 
 @pytest.fixture(scope="module")
 def server(kafka_bootstrap: str) -> Iterator[CageServer]:
-    srv = _start(CageServer(kafka_bootstrap))  # type: ignore[arg-type]
+    srv = _start(CageServer(kafka_bootstrap))
     try:
         yield srv
     finally:

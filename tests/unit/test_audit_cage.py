@@ -6,12 +6,10 @@ cash and marker buy-ins, a high roller), its closer and soft count."""
 from __future__ import annotations
 
 import asyncio
-import random
 
 import pytest
 from msgspec.structs import replace
 
-from baccarat.table import punto_banco_full
 from contracts import topics as T
 from contracts.cage import (
     ChipCount,
@@ -23,26 +21,15 @@ from contracts.cage import (
 )
 from contracts.envelope import Envelope, event_id
 from croupier.audit import audit
-from services.cage.core import CageCore
 from services.cage.statement import statements
-from services.floor.bettors import Seat
-from services.floor.cage import CageClerk
-from services.floor.dealer import Clock, TableDealer
-from services.floor.io import MemoryFloorIO
-from tests.services.helpers import events, floor_bus
+from tests.cagefloor import shift_on_floor
+from tests.services.helpers import events
 
 ALL = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS, T.CAGE_EVENTS)
 
 
 async def _floor() -> list[Envelope]:
-    bus, _ = floor_bus(seed=23)
-    bus.add(CageCore())
-    clerk = CageClerk("A1-s1", "2026-01-01", "pit-1", random.Random(4), opener_cents=100_000,
-                      high_roller_cents=400_000)
-    dealer = TableDealer(MemoryFloorIO(bus), "A1", punto_banco_full(), [Seat(i, f"pat-{i}") for i in (1, 2, 3)],
-                         random.Random(5), Clock(), rounds_per_shoe=4, cage=clerk)
-    await dealer.run(shoes=1)
-    return events(bus, *ALL)
+    return events(await shift_on_floor("A1", seed=23), *ALL)
 
 
 @pytest.fixture(scope="module")

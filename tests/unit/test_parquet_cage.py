@@ -5,37 +5,25 @@ from the files alone, and every row reads back as the contract struct it was."""
 from __future__ import annotations
 
 import asyncio
-import random
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from baccarat.table import punto_banco_full
 from contracts import topics as T
 from contracts.cage import CAGE_EVENTS, BoughtIn, DropBoxCounted, ShiftOpened
 from croupier import parquet as P
 from croupier.log import LogRecord
-from services.cage.core import CageCore
 from services.cage.statement import statements
-from services.floor.bettors import Seat
-from services.floor.cage import CageClerk
-from services.floor.dealer import Clock, TableDealer
-from services.floor.io import MemoryFloorIO
-from tests.services.helpers import events, floor_bus
+from tests.cagefloor import shift_on_floor
+from tests.services.helpers import events
 
 pa = pytest.importorskip("pyarrow")
 duckdb = pytest.importorskip("duckdb")
 
 
 async def _cage_log() -> list[LogRecord]:
-    bus, _ = floor_bus(seed=9)
-    bus.add(CageCore())
-    clerk = CageClerk("P1-s1", "2026-01-01", "pit-1", random.Random(2), opener_cents=100_000,
-                      high_roller_cents=400_000)
-    dealer = TableDealer(MemoryFloorIO(bus), "P1", punto_banco_full(), [Seat(i, f"pat-{i}") for i in (1, 2)],
-                         random.Random(6), Clock(), rounds_per_shoe=4, cage=clerk)
-    await dealer.run(shoes=1)
+    bus = await shift_on_floor("P1", seed=9, patrons=2)
     envs = events(bus, T.CAGE_EVENTS)
     return [LogRecord(T.CAGE_EVENTS, 0, i, 1_767_225_600_000 + i, e) for i, e in enumerate(envs)]
 
