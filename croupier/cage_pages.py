@@ -270,13 +270,14 @@ class CagePages:
         if isinstance(opened, Response):
             return opened
         role, as_json, got = opened
-        days = [{"player_id": d.player_id, "gaming_day": d.gaming_day, "cash_in_cents": d.cash_in_cents,
+        cash_days = currency(got)
+        days: list[dict[str, Any]] = [{"player_id": d.player_id, "gaming_day": d.gaming_day, "cash_in_cents": d.cash_in_cents,
                  "cash_out_cents": d.cash_out_cents, "ctr": d.ctr,
                  "mtl": [{"kind": k, "transaction_id": tx, "amount_cents": c} for k, tx, c in d.mtl]}
-                for d in currency(got)]
+                for d in cash_days]
         if as_json:
-            return JSONResponse({"days": days, "mtl": sum(len(d["mtl"]) for d in days),
-                                 "ctr": sum(bool(d["ctr"]) for d in days)})
+            return JSONResponse({"days": days, "mtl": sum(len(d.mtl) for d in cash_days),
+                                 "ctr": sum(1 for d in cash_days if d.ctr)})
         return self._page(request, role, "cage_currency.html", days=days)
 
     def routes(self) -> list[BaseRoute]:

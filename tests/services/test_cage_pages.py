@@ -12,6 +12,7 @@ import pytest
 from baccarat.money import format_cents
 from contracts import topics as T
 from contracts.cage import (
+    CreditLineSet,
     CreditRequested,
     DropBoxCounted,
     FillIssued,
@@ -177,6 +178,13 @@ async def test_fill_request_issue_receive_each_by_its_role_only_when_valid(env):
     desk = (await cage.get("/cage/desk.json?table=T9")).json()
     assert [(s["slip_id"], s["status"], s["next"]) for s in desk["shifts"][0]["slips"]] == [
         ("F1", "received", None), ("C1", "received", None)]
+    # the cage sets a patron's credit line at the table (the markers' limit there), in dollars
+    r = await act(cage, "T9", "set_credit_line", actor="cashier-1", player_id="pat-9", line="-5")
+    assert (r.status_code, outcome(r)) == (422, "invalid_form")
+    assert outcome(await act(cage, "T9", "set_credit_line", actor="cashier-1", player_id="pat-9",
+                             line="$5,000")) == "booked"
+    line = [e.payload for e in events(bus, T.CAGE_EVENTS) if isinstance(e.payload, CreditLineSet)][-1]
+    assert (line.player_id, line.line_cents, line.by) == ("pat-9", 500_000, "cashier-1")
     for c in (pitc, cage, dealer):
         await c.aclose()
 
