@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from contracts import topics as T
+from contracts.codecs import Undecodable, decode_command, encode
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import CommandRejected
 from services.cage.patrons import currency, ratings
@@ -230,12 +231,13 @@ class CagePages:
             if not actor:
                 raise FormError("actor", "required: who you are (your employee id)")
             cmd = command(table_id, self.new_id(), self.clock(), build_command(action, form), actor=actor)
+            decode_command(encode(cmd))  # the wire's bounds (ids' patterns and lengths) checked before it is sent
+        except Undecodable as e:
+            return await self._desk_page(request, role, status=422, form=form, failed=(table_id, action), outcome={
+                "ok": False, "reason": "invalid_form", "detail": str(e)})
         except FormError as e:
             return await self._desk_page(request, role, status=422, form=form, failed=(table_id, action), outcome={
                 "ok": False, "reason": "invalid_form", "detail": str(e), "field": e.field})
-        except ValueError as e:  # an id the contract's bounds refuse
-            return await self._desk_page(request, role, status=422, form=form, outcome={
-                "ok": False, "reason": "invalid_form", "detail": str(e)})
         try:
             answer = await self.log.send(cmd)
         except (ConnectionError, OSError, TimeoutError) as e:

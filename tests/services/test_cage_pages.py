@@ -135,11 +135,15 @@ async def test_fill_request_issue_receive_each_by_its_role_only_when_valid(env):
     assert forms((await cage.get("/cage/desk?table=T9")).text) == ["T9-set_credit_line"]
     # a count that does not add up: refused by the cage with its reason, nothing booked
     before = len(bus.topics[T.CAGE_EVENTS])
+    sent = len(bus.topics.get(T.CAGE_COMMANDS, [])) + 1  # the one count the cage refuses (next)
     r = await act(pitc, "T9", "request_fill", actor="sup-1", slip_id="F1", chips="25x40, 5x100", total="1,400")
     assert (r.status_code, outcome(r)) == (422, "count_mismatch") and "add up to 150000 cents" in r.text
     assert 'value="25x40, 5x100"' in r.text and 'value="1,400"' in r.text  # the refused slip kept to correct
     r = await act(pitc, "T9", "request_fill", actor="sup-1", slip_id="F1", chips="25x40", total="ten")
     assert (r.status_code, outcome(r)) == (422, "invalid_form") and "total" in r.text
+    r = await act(pitc, "T9", "request_fill", actor="sup-1", slip_id="F 1!", chips="25x40", total="1000")
+    assert (r.status_code, outcome(r)) == (422, "invalid_form") and "fill_id" in r.text  # the wire's id pattern
+    assert len(bus.topics.get(T.CAGE_COMMANDS, [])) == sent  # a form refused by the page sends nothing
     added = [e.payload for e in events(bus, T.CAGE_EVENTS)[before:]]
     assert [(type(p).__name__, p.reason) for p in added] == [("CommandRejected", "count_mismatch")]  # only that
     r = await act(pitc, "T9", "request_fill", actor="sup-1", slip_id="F1", chips="25x40, 5x100", total="$1,500")
