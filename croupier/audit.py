@@ -57,6 +57,10 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
   ``command_missing``, ``principal_mismatch``, ``actor_mismatch``, ``event_time_mismatch``,
   ``claim_mismatch``, ``wrong_topic_accepted``, ``unattributed_command``, ``cause_missing``); without them
   :attr:`AuditReport.provenance` says the commands were not read;
+* the cage's books (:mod:`croupier.audit_cage`), when the reader passes ``cage.events``: every count adds up,
+  every slip's steps follow its request with its amount, every closer's and soft count's figures are their
+  parts' (``cage_count_mismatch``, ``fill_forged``, ``credit_forged``, ``slip_amount_mismatch``,
+  ``tray_mismatch``, ``drop_mismatch``, ``count_team_too_small``, ``cage_out_of_shift``);
 * records that could not be decoded at all (passed in by the reader as :class:`UndecodableRecord`) are
   discrepancies of kind ``undecodable_record``; well-formed events of a type this version does not know
   (passed in as :class:`UnknownEvent`) are only counted (``unknown_types``), as the evolution rules say
@@ -84,7 +88,7 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``curator_on_dealer_table``, ``curator_offer_while_held``, ``curator_mismatch``, ``curator_not_passed``,
 ``curator_kept_on_banker_loss``, ``curator_pass_unfounded``, ``curator_out_of_turn``,
 ``curator_decision_missing``, ``dominant_player_mismatch``, ``option_mismatch``, ``bank_mismatch``,
-``bank_passing``.
+``bank_passing``, and the cage's above.
 """
 
 from __future__ import annotations
@@ -118,6 +122,7 @@ from contracts.events import (
 )
 from contracts.vault import VaultKeys
 from croupier import (
+    audit_cage,
     audit_chemin,
     audit_curator,
     audit_floor,
@@ -189,6 +194,7 @@ def audit(
         report.vault = VaultReport(reason=vault_reason or "the vault was not read")
     report.provenance = check_provenance(envelopes, commands, lambda t, k, w, d: found.append(Discrepancy(t, k, w, d)),
                                          commands_reason, table_id=table_id)
+    audit_cage.check_cage(envelopes, lambda t, k, w, d: found.append(Discrepancy(t, k, w, d)), table_id=table_id)
     for u in undecodable:
         if table_id is not None and u.table_id not in (table_id, "?"):
             continue

@@ -62,7 +62,7 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
                    readiness: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
                    gateway: Any = None, journal: Any = None, secure_cookies: bool = False,
                    new_request_id: Callable[[], str] = lambda: uuid.uuid4().hex,
-                   replay: bool = True) -> PitApp:
+                   replay: bool = True, cage_log: Any = None) -> PitApp:
     """The pit app over ``host`` (the projection service's host, or a replica's). ``tokens``: the roles'
     ``{role: token}``, or every credential (:func:`services.runtime.credentials.load_credentials`: the
     betting terminals' bettor credentials log in too, and bet for their own players only); no default
@@ -71,7 +71,9 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
     broker answers and every task is restored); ``gateway``: a started
     :class:`~services.command_api.gateway.CommandGateway` (None: no command API, read-only console);
     ``secure_cookies``: the session cookie only over HTTPS; ``replay``: serve ``/replay/...`` (a table's rounds
-    and any round's story, read from the log on ``host``'s broker: :mod:`croupier.pit_replay`)."""
+    and any round's story, read from the log on ``host``'s broker: :mod:`croupier.pit_replay`); ``cage_log``:
+    the cage's pages' log (:class:`croupier.cage_pages.CageLog`; default, with ``replay``, Kafka on
+    ``host``'s broker: :class:`croupier.pit_cage.KafkaCageLog`; None without: no cage pages)."""
     from services.projection.api import create_api
 
     creds = tokens if isinstance(tokens, Credentials) else Credentials(tokens)
@@ -95,7 +97,19 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
                      profiles=profiles, secure=secure_cookies,
                      replay=replay_reader(host.settings) if replay else None,
                      answer_within_ms=int((getattr(gateway, "timeout_s", 10.0) + CONSOLE_MARGIN_S) * 1000))
-    app = Starlette(routes=[*pages.routes(), *routes, Mount("", app=query_api)])
+    if cage_log is None and replay:
+        from croupier.pit_cage import KafkaCageLog
+
+        cage_log = KafkaCageLog(host.settings)
+    cage_routes: list[Any] = []
+    if cage_log is not None:
+        from datetime import UTC, datetime
+
+        from croupier.cage_pages import CagePages
+
+        cage_routes = CagePages(pages, cage_log, new_id=lambda: f"pit-cage-{new_request_id()}",
+                                clock=lambda: datetime.now(UTC)).routes()
+    app = Starlette(routes=[*cage_routes, *pages.routes(), *routes, Mount("", app=query_api)])
     return PitApp(SessionAuth(app, sessions), feed, pages, sessions)
 
 

@@ -1,0 +1,153 @@
+"""The audit of the cage's books: every figure a shift statement is made of, re-derived from ``cage.events``.
+
+:func:`check_cage` reads the cage's events of each table (in ``seq`` order) and checks, each finding at its
+record (``cage.events#<seq>``) with its own kind:
+
+* ``cage_count_mismatch``: a count (opener, closer, fill or credit slip, the drop box's cash) whose pieces by
+  denomination do not add up to the total it states, or lists a denomination twice or a negative count (a
+  tampered count);
+* ``fill_forged`` / ``credit_forged``: a fill issued or received, a credit handed over or received, with no
+  slip requested (or issued / handed over) before it in the same shift, or a second receipt of one slip
+  (a forged fill, a slip booked twice);
+* ``slip_amount_mismatch``: a slip's step whose total is not the total requested;
+* ``tray_mismatch``: a closer whose ``tray_variance_cents`` is not its total less its ``expected_cents``;
+* ``drop_mismatch``: a soft count whose drop is not its cash plus its markers, whose expected drop is not the
+  cash and marker buy-ins the shift's ``BoughtIn`` events put in the box, or whose drop variance is not their
+  difference; ``count_team_too_small`` for fewer than three counters;
+* ``cage_out_of_shift``: a slip, buy-in or count of a shift that never opened (or after its closer, for a
+  slip or buy-in).
+
+Sources: the formulas of ``docs/cage.md`` (general US table-games accounting); the statement is
+:func:`services.cage.statement.statements` of the same events, so a statement the audit passes adds up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from contracts.cage import (
+    BoughtIn,
+    ChipCount,
+    CreditHandedOver,
+    CreditReceived,
+    CreditRequested,
+    DropBoxCounted,
+    FillIssued,
+    FillReceived,
+    FillRequested,
+    ShiftClosed,
+    ShiftOpened,
+)
+from contracts.envelope import Envelope
+from services.cage.counts import count_problem
+
+CAGE_STREAM = "cage.events"
+MIN_COUNTERS = 3
+Add = Callable[[str, str, str, str], None]
+#: each slip step: the step before it it needs, and the slip's kind
+_STEPS: dict[type, tuple[str, str]] = {FillIssued: ("requested", "fill"), FillReceived: ("issued", "fill"),
+                                       CreditHandedOver: ("requested", "credit"),
+                                       CreditReceived: ("handed_over", "credit")}
+_AFTER = {FillIssued: "issued", FillReceived: "received", CreditHandedOver: "handed_over",
+          CreditReceived: "received"}
+
+
+@dataclass
+class _Shift:
+    open: bool = True
+    box_cents: int = 0
+    slips: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # id -> (kind, status, total)
+
+
+def check_cage(envelopes: Iterable[Envelope], add: Add, table_id: str | None = None) -> int:
+    """Check every cage event of ``envelopes`` (other streams skipped; one table with ``table_id``);
+    ``add(table_id, kind, where, detail)`` is called for each finding. Returns how many cage events were
+    checked."""
+    by_table: dict[str, list[Envelope]] = {}
+    for env in envelopes:
+        if env.stream == CAGE_STREAM and (table_id is None or env.table_id == table_id):
+            by_table.setdefault(env.table_id, []).append(env)
+    n = 0
+    for tid, envs in sorted(by_table.items()):
+        envs.sort(key=lambda e: e.seq)
+        n += len(envs)
+        _check_table(tid, envs, add)
+    return n
+
+
+def _count(tid: str, where: str, what: str, chips: list[ChipCount], total: int, add: Add) -> None:
+    bad = count_problem(chips, total)
+    if bad is not None:
+        add(tid, "cage_count_mismatch", where, f"{what}: {bad[1]} ({bad[0]})")
+
+
+def _check_table(tid: str, envs: list[Envelope], add: Add) -> None:
+    shifts: dict[str, _Shift] = {}
+    for env in envs:
+        e = env.payload
+        where = f"{CAGE_STREAM}#{env.seq}"
+        if isinstance(e, ShiftOpened):
+            shifts[e.shift_id] = _Shift()
+            _count(tid, where, f"the opener of shift {e.shift_id}", e.chips, e.total_cents, add)
+            continue
+        shift_id = getattr(e, "shift_id", None)
+        if not isinstance(shift_id, str):
+            continue  # a rejection, a credit line: no shift figure
+        s = shifts.get(shift_id)
+        if s is None:
+            add(tid, "cage_out_of_shift", where, f"{type(e).__name__} of shift {shift_id}, which never opened")
+            continue
+        if isinstance(e, (FillRequested, CreditRequested, FillIssued, FillReceived, CreditHandedOver,
+                          CreditReceived, BoughtIn)) and not s.open:
+            add(tid, "cage_out_of_shift", where, f"{type(e).__name__} after the closer of shift {shift_id}")
+            continue
+        if isinstance(e, ShiftClosed):
+            s.open = False
+            _count(tid, where, f"the closer of shift {shift_id}", e.chips, e.total_cents, add)
+            if e.tray_variance_cents != e.total_cents - e.expected_cents:
+                add(tid, "tray_mismatch", where, f"the closer of shift {shift_id} states a tray variance of "
+                    f"{e.tray_variance_cents} cents; its count {e.total_cents} less the tray expected "
+                    f"{e.expected_cents} is {e.total_cents - e.expected_cents}")
+        elif isinstance(e, (FillRequested, CreditRequested)):
+            kind, sid = ("fill", e.fill_id) if isinstance(e, FillRequested) else ("credit", e.credit_id)
+            _count(tid, where, f"{kind} slip {sid}", e.chips, e.total_cents, add)
+            if sid in s.slips:
+                add(tid, f"{kind}_forged", where, f"{kind} slip {sid} requested a second time")
+            else:
+                s.slips[sid] = (kind, "requested", e.total_cents)
+        elif type(e) in _STEPS:
+            before, kind = _STEPS[type(e)]
+            sid = e.fill_id if kind == "fill" else e.credit_id  # type: ignore[union-attr]
+            got = s.slips.get(sid)
+            if got is None or got[1] != before:
+                state = "no slip" if got is None else f"the slip {got[1].replace('_', ' ')}"
+                add(tid, f"{kind}_forged", where, f"{type(e).__name__} of {kind} {sid} with {state} (it needs it "
+                    f"{before.replace('_', ' ')} first)")
+                continue
+            if e.total_cents != got[2]:  # type: ignore[union-attr]
+                add(tid, "slip_amount_mismatch", where, f"{type(e).__name__} of {kind} {sid} for "
+                    f"{e.total_cents} cents; the slip requested {got[2]}")  # type: ignore[union-attr]
+            s.slips[sid] = (kind, _AFTER[type(e)], got[2])
+        elif isinstance(e, BoughtIn):
+            if e.method in ("cash", "marker"):
+                s.box_cents += e.amount_cents
+        elif isinstance(e, DropBoxCounted):
+            _check_drop(tid, where, e, s.box_cents, add)
+
+
+def _check_drop(tid: str, where: str, e: DropBoxCounted, box_cents: int, add: Add) -> None:
+    _count(tid, where, f"the drop box of shift {e.shift_id}", e.cash, e.cash_cents, add)
+    problems = []
+    if e.drop_cents != e.cash_cents + e.markers_cents:
+        problems.append(f"a drop of {e.drop_cents} cents, its cash {e.cash_cents} and markers "
+                        f"{e.markers_cents} make {e.cash_cents + e.markers_cents}")
+    if e.expected_cents != box_cents:
+        problems.append(f"an expected drop of {e.expected_cents} cents, the shift's buy-ins put {box_cents} in")
+    if e.drop_variance_cents != e.drop_cents - e.expected_cents:
+        problems.append(f"a drop variance of {e.drop_variance_cents} cents, not {e.drop_cents - e.expected_cents}")
+    if problems:
+        add(tid, "drop_mismatch", where, f"the soft count of shift {e.shift_id} states " + "; ".join(problems))
+    if len(set(e.counters)) < MIN_COUNTERS:
+        add(tid, "count_team_too_small", where, f"the soft count of shift {e.shift_id} names "
+            f"{len(set(e.counters))} counters, at least {MIN_COUNTERS} count a box")

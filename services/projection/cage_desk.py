@@ -1,0 +1,251 @@
+"""The cage desk's view of the log: what is open now at each table (shift, fill and credit slips, drop boxes),
+which cage action each pit role may take on it, and how a form's text becomes a cage command.
+
+Pure (no I/O): folded from ``cage.events`` envelopes. The pages (:mod:`croupier.cage_pages`) show
+only the actions valid now, by role:
+
+=============== ====================== ==============================================================
+pit app role    cage command ``role``   actions
+=============== ====================== ==============================================================
+``pit``         ``supervisor``         request a fill, request a credit (at the table)
+``dealer``      ``dealer``             receive an issued fill into the tray, hand a credit over
+``cage``        ``cage_cashier``       issue a requested fill, receive a handed-over credit, set a
+                                       patron's credit line
+``cage``        ``count_team``         remove a closed shift's drop box, enter its soft count (the
+                                       count room reports to the cage; the pit app has no login role
+                                       of its own for it)
+=============== ====================== ==============================================================
+
+Amounts are typed in dollars (:func:`baccarat.money.parse_dollars`) and become integer cents; a count is
+typed ``denomination x pieces`` pairs (``25x40, 5x100``: forty $25 chips and a hundred $5), its total
+typed apart so that a count that does not add up is refused by the cage (``count_mismatch``), not fixed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from baccarat.money import InvalidAmount, parse_dollars
+from contracts.cage import (
+    ChipCount,
+    CountDropBox,
+    CreditHandedOver,
+    CreditReceived,
+    CreditRequested,
+    DropBoxCounted,
+    DropBoxRemoved,
+    FillIssued,
+    FillReceived,
+    FillRequested,
+    HandOverCredit,
+    IssueFill,
+    ReceiveCredit,
+    ReceiveFill,
+    RemoveDropBox,
+    RequestCredit,
+    RequestFill,
+    SetCreditLine,
+    ShiftClosed,
+    ShiftOpened,
+)
+from contracts.commands import Command
+from contracts.envelope import Envelope
+
+#: each action: (pit app role, cage command role, title); its fields are :data:`FIELDS`
+ACTIONS: Mapping[str, tuple[str, str, str]] = {
+    "request_fill": ("pit", "supervisor", "Request a fill"),
+    "request_credit": ("pit", "supervisor", "Request a credit"),
+    "issue_fill": ("cage", "cage_cashier", "Issue fill"),
+    "receive_fill": ("dealer", "dealer", "Receive fill"),
+    "hand_over_credit": ("dealer", "dealer", "Hand over credit"),
+    "receive_credit": ("cage", "cage_cashier", "Receive credit"),
+    "set_credit_line": ("cage", "cage_cashier", "Set credit line"),
+    "remove_drop_box": ("cage", "count_team", "Remove drop box"),
+    "count_drop_box": ("cage", "count_team", "Enter soft count"),
+}
+#: the form fields of each action (besides ``actor``, who acts: every form has it)
+FIELDS: Mapping[str, tuple[str, ...]] = {
+    "request_fill": ("slip_id", "chips", "total"),
+    "request_credit": ("slip_id", "chips", "total"),
+    "issue_fill": ("slip_id", "runner_id"),
+    "receive_fill": ("slip_id", "supervisor_id"),
+    "hand_over_credit": ("slip_id", "runner_id"),
+    "receive_credit": ("slip_id",),
+    "set_credit_line": ("player_id", "line"),
+    "remove_drop_box": ("shift_id",),
+    "count_drop_box": ("shift_id", "cash", "cash_total", "markers", "markers_total", "counters"),
+}
+_PAIR = re.compile(r"^\s*\$?\s*([0-9][0-9,]*(?:\.[0-9]{1,2})?)\s*[x×*]\s*([0-9]+)\s*$")
+
+
+class FormError(ValueError):
+    """A form's field that cannot be a command (``field`` names it): shown beside the form, nothing sent."""
+
+    def __init__(self, field_name: str, detail: str):
+        super().__init__(f"{field_name}: {detail}")
+        self.field = field_name
+        self.detail = detail
+
+
+@dataclass
+class SlipNow:
+    """One fill or credit slip of an open shift: ``kind`` ``fill`` | ``credit``; ``status`` ``requested``,
+    ``issued`` / ``handed_over``, ``received``; cents."""
+
+    kind: str
+    slip_id: str
+    total_cents: int
+    status: str
+
+
+@dataclass
+class ShiftNow:
+    """One table's shift as the desk sees it: open (no closer yet) or closed; its slips; its drop box
+    (``box``: ``at_table``, ``removed``, ``counted``)."""
+
+    table_id: str
+    shift_id: str
+    gaming_day: str
+    pit: str
+    open: bool = True
+    box: str = "at_table"
+    slips: dict[str, SlipNow] = field(default_factory=dict)
+
+
+def desk_state(events: Iterable[Envelope]) -> list[ShiftNow]:
+    """Every table's shifts from ``cage.events`` (other events skipped), in the order they opened."""
+    shifts: dict[tuple[str, str], ShiftNow] = {}
+    for env in events:
+        e = env.payload
+        if isinstance(e, ShiftOpened):
+            shifts[(env.table_id, e.shift_id)] = ShiftNow(env.table_id, e.shift_id, e.gaming_day, e.pit)
+            continue
+        s = shifts.get((env.table_id, getattr(e, "shift_id", "")))
+        if s is None:
+            continue
+        if isinstance(e, ShiftClosed):
+            s.open = False
+        elif isinstance(e, DropBoxRemoved):
+            s.box = "removed"
+        elif isinstance(e, DropBoxCounted):
+            s.box = "counted"
+        elif isinstance(e, (FillRequested, CreditRequested)):
+            kind = "fill" if isinstance(e, FillRequested) else "credit"
+            sid = e.fill_id if isinstance(e, FillRequested) else e.credit_id
+            s.slips[sid] = SlipNow(kind, sid, e.total_cents, "requested")
+        elif isinstance(e, (FillIssued, FillReceived)):
+            s.slips[e.fill_id] = SlipNow("fill", e.fill_id, e.total_cents,
+                                         "issued" if isinstance(e, FillIssued) else "received")
+        elif isinstance(e, (CreditHandedOver, CreditReceived)):
+            s.slips[e.credit_id] = SlipNow("credit", e.credit_id, e.total_cents,
+                                           "handed_over" if isinstance(e, CreditHandedOver) else "received")
+    return list(shifts.values())
+
+
+#: the one action valid now on a slip in each (kind, status), none once received
+_NEXT = {("fill", "requested"): "issue_fill", ("fill", "issued"): "receive_fill",
+         ("credit", "requested"): "hand_over_credit", ("credit", "handed_over"): "receive_credit"}
+
+
+def next_action(slip: SlipNow) -> str | None:
+    """The action that moves ``slip`` on (None when it is complete)."""
+    return _NEXT.get((slip.kind, slip.status))
+
+
+def actions_now(shift: ShiftNow, role: str) -> list[tuple[str, str]]:
+    """``(action, slip or shift id)`` the pit app role ``role`` may take on ``shift`` now: the next step of each
+    open slip that is its role's, a new fill or credit request on an open shift (pit), a patron's credit line
+    at an open table (cage), the drop box's
+    removal and soft count on a closed shift (cage)."""
+    out: list[tuple[str, str]] = []
+    if shift.open:
+        for slip in shift.slips.values():
+            a = next_action(slip)
+            if a is not None and ACTIONS[a][0] == role:
+                out.append((a, slip.slip_id))
+        if role == "pit":
+            out += [("request_fill", ""), ("request_credit", "")]
+        if role == "cage":
+            out.append(("set_credit_line", ""))
+    elif role == "cage" and shift.box == "at_table":
+        out.append(("remove_drop_box", shift.shift_id))
+    elif role == "cage" and shift.box == "removed":
+        out.append(("count_drop_box", shift.shift_id))
+    return out
+
+
+def parse_count(text: str, what: str) -> list[ChipCount]:
+    """``"25x40, 5x100"`` (dollars × pieces, ``,`` or ``;`` between pairs) as chip counts in cents; empty text
+    is no pieces. Raises :class:`FormError` naming ``what`` for anything else."""
+    out: list[ChipCount] = []
+    for part in re.split(r"[,;]\s+|;", text.strip()) if text.strip() else []:
+        m = _PAIR.match(part)
+        if m is None:
+            raise FormError(what, f"{part.strip()[:40]!r} is not 'dollars x pieces' (e.g. 25x40)")
+        try:
+            cents = parse_dollars(m.group(1), what)
+        except InvalidAmount as e:
+            raise FormError(what, str(e)) from None
+        out.append(ChipCount(cents, int(m.group(2))))
+    return out
+
+
+def _dollars(form: Mapping[str, str], name: str) -> int:
+    try:
+        return parse_dollars(form.get(name, ""), name)
+    except InvalidAmount as e:
+        raise FormError(name, str(e)) from None
+
+
+def _text(form: Mapping[str, str], name: str) -> str:
+    v = form.get(name, "").strip()
+    if not v:
+        raise FormError(name, "required")
+    return v
+
+
+def build_command(action: str, form: Mapping[str, str]) -> Command:
+    """The cage command of ``action`` from a form's fields (:data:`FIELDS`), with its cage ``role``
+    (:data:`ACTIONS`). Raises ``KeyError`` for an unknown action, :class:`FormError` for a field that is
+    missing or not an amount or count; everything else (a slip out of order, a count that does not add up, a
+    credit the tray cannot cover) is the cage's to refuse, with its reason code."""
+    role = ACTIONS[action][1]
+    f = form
+    if action in ("request_fill", "request_credit"):
+        chips, total = parse_count(f.get("chips", ""), "chips"), _dollars(f, "total")
+        if action == "request_fill":
+            return RequestFill(fill_id=_text(f, "slip_id"), chips=chips, total_cents=total, role=role)
+        return RequestCredit(credit_id=_text(f, "slip_id"), chips=chips, total_cents=total, role=role)
+    if action == "issue_fill":
+        return IssueFill(fill_id=_text(f, "slip_id"), runner_id=_text(f, "runner_id"), role=role)
+    if action == "receive_fill":
+        return ReceiveFill(fill_id=_text(f, "slip_id"), supervisor_id=_text(f, "supervisor_id"), role=role)
+    if action == "hand_over_credit":
+        return HandOverCredit(credit_id=_text(f, "slip_id"), runner_id=_text(f, "runner_id"), role=role)
+    if action == "receive_credit":
+        return ReceiveCredit(credit_id=_text(f, "slip_id"), role=role)
+    if action == "set_credit_line":
+        return SetCreditLine(player_id=_text(f, "player_id"), line_cents=_dollars(f, "line"), role=role)
+    if action == "remove_drop_box":
+        return RemoveDropBox(shift_id=_text(f, "shift_id"), role=role)
+    if action == "count_drop_box":
+        markers = f.get("markers", "0").strip() or "0"
+        if not markers.isdigit():
+            raise FormError("markers", f"{markers[:20]!r} is not a number of markers")
+        counters = [c for c in re.split(r"[,\s]+", f.get("counters", "")) if c]
+        return CountDropBox(shift_id=_text(f, "shift_id"), cash=parse_count(f.get("cash", ""), "cash"),
+                            cash_cents=_dollars(f, "cash_total"), markers=int(markers),
+                            markers_cents=_dollars({"markers_total": f.get("markers_total") or "0"}, "markers_total"),
+                            counters=counters, role=role)
+    raise KeyError(action)
+
+
+def shift_dict(s: ShiftNow) -> dict[str, Any]:
+    """A shift of :func:`desk_state` for JSON (cents)."""
+    return {"table_id": s.table_id, "shift_id": s.shift_id, "gaming_day": s.gaming_day, "pit": s.pit,
+            "open": s.open, "box": s.box,
+            "slips": [{"kind": x.kind, "slip_id": x.slip_id, "total_cents": x.total_cents, "status": x.status,
+                       "next": next_action(x)} for x in s.slips.values()]}
