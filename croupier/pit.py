@@ -100,7 +100,9 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
     if cage_log is None and replay:
         from croupier.pit_cage import KafkaCageLog
 
-        cage_log = KafkaCageLog(host.settings)
+        # cage.commands' one writer is the console principal (contracts.topics): send as it where the gateway has it
+        console = getattr(getattr(gateway, "bus", None), "writers", {}).get("console")
+        cage_log = KafkaCageLog(host.settings, writer=console)
     cage_routes: list[Any] = []
     if cage_log is not None:
         from datetime import UTC, datetime

@@ -7,8 +7,9 @@ sends each command with an idempotent producer, then reads the table's partition
 an event caused by the command appears (``causation_id`` = its ``command_id``), for at most
 ``answer_timeout_s``. Errors: ``ConnectionError`` (with the broker's words) when Kafka cannot be reached.
 
-On a secured broker the pit's principal must be allowed to write ``cage.commands`` and read ``cage.events``
-(``infra/kafka/acls.py``); a refused write is a ``ConnectionError`` naming it.
+On a secured broker the pit's principal reads the events (``cage.events`` among them) and the commands go to
+``cage.commands`` as its one writer, the ``console`` principal (``writer``: the gateway's console settings,
+``infra/kafka/acls.py``); a refused write is a ``ConnectionError`` naming it.
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ POLL_S = 0.2
 
 
 class KafkaCageLog:
-    """See the module docstring. ``settings``: the broker and prefix (the pit's own principal)."""
+    """See the module docstring. ``settings``: the broker and prefix (the pit's own principal, which reads);
+    ``writer``: the settings the commands are sent with (the console principal's; default ``settings``)."""
 
     def __init__(self, settings: Settings, answer_timeout_s: float = ANSWER_TIMEOUT_S,
-                 read_timeout_s: float = READ_TIMEOUT_S):
+                 read_timeout_s: float = READ_TIMEOUT_S, writer: Settings | None = None):
         self.settings = settings
+        self.writer = writer or settings
         self.answer_timeout_s = answer_timeout_s
         self.read_timeout_s = read_timeout_s
         self._producer: Any = None
@@ -57,7 +60,7 @@ class KafkaCageLog:
 
         async with self._lock:
             if self._producer is None:
-                p = AIOKafkaProducer(**self.settings.client_options(), enable_idempotence=True, linger_ms=0)
+                p = AIOKafkaProducer(**self.writer.client_options(), enable_idempotence=True, linger_ms=0)
                 await self._connection(p.start())
                 self._producer = p
         await self._connection(asyncio.wait_for(self._producer.send_and_wait(

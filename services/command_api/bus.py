@@ -120,7 +120,7 @@ class KafkaCommandBus:
             await p.start()
             self._producers[kind] = p
         reader = self.writers.get("console") or self.writers.get("bettor") or self.settings
-        self._consumer = AIOKafkaConsumer(**reader.client_options(), enable_auto_commit=False,
+        self._consumer = AIOKafkaConsumer(**reader.consumer_options(), enable_auto_commit=False,
                                           isolation_level="read_committed", auto_offset_reset="earliest")
         await self._consumer.start()
         n = self.settings.partitions
