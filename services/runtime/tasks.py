@@ -47,7 +47,7 @@ from contracts.envelope import DeadLetter
 from services.runtime import snapshot as S
 from services.runtime.core import Decision
 from services.runtime.host import ServiceHost
-from services.runtime.producers import retrieve_later, stop_quietly
+from services.runtime.producers import retrieve_later, retrieve_transaction_error, stop_quietly
 from services.runtime.logging import get_logger
 from services.runtime.metrics import LIVE, ServiceMetrics
 from services.runtime.settings import Settings
@@ -984,6 +984,7 @@ class Tasks(ConsumerRebalanceListener):  # type: ignore[misc]
         except BaseException:
             for _, f in futs:  # the records' futures fail later (ProducerFenced...): their error is the
                 retrieve_later(f)  # transaction's, raised here, never "Future exception was never retrieved"
+            retrieve_transaction_error(prod)  # so is the transaction waiter's, which aiokafka leaves unawaited
             raise
         metas = [f.result() for _, f in futs]
         self.host.metrics.transaction(time.perf_counter() - t0, bool(checkpoint))
