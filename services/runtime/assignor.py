@@ -27,6 +27,15 @@ from typing import Any
 
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
+from aiokafka.partitioner import murmur2
+
+from contracts import topics as T
+
+
+def partition_of(table_id: str, partitions: int) -> int:
+    """The partition of a table's records: murmur2 of the UTF-8 key, as every Kafka client's default
+    partitioner (Java's and aiokafka's) computes it."""
+    return (murmur2(T.key(table_id)) & 0x7FFFFFFF) % partitions
 
 
 def assign_numbers(numbers: Iterable[int], members: Mapping[str, Iterable[int]]) -> dict[str, list[int]]:
