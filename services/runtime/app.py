@@ -3,7 +3,7 @@
 FastStream runs the app (``faststream run services.<name>.app:app``, start-up and shutdown hooks, its
 broker and subscriber); the subscriber consumes the service's command topic and its input topics in one
 consumer group with the co-partitioning :class:`~services.runtime.assignor.TableTaskAssignor`, never
-auto-commits, and hands each batch to :class:`~services.runtime.tasks.Tasks`, which writes what each
+auto-commits, and hands each batch to :class:`~services.runtime.task_manager.TaskManager`, which writes what each
 partition's records caused in that partition's own transaction, with the input offsets. FastStream has no
 transactions of its own (upstream issue #2512), so that part is aiokafka's transactional producer.
 
@@ -30,7 +30,8 @@ from services.runtime.host import Publisher, ServiceHost
 from services.runtime.kafka import ensure_topics
 from services.runtime.logging import bind_process, bind_service, configure
 from services.runtime.settings import FETCH_MAX_WAIT_MS, Settings
-from services.runtime.tasks import Tasks, snapshot_topic
+from services.runtime.snapshot import snapshot_topic
+from services.runtime.task_manager import TaskManager
 from services.runtime.tls import BrokerTlsError
 
 #: the longest one batch may be (records), and how long the consumer waits to fill one (ms)
@@ -65,7 +66,7 @@ class Service:
     :meth:`start` and :meth:`stop` run it inside another program (tests, ``croupier serve``, the demo)."""
 
     def __init__(self, app: FastStream, broker: KafkaBroker, host: ServiceHost, topics: list[str],
-                 tasks: Tasks | None = None, log_name: str | None = None):
+                 tasks: TaskManager | None = None, log_name: str | None = None):
         self.app, self.broker, self.host, self.topics, self.tasks = app, broker, host, topics, tasks
         #: the context the service runs in: its ``service`` and ``instance`` bound for every line it (and the
         #: clients under it) logs, apart from other services of the same process
@@ -157,16 +158,16 @@ def build_app(core: ServiceCore[Any], settings: Settings | None = None, *,
 
 def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: tuple[str, ...],
            publisher: Publisher | None, group: str | None, replica_of: str | None,
-           ) -> tuple[FastStream, KafkaBroker, ServiceHost, Tasks | None]:
+           ) -> tuple[FastStream, KafkaBroker, ServiceHost, TaskManager | None]:
     configure()
     settings = settings or Settings.from_env()
     bind_process(instance=settings.instance)
     broker = KafkaBroker(settings.bootstrap_hosts(), logger=None, **_broker_security(settings))
     group_id = group or settings.group(core.name)
     host = ServiceHost(core, settings, publisher or TasksOnly())
-    tasks: Tasks | None = None
+    tasks: TaskManager | None = None
     if publisher is None:
-        tasks = Tasks(host, settings, group_id, transactional=replica_of is None, snapshots_of=replica_of)
+        tasks = TaskManager(host, settings, group_id, transactional=replica_of is None, snapshots_of=replica_of)
 
     async def handle_batch(msg: KafkaMessage) -> None:
         raw = msg.raw_message

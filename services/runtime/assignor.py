@@ -16,7 +16,7 @@ instance held ``dealing.commands``-p while another held ``shoe.events``-p and no
 
 A number claimed by two members (a paused member that came back after its tasks were handed out) goes to
 the lexicographically first claimant that still has room: claims are hints, never trusted for safety
-(fencing is the transactional producer's job, see :mod:`services.runtime.tasks`).
+(fencing is the transactional producer's job, see :mod:`services.runtime.record_collector`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,15 @@ from typing import Any
 
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
+from aiokafka.partitioner import murmur2
+
+from contracts import topics as T
+
+
+def partition_of(table_id: str, partitions: int) -> int:
+    """The partition of a table's records: murmur2 of the UTF-8 key, as every Kafka client's default
+    partitioner (Java's and aiokafka's) computes it."""
+    return (murmur2(T.key(table_id)) & 0x7FFFFFFF) % partitions
 
 
 def assign_numbers(numbers: Iterable[int], members: Mapping[str, Iterable[int]]) -> dict[str, list[int]]:

@@ -60,6 +60,21 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def set_aside_by(letters: list[Any]) -> set[tuple[str, int, int]]:
+    """``(topic, partition, offset)`` of the records a service's dead letters (raw records of its dead-letter
+    topic) set aside before: a rebuild never decides them again. An undecodable letter is passed over."""
+    from contracts.codecs import decode_dead_letter
+
+    out: set[tuple[str, int, int]] = set()
+    for rec in letters:
+        try:
+            letter = decode_dead_letter(rec.value)
+        except Exception:  # noqa: BLE001 - not a letter of ours: nothing to set aside
+            continue
+        out.add((letter.topic, letter.partition, letter.offset))
+    return out
+
+
 class ServiceHost:
     """Runs one service's core against messages."""
 
@@ -335,29 +350,15 @@ class ServiceHost:
         self.runner.reset()
         self.stale = False
         n = 0
-        from contracts.codecs import decode_dead_letter
         from contracts.topics import dlq
 
-        for rec in await read(self.settings.topic(dlq(self.core.name))):  # what was set aside before
-            try:
-                letter = decode_dead_letter(rec.value)
-            except Exception:
-                continue
-            self._set_aside.add((letter.topic, letter.partition, letter.offset))
+        self._set_aside.update(set_aside_by(await read(self.settings.topic(dlq(self.core.name)))))
         for stream in (*self.core.private_streams, self.core.own_stream):
             for rec in await read(self.settings.topic(stream)):
-                try:
-                    env = decode_event(rec.value)
-                except (UnknownMessageType, Undecodable):
-                    continue
-                n += self.runner.apply_own(env)
+                n += self.fold_own(rec.value)
         for stream in self.core.input_streams:
             for rec in await read(self.settings.topic(stream)):
-                try:
-                    env = decode_event(rec.value)
-                except (UnknownMessageType, Undecodable):
-                    continue
-                n += self.runner.absorb_input(env)
+                n += self.fold_input(rec.value)
         for table_id in list(self.runner.tables):
             await self._react(table_id, None)
         self.metrics.restored(time.perf_counter() - t0, "rebuild")

@@ -1,5 +1,5 @@
 """Kafka plumbing: topic creation and reading a log from offset zero (publishing is per task:
-:mod:`services.runtime.tasks`)."""
+:mod:`services.runtime.record_collector`)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 One registry per process, :data:`REGISTRY` (not the library's global one), exposed by ``croupier serve
 --metrics-port`` (:mod:`services.runtime.ops`) and by the query API's ``/metrics``. The domain (``baccarat/``,
 the cores' ``decide``/``evolve``/``absorb``) knows nothing of it: :class:`ServiceMetrics` is fed by
-:class:`~services.runtime.host.ServiceHost` and :class:`~services.runtime.tasks.Tasks`; the gauges are read
+:class:`~services.runtime.host.ServiceHost` and :class:`~services.runtime.task_manager.TaskManager`; the gauges are read
 from the live tasks when scraped (:class:`LiveCollector`), on the event loop's thread.
 
 Names (``service`` is the core's name, ``<name>-replica`` for a read-only replica such as ``croupier api``'s):
@@ -212,7 +212,7 @@ class ServiceMetrics:
 
 
 class Observed(Protocol):
-    """What :class:`LiveCollector` reads of a running service's tasks (:class:`~services.runtime.tasks.Tasks`)."""
+    """What :class:`LiveCollector` reads of a running service's tasks (:class:`~services.runtime.task_manager.TaskManager`)."""
 
     host: Any
     state: dict[int, str]

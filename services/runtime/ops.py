@@ -8,7 +8,7 @@ paths itself). Both are cheap: no state digest, no request to the broker on the 
 * **Readiness** (``/health/ready``, 200 or 503): the broker answers (:class:`BrokerProbe`, a metadata
   request every couple of seconds in the background), and every service of the process holds an assignment
   whose tasks are all restored and none stuck (:func:`readiness`; a task is *stuck* when its transactions
-  have failed for :data:`services.runtime.tasks.STUCK_AFTER_S` without one succeeding: its partition does not
+  have failed for :data:`services.runtime.task_manager.STUCK_AFTER_S` without one succeeding: its partition does not
   advance). A service still waiting for its broker, rebalancing, restoring or stuck is not ready.
 """
 

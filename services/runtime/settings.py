@@ -230,7 +230,7 @@ class Settings:
     def transactional_id(self, service: str) -> str:
         """A transactional id under ``service``'s name (tools and tests; the ACLs grant ``<group prefix>.<topic
         prefix><service>*``). The services themselves write through one id per task, derived from the service
-        and the partition, never the instance: :meth:`services.runtime.tasks.Tasks.transactional_id`."""
+        and the partition, never the instance: :meth:`services.runtime.record_collector.RecordCollector.transactional_id`."""
         return f"{self.group_prefix}.{self.topic_prefix}{service}.{self.instance}"
 
 

@@ -65,6 +65,11 @@ _CHECKPOINT = msgspec.msgpack.Decoder(Checkpoint)
 _TABLE = msgspec.msgpack.Decoder(TableSnapshot)
 
 
+def snapshot_topic(service: str) -> str:
+    """Base name of a service's compacted snapshot topic."""
+    return f"{service}.snapshots"
+
+
 def state_version(core: Any) -> str | None:
     """The snapshot version of ``core``'s state: service name, :data:`FORMAT` and a fingerprint of the JSON
     schema of ``core.state_type`` (so a changed state type never reads an old snapshot). None when the core

@@ -21,7 +21,7 @@ import pytest
 from aiokafka import TopicPartition
 
 from contracts import topics as T
-from services.runtime import tasks as tasks_module
+from services.runtime import partition_group
 from services.runtime.app import TasksOnly
 from services.runtime.host import ServiceHost
 from services.runtime.settings import Settings
@@ -177,7 +177,7 @@ async def test_a_command_waits_at_most_catch_up_max_s(monkeypatch):
     await tasks.on_records(batch)
     assert tasks.held == 1 and prod.offsets == []
     later = time.monotonic() + CATCH_UP_MAX_S + 0.1
-    monkeypatch.setattr(tasks_module.time, "monotonic", lambda: later)
+    monkeypatch.setattr(partition_group.time, "monotonic", lambda: later)
     await tasks.on_records(batch)  # the bets' partition never came: decided anyway
     assert tasks.held == 1
     assert prod.offsets == [{cmd: 8}]
@@ -201,7 +201,7 @@ async def test_a_command_waits_for_an_unanswered_ends_request_at_most_catch_up_m
     consumer = FakeConsumer({cmd: 8, bets: 41}, {cmd: 8, bets: 43})
     consumer.silent = True
     tasks, prod = _tasks(consumer)
-    monkeypatch.setattr(tasks_module, "CATCH_UP_MAX_S", 0.05)
+    monkeypatch.setattr(partition_group, "CATCH_UP_MAX_S", 0.05)
     await asyncio.wait_for(tasks.on_records([Record(CMDS, 0, 7, 1_000_300)]), 5)
     assert tasks.held == 0 and prod.offsets == [{cmd: 8}]
 

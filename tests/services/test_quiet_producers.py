@@ -94,3 +94,49 @@ async def test_a_failed_transactions_record_futures_leave_no_unretrieved_error()
         await asyncio.sleep(0)
         gc.collect()
     assert seen == []
+
+
+class RealTxnFenced:
+    """A producer with aiokafka's own transaction manager and transaction context, fenced while it adds the
+    offsets (as the broker's ``AddOffsetsToTxn`` answer ``ProducerFenced`` does): the sender task dies and
+    ``fatal_error`` sets the error on the offsets' future and on the transaction's waiter. aiokafka's context
+    then leaves the transaction without awaiting that waiter (a fatal state cannot abort), which asyncio logged
+    at error level as "Future exception was never retrieved" in the CI's chaos run (settlement-2)."""
+
+    def __init__(self) -> None:
+        from aiokafka.producer.transaction_manager import TransactionManager
+
+        self._txn_manager = TransactionManager("t.wagering.task-0", 60_000)
+        self._txn_manager.set_pid_and_epoch(1, 0)
+
+    def transaction(self) -> Any:
+        from aiokafka.producer.producer import TransactionContext
+
+        return TransactionContext(self)
+
+    async def begin_transaction(self) -> None:
+        self._txn_manager.begin_transaction()
+
+    async def send(self, topic: str, value: bytes, key: bytes | None = None, partition: int = 0) -> Any:
+        raise AssertionError("no record in this transaction")
+
+    async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        fut = self._txn_manager.add_offsets_to_txn(offsets, group_id)
+        self._txn_manager.fatal_error(ProducerFenced())  # the sender task died of the broker's answer
+        await asyncio.shield(fut)
+
+
+@pytest.mark.asyncio
+async def test_a_fenced_transactions_waiter_leaves_no_unretrieved_error():
+    tasks = _tasks(RealTxnFenced())  # type: ignore[arg-type]
+    tp = TopicPartition(BETS, 0)
+    with _reported() as seen:
+        tasks._uncommitted[0] = {tp: 5}  # a quiet task's deferred offsets, committed alone
+        tasks._deferred_since[0] = 0.0
+        assert await tasks.flush_deferred(now=10.0) == 0
+        assert tasks.state[0] == "restoring" and tasks.fenced == 1
+        tasks.producers.clear()  # the restore closes it; nothing else holds its transaction's waiter
+        gc.collect()
+        await asyncio.sleep(0)
+        gc.collect()
+    assert seen == []

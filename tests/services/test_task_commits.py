@@ -171,9 +171,9 @@ async def test_offsets_of_a_batch_that_caused_nothing_ride_with_the_next_transac
 
 @pytest.mark.asyncio
 async def test_deferred_offsets_are_committed_alone_once_they_are_old(monkeypatch: pytest.MonkeyPatch) -> None:
-    from services.runtime import tasks as tasks_module
+    from services.runtime import commit_loop
 
-    monkeypatch.setattr(tasks_module, "DEFER_MAX_S", 0.0)
+    monkeypatch.setattr(commit_loop, "DEFER_MAX_S", 0.0)
     tasks, producers = _tasks(3, asyncio.Barrier(1))
     table = _table_on(1, 3)
     inputs, _ = _round_records(table, 1)

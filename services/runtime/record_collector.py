@@ -1,0 +1,135 @@
+"""The record collector: each task's fenced transactional producer and what one transaction writes.
+
+Kafka Streams' ``RecordCollector`` (with its ``StreamsProducer``) sends a task's output records and commits its
+input offsets in the task's transaction. Here task *p* writes only through a transactional producer whose id
+is derived from the service and *p* (``<group prefix>.<topic prefix><service>.task-<p>``), never from the
+instance: the next owner's ``init_transactions`` bumps the producer epoch, aborts the old owner's open
+transaction and makes its next write fail (``ProducerFenced``). A paused or partitioned member that lost *p*
+can never write to it again, and two instances started with the same configuration never fence each other.
+
+A fenced producer is in aiokafka's fatal state (:func:`producer_dead`): no transaction begins on it again,
+the task is restored with a new one, and the old one is stopped quietly (:mod:`services.runtime.producers`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiokafka import AIOKafkaProducer, TopicPartition
+
+from contracts import topics as T
+from contracts.codecs import encode
+from services.runtime.core import Decision
+from services.runtime.producers import stop_quietly
+from services.runtime.settings import Settings
+from services.runtime.snapshot import snapshot_topic
+
+
+class TaskFailed(Exception):
+    """A task's transaction failed; the task is being restored (its batch will be re-read)."""
+
+
+def producer_dead(prod: Any) -> bool:
+    """Whether a transactional producer is in aiokafka's fatal state (fenced, or an unrecoverable error):
+    no transaction can begin on it again, only a new producer (``init_transactions``) serves the task.
+    False for a missing producer or one whose last transaction was merely aborted. aiokafka has no public
+    accessor for it, so this reads the transaction manager's state."""
+    manager = getattr(prod, "_txn_manager", None)
+    state = getattr(manager, "state", None)
+    return getattr(state, "name", "") == "FATAL_ERROR"
+
+
+def is_fenced(e: BaseException) -> bool:
+    """Whether a transaction's error says another producer took the task's transactional id."""
+    return "Fenced" in type(e).__name__ or "Epoch" in type(e).__name__
+
+
+def unpublishable(e: BaseException) -> bool:
+    """An error no retry can fix: the outcome of a record is too large or malformed for the broker, or
+    encoding it failed (not a connection, timeout or fencing problem)."""
+    from aiokafka.errors import KafkaError
+
+    if isinstance(e, KafkaError):
+        return not getattr(e, "retriable", False) and type(e).__name__ in (
+            "MessageSizeTooLargeError", "RecordTooLargeError", "RecordListTooLargeError", "InvalidRecord",
+            "CorruptRecordException", "InvalidTopicError", "InvalidRequestError")
+    return isinstance(e, (ValueError, TypeError, OverflowError))
+
+
+class RecordCollector:
+    """The producers of one service instance's tasks (``producers``: task p -> its producer) and the
+    transaction that writes a batch's outcome.
+
+    ``settings``: topic names and client options; ``service``: the writing service (its dead-letter and
+    snapshot topics, and the transactional ids); ``group_id``: the consumer group the offsets go to.
+    """
+
+    def __init__(self, settings: Settings, service: str, group_id: str):
+        self.settings = settings
+        self.service = service
+        self.group_id = group_id
+        self.producers: dict[int, AIOKafkaProducer] = {}
+
+    def transactional_id(self, p: int) -> str:
+        """The producer id of task ``p``: derived from service and partition, never from the instance."""
+        s = self.settings
+        return f"{s.group_prefix}.{s.topic_prefix}{self.service}.task-{p}"
+
+    async def open(self, p: int) -> None:
+        """Close task ``p``'s producer if any and start a new one: its ``init_transactions`` fences the
+        previous owner and completes its open transaction. Raises what the start raises (fenced, moved away,
+        the broker away), having closed the new producer's connections."""
+        await self.close(p)
+        prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=self.transactional_id(p),
+                                enable_idempotence=True, acks="all", linger_ms=0,
+                                max_request_size=16 * 1024 * 1024,  # snapshots; the broker caps events
+                                # the broker's transaction verification (KIP-890) answers a produce now
+                                # and then with a transient NOT_ENOUGH_REPLICAS (aiokafka #1172; see
+                                # bench/rawloop.py RetryCount): retry soon
+                                retry_backoff_ms=10)
+        try:
+            await prod.start()
+        except BaseException:  # never leave it open (its connections)
+            await stop_quietly(prod)
+            raise
+        self.producers[p] = prod
+
+    async def close(self, p: int) -> None:
+        """Stop task ``p``'s producer quietly, whatever its state (fenced included); nothing without one."""
+        prod = self.producers.pop(p, None)
+        if prod is not None:
+            await stop_quietly(prod)
+
+    async def close_all(self) -> None:
+        """Stop every task's producer (a graceful stop)."""
+        for p in list(self.producers):
+            await self.close(p)
+
+    async def transaction(self, prod: Any, p: int, decisions: list[Decision], letters: list[Any],
+                          checkpoint: list[tuple[bytes, bytes]], offsets: dict[TopicPartition, int],
+                          futs: list[tuple[str | None, Any]]) -> None:
+        """One transaction of task ``p`` on ``prod``: the decisions' events and commands, the dead letters,
+        the checkpoint's ``(key, value)`` records and the input ``offsets`` (next offset per input partition).
+        Each record's future is appended to ``futs`` as sent, with the own stream of each event (None for the
+        others); returns once every record is acknowledged and the transaction committed. Raises whatever the
+        producer raises (the caller retrieves ``futs``' errors)."""
+        s = self.settings
+        async with prod.transaction():
+            for d in decisions:
+                key = T.key(d.table_id)
+                for env in d.events:
+                    futs.append((env.stream, await prod.send(s.topic(env.stream), encode(env), key=key, partition=p)))
+                for send in d.sends:
+                    futs.append((None, await prod.send(s.topic(send.topic), encode(send.command), key=key,
+                                                       partition=p)))
+            for letter in letters:
+                key = letter.key.encode() if letter.key else None
+                futs.append((None, await prod.send(s.topic(T.dlq(self.service)), encode(letter), key=key,
+                                                   partition=p)))
+            for key, value in checkpoint:
+                futs.append((None, await prod.send(s.topic(snapshot_topic(self.service)), value, key=key,
+                                                   partition=p)))
+            if offsets:
+                await prod.send_offsets_to_transaction(offsets, self.group_id)
+            await asyncio.gather(*(f for _, f in futs))

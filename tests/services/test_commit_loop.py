@@ -1,0 +1,124 @@
+"""The commit loop (``services/runtime/commit_loop.py``): deferred offsets, what a transaction carries, and
+checkpoints, exercised on a task manager with a recording producer."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from aiokafka import TopicPartition
+from aiokafka.errors import ProducerFenced
+from aiokafka.producer.transaction_manager import TransactionManager
+
+from contracts import topics as T
+from services.runtime import commit_loop
+from services.runtime import snapshot as S
+from services.runtime.producers import retrieve_transaction_error
+from services.runtime.record_collector import TaskFailed
+from tests.services.runtime_fakes import manager
+
+BETS = TopicPartition(f"t.{T.WAGERING_BETS}", 0)
+CMDS = TopicPartition(f"t.{T.WAGERING_COMMANDS}", 0)
+
+
+@pytest.mark.asyncio
+async def test_deferred_offsets_keep_the_highest_and_ride_with_the_next_transaction():
+    tasks, prod = manager()
+    tasks.version = None
+    loop = tasks.commits
+    assert loop.may_defer(0, 10)
+    loop.defer(0, {BETS: 5}, 3)
+    loop.defer(0, {BETS: 4, CMDS: 9}, 2)  # an older offset never lowers what waits
+    assert loop.uncommitted == {0: {BETS: 5, CMDS: 9}} and loop.deferred_records == {0: 5}
+    assert loop.flusher is not None and not loop.flusher.done()
+    await loop.commit(0, [], [], {BETS: 7}, handled=1)
+    assert prod.offsets == [({BETS: 7, CMDS: 9}, "t.wagering")]
+    assert loop.uncommitted == {} and loop.deferred_since == {} and loop.deferred_records == {}
+    assert loop.since_checkpoint[0] == 5 + 1  # the deferred records and this transaction's
+    await loop.stop()
+    assert loop.flusher is None
+
+
+@pytest.mark.asyncio
+async def test_no_deferral_past_the_record_bound_or_the_age_bound(monkeypatch):
+    tasks, _ = manager()
+    tasks.version = None
+    loop = tasks.commits
+    assert not loop.may_defer(0, commit_loop.DEFER_MAX_RECORDS)
+    loop.defer(0, {BETS: 1}, 1)
+    assert loop.may_defer(0, 1)
+    loop.deferred_since[0] = time.monotonic() - commit_loop.DEFER_MAX_S
+    assert not loop.may_defer(0, 1)
+    loop.forget(0)
+    assert loop.uncommitted == {} and loop.may_defer(0, 1)
+    await loop.stop()
+
+
+@pytest.mark.asyncio
+async def test_the_flusher_commits_only_offsets_old_enough():
+    tasks, prod = manager()
+    tasks.version = None
+    loop = tasks.commits
+    loop.uncommitted[0] = {BETS: 3}
+    loop.deferred_since[0] = 100.0
+    assert await loop.flush_deferred(now=100.5) == 0 and prod.offsets == []
+    assert await loop.flush_deferred(now=101.0) == 1
+    assert prod.offsets == [({BETS: 3}, "t.wagering")] and loop.uncommitted == {}
+
+
+@pytest.mark.asyncio
+async def test_a_failed_flush_restores_the_task():
+    tasks, prod = manager()
+    tasks.version = None
+    prod.refuse = ProducerFenced()
+    tasks.commits.uncommitted[0] = {BETS: 3}
+    tasks.commits.deferred_since[0] = 0.0
+    assert await tasks.commits.flush_deferred(now=10.0) == 0
+    assert tasks.state[0] == "restoring" and tasks.enqueued == [0]  # type: ignore[attr-defined]
+    assert tasks.aborts == 1 and tasks.fenced == 1 and 0 in tasks._failing_since
+    assert tasks.commits.uncommitted == {0: {BETS: 3}}  # kept: the restore reads them again
+
+
+@pytest.mark.asyncio
+async def test_no_transaction_begins_without_a_producer_or_on_a_fenced_one():
+    tasks, prod = manager()
+    with pytest.raises(TaskFailed, match="no producer"):
+        await tasks.commits.commit(1, [], [], {BETS: 1})
+    txn = TransactionManager("t", 60_000)
+    txn.set_pid_and_epoch(1, 0)
+    txn.begin_transaction()
+    txn.fatal_error(ProducerFenced())
+    prod._txn_manager = txn  # type: ignore[attr-defined]
+    with pytest.raises(TaskFailed, match="fenced"):
+        await tasks.commits.commit(0, [], [], {BETS: 1})
+    assert prod.committed == 0 and prod.offsets == []
+    retrieve_transaction_error(prod)
+
+
+@pytest.mark.asyncio
+async def test_a_checkpoint_carries_each_changed_table_and_the_offsets_it_covers():
+    tasks, prod = manager(partitions=1)
+    runner = tasks.host.runner
+    runner.slot("T1").seq = {"wagering.events": 4}
+    tasks.positions[0] = {CMDS: 2}
+    tasks.own_next[0] = {"wagering.events": 12}
+    records = tasks.commits.checkpoint_records(0, {BETS: 6}, force=True)
+    assert [k for k, _ in records] == [T.key("T1"), S.CHECKPOINT_KEY]
+    snap = S.decode_table(records[0][1])
+    assert snap.table_id == "T1" and snap.seq == {"wagering.events": 4} and snap.version == tasks.version
+    cp = S.decode_checkpoint(records[1][1])
+    assert cp.inputs == {T.WAGERING_COMMANDS: 2, T.WAGERING_BETS: 6} and cp.own == {"wagering.events": 12}
+    assert cp.tables == 1 and cp.partition == 0
+    await tasks.commits.commit(0, [], [], {BETS: 6}, force_checkpoint=True)
+    assert [topic for topic, _, _ in prod.sent] == ["t.wagering.snapshots"] * 2
+    assert tasks.commits.checkpoints == 1 and tasks.commits.since_checkpoint[0] == 0
+    assert runner.touched == set() and 0 in tasks.snapshot_at
+
+
+def test_no_checkpoint_without_a_state_version_or_before_one_is_due():
+    tasks, _ = manager(partitions=1)
+    tasks.host.runner.slot("T1")
+    tasks.commits.last_checkpoint[0] = time.monotonic()
+    assert tasks.commits.checkpoint_records(0, {}) == []  # not due yet
+    tasks.version = None
+    assert tasks.commits.checkpoint_records(0, {}, force=True) == []
