@@ -104,6 +104,10 @@ class ChaosConfig:
     own_broker: int | None = None  # a port: start our own broker there (and kill it once)
     #: nodes of the own broker (``own_broker``'s port is node 1's): >1 kills and restarts them one at a time
     brokers: int = 1
+    #: the own broker's data dir (default ``/tmp/croupier-chaos-kafka-<own_broker>``)
+    broker_dir: Path | None = None
+    #: only these fault kinds (e.g. ``("broker",)``: broker kills alone, no forced instance faults); None: all
+    fault_kinds: tuple[str, ...] | None = None
     workdir: Path | None = None
     replica_port: int = 18931
     croupier: str = str(REPO / ".venv" / "bin" / "croupier")
@@ -481,7 +485,7 @@ class Injector:
         self.broker_tasks: set[asyncio.Task[None]] = set()
         self.armed: set[str] = set()
         # the first faults always include an instance added and a long pause
-        self.forced = ["add_instance", "sigstop_long"]
+        self.forced = ["add_instance", "sigstop_long"] if cfg.fault_kinds is None else []
         self.rng.shuffle(self.forced)
 
     def _bg(self, coro) -> None:  # type: ignore[no-untyped-def]
@@ -613,6 +617,8 @@ class Injector:
         if (self.broker is not None and self.broker.brokers > 1 and self.node_down is None
                 and len(self.faults) >= 3 and self.since_node_kill > 3):
             return "broker"
+        if self.cfg.fault_kinds is not None:
+            return self.rng.choice(self.cfg.fault_kinds)
         kinds, weights = zip(*FAULT_WEIGHTS.items())
         return self.rng.choices(kinds, weights)[0]
 
@@ -742,7 +748,8 @@ async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> Cha
     workdir.mkdir(parents=True, exist_ok=True)
     broker = None
     if cfg.own_broker is not None:
-        broker = OwnKafka(cfg.own_broker, Path(f"/tmp/croupier-chaos-kafka-{cfg.own_broker}"), cfg.brokers)
+        broker = OwnKafka(cfg.own_broker, cfg.broker_dir or Path(f"/tmp/croupier-chaos-kafka-{cfg.own_broker}"),
+                          cfg.brokers)
         await asyncio.to_thread(broker.fresh_start)
         cfg.bootstrap = broker.bootstrap
     cluster = Cluster(cfg, workdir)
@@ -768,7 +775,7 @@ async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> Cha
                    for n, tid in enumerate(tables, 1)]
         work = asyncio.gather(*(d.run_until_stopped() for d in dealers))
         faults = asyncio.create_task(injector.run(floor))
-        deadline = t0 + cfg.max_seconds
+        deadline = time.monotonic() + cfg.max_seconds  # the floor's bound, from its start (not the brokers')
         last_report = time.monotonic()
         while not work.done():
             await asyncio.sleep(0.5)
