@@ -750,7 +750,11 @@ async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> Cha
     if cfg.own_broker is not None:
         broker = OwnKafka(cfg.own_broker, cfg.broker_dir or Path(f"/tmp/croupier-chaos-kafka-{cfg.own_broker}"),
                           cfg.brokers)
-        await asyncio.to_thread(broker.fresh_start)
+        try:
+            await asyncio.to_thread(broker.fresh_start)
+        except BaseException:  # a cluster half started: stop the nodes that did
+            await asyncio.to_thread(broker.stop)
+            raise
         cfg.bootstrap = broker.bootstrap
     cluster = Cluster(cfg, workdir)
     floor = FloorState()

@@ -60,7 +60,7 @@ class OwnKafka:
         """Where node ``node`` keeps its data, logs and pid file."""
         return self.data_dir if self.brokers == 1 else self.data_dir / f"node-{node}"
 
-    def _sh(self, *args: str, timeout: float = 400) -> str:
+    def _sh(self, *args: str, timeout: float = 1200) -> str:
         out = subprocess.run(["bash", str(KAFKA_SH), *args], env=self.env, capture_output=True, text=True,
                              timeout=timeout, check=False)
         if out.returncode != 0:

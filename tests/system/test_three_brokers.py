@@ -59,7 +59,10 @@ def _free_base(span: int = 6) -> int:
 
 
 @pytest.mark.skipif(shutil.which("java") is None, reason="needs Java 17+ to run the brokers (infra/kafka/kafka.sh)")
-async def test_a_floor_on_three_brokers_loses_nothing_when_they_die_one_at_a_time(tmp_path: Path):
+async def test_a_floor_on_three_brokers_loses_nothing_when_they_die_one_at_a_time(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch):
+    # three JVMs starting at once on a shared two-core machine took up to 5 minutes (kafka.sh: 240 s for a node)
+    monkeypatch.setenv("KAFKA_START_TIMEOUT", os.environ.get("KAFKA_START_TIMEOUT", "600"))
     cfg = ChaosConfig(bootstrap="", prefix=f"threeb{uuid.uuid4().hex[:8]}.", rounds=ROUNDS, min_faults=1,
                       max_seconds=float(os.environ.get("CROUPIER_3B_SECONDS", "150")), tables=4, instances=1,
                       seed=5, fault_gap_s=(4.0, 6.0), own_broker=_free_base(), brokers=3,
