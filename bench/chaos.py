@@ -2,11 +2,13 @@
 then an independent check of the raw topics, ``croupier audit`` and a fresh projection replica.
 
 Run: ``.venv/bin/python bench/chaos.py [--rounds 300] [--faults 15] [--max-seconds 600] [--tables 6]
-[--instances 2] [--seed 1] [--own-broker PORT] [--bootstrap HOST:PORT] [--prefix P] [--keep-topics]``
+[--instances 2] [--seed 1] [--own-broker PORT] [--brokers N] [--bootstrap HOST:PORT] [--prefix P] [--keep-topics]``
 (bootstrap default: ``KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:19092``; ``--own-broker PORT`` starts a
 broker of this run's own on PORT (controller on PORT+1, data in /tmp/croupier-chaos-kafka-PORT, emptied when
 the run starts and kept after it), kills it once with ``kill -9`` mid-run, and stops it at the end; the
-shared broker is never touched).
+shared broker is never touched; ``--brokers 3`` makes it a three-node KRaft cluster from ``kafka.sh start
+--brokers 3`` (nodes on PORT, PORT+2, PORT+4, default PORT 29100; replication 3, min ISR 2) whose nodes are
+killed with ``kill -9`` and restarted one at a time, the active controller every other time).
 
 What it does and how the stall is measured: :mod:`croupier.chaos`; what is checked: :mod:`croupier.rawcheck`.
 The last line is exactly ``chaos: rounds=<n> faults=<k> lost=<x> doubled=<y> seq_conflicts=<z>
@@ -57,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="seed of the faults and the players")
     ap.add_argument("--fault-gap", type=float, nargs=2, default=(2.0, 6.0), metavar=("MIN_S", "MAX_S"))
     ap.add_argument("--own-broker", type=int, default=None, metavar="PORT")
+    ap.add_argument("--brokers", type=int, default=1, help="nodes of the own broker: a KRaft cluster whose nodes are "
+                    "killed and restarted one at a time (default 1; >1 implies --own-broker 29100)")
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:19092"))
     ap.add_argument("--prefix", default=None, help="topic prefix (default: a new chaos<hex>.)")
     ap.add_argument("--replica-port", type=int, default=18931)
@@ -67,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         prefix += "."
     cfg = ChaosConfig(bootstrap=a.bootstrap, prefix=prefix, rounds=a.rounds, min_faults=a.faults,
                       max_seconds=a.max_seconds, tables=a.tables, instances=a.instances, seed=a.seed,
-                      fault_gap_s=tuple(a.fault_gap), own_broker=a.own_broker, replica_port=a.replica_port)
+                      fault_gap_s=tuple(a.fault_gap), own_broker=a.own_broker, replica_port=a.replica_port,
+                      brokers=a.brokers)
+    if a.brokers > 1 and a.own_broker is None:
+        a.own_broker = cfg.own_broker = 29100
     # a SIGTERM (a CI timeout, `kill`) stops the run as Ctrl-C does: the harness's finally blocks stop every
     # process it started (they run in sessions of their own, so no signal reaches them otherwise)
     signal.signal(signal.SIGTERM, _interrupt)

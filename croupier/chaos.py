@@ -16,7 +16,10 @@ The harness (:func:`run_chaos`):
    settlement instance right after a ``RoundResolved``, a dealing instance after the first ``CardDealt``, a
    shoe instance after a ``CardDrawn``, a wagering instance after ``BettingOpened``: the instance killed is
    one of that service's, not necessarily the table's owner); a third instance of a service added, and an
-   added one removed; with ``own_broker`` the broker killed (``kill -9``) and restarted once. Killed and
+   added one removed; with ``own_broker`` the broker killed (``kill -9``) and restarted once, or with
+   ``brokers`` > 1 (a KRaft cluster of that many nodes, :class:`croupier.ownkafka.OwnKafka`) after every
+   fourth fault one node killed (``kill -9``) and restarted 2–5 s later, one node down at a time, every other
+   one the active controller (``controller_kill9``; the others ``broker_kill9``). Killed and
    terminated instances are restarted 0.5–3 s after they exited. The first faults always include an
    instance added and a long SIGSTOP, so even a short run has both;
 4. stops the faults, resumes every paused instance, restarts every dead one, lets the tables finish their
@@ -59,6 +62,7 @@ from contracts import topics as T
 from contracts.commands import Command
 from contracts.envelope import Envelope
 from contracts.events import BettingOpened, CardDealt, CardDrawn, RoundResolved
+from croupier.ownkafka import OwnKafka
 from croupier.rawcheck import RawReport, check, read_all
 from services.floor.bettors import Seat
 from services.floor.dealer import TableDealer
@@ -98,6 +102,12 @@ class ChaosConfig:
     round_timeout_s: float = 90.0
     quiet_s: float = 20.0  # longer than a session timeout plus a rebuild: a restarted projection catches up
     own_broker: int | None = None  # a port: start our own broker there (and kill it once)
+    #: nodes of the own broker (``own_broker``'s port is node 1's): >1 kills and restarts them one at a time
+    brokers: int = 1
+    #: the own broker's data dir (default ``/tmp/croupier-chaos-kafka-<own_broker>``)
+    broker_dir: Path | None = None
+    #: only these fault kinds (e.g. ``("broker",)``: broker kills alone, no forced instance faults); None: all
+    fault_kinds: tuple[str, ...] | None = None
     workdir: Path | None = None
     replica_port: int = 18931
     croupier: str = str(REPO / ".venv" / "bin" / "croupier")
@@ -230,48 +240,6 @@ class Cluster:
                     pass
 
 
-class OwnBroker:
-    """A broker this run starts itself (``infra/kafka/kafka.sh`` on its own port and data dir) and may kill.
-
-    :meth:`fresh_start` deletes what an earlier run's broker left in the data dir first: a killed broker
-    recovers every partition it holds before it serves, and one restart that found five runs' topics there
-    (1,500 partitions, 3.2 GB) took 64 s. The data of the last run is kept, for its investigation, until
-    the next run starts."""
-
-    def __init__(self, port: int, data_dir: Path):
-        self.port = port
-        self.env = dict(os.environ, KAFKA_DATA_DIR=str(data_dir), KAFKA_PORT=str(port),
-                        KAFKA_CONTROLLER_PORT=str(port + 1))
-        self.data_dir = data_dir
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        out = subprocess.run(["bash", str(REPO / "infra" / "kafka" / "kafka.sh"), "start"], env=self.env,
-                             capture_output=True, text=True, timeout=300, check=False)
-        if out.returncode != 0:
-            raise RuntimeError(f"own broker did not start: {out.stderr.strip()[-300:]}")
-
-    def fresh_start(self) -> None:
-        """Delete the data dir (``kafka.sh reset``: stops a broker left running there), then :meth:`start`.
-        Raises ``RuntimeError`` when either step fails."""
-        out = subprocess.run(["bash", str(REPO / "infra" / "kafka" / "kafka.sh"), "reset"], env=self.env,
-                             capture_output=True, text=True, timeout=300, check=False)
-        if out.returncode != 0:
-            raise RuntimeError(f"own broker's data dir not reset: {out.stderr.strip()[-300:]}")
-        self.start()
-
-    def kill9(self) -> None:
-        pid = int((self.data_dir / "kafka.pid").read_text().strip())
-        os.kill(pid, signal.SIGKILL)  # the pid of the broker this run started, from its own data dir
-
-    def stop(self) -> None:
-        subprocess.run(["bash", str(REPO / "infra" / "kafka" / "kafka.sh"), "stop"], env=self.env,
-                       capture_output=True, text=True, timeout=180, check=False)
-
-
 # ---- the floor ----------------------------------------------------------------------------------------------
 class WatchedLog(EventLog):
     """The floor's event log, telling listeners of every event as it arrives (targeted faults)."""
@@ -343,13 +311,14 @@ def _clock() -> datetime:
 
 
 # ---- the run ------------------------------------------------------------------------------------------------
-async def create_topics(bootstrap: str, prefix: str) -> None:
-    """Every topic of :mod:`contracts.topics` under ``prefix``, as the services create them
-    (``CROUPIER_PARTITIONS`` each, the services' configs; the service processes inherit this environment)."""
-    from services.runtime.kafka import ensure_topics
-    from services.runtime.settings import Settings
+async def create_topics(bootstrap: str, prefix: str) -> int:
+    """Every topic of a floor under ``prefix`` (:func:`croupier.topics.create_floor_topics`: the contracts'
+    topics and the services' snapshot topics, ``CROUPIER_PARTITIONS`` each, the services' configs, replicated
+    ``min(3, brokers)`` times or ``CROUPIER_REPLICATION_FACTOR``; the service processes inherit this
+    environment). Returns the replication factor."""
+    from croupier.topics import create_floor_topics
 
-    await ensure_topics(replace(Settings.from_env(), bootstrap_servers=bootstrap, topic_prefix=prefix), T.ALL_TOPICS)
+    return await create_floor_topics(replace(Settings.from_env(), bootstrap_servers=bootstrap, topic_prefix=prefix))
 
 
 def _partitions() -> int:
@@ -499,7 +468,7 @@ def stall_lines(faults: list[Fault], progress_ms: dict[str, list[int]], end_ms: 
 class Injector:
     """Draws and injects the faults (see the module docstring)."""
 
-    def __init__(self, cfg: ChaosConfig, cluster: Cluster, log: WatchedLog, broker: OwnBroker | None,
+    def __init__(self, cfg: ChaosConfig, cluster: Cluster, log: WatchedLog, broker: OwnKafka | None,
                  out: Callable[[str], None]):
         self.cfg = cfg
         self.cluster = cluster
@@ -509,10 +478,14 @@ class Injector:
         self.faults: list[Fault] = []
         self.out = out
         self.tasks: set[asyncio.Task[None]] = set()
-        self.broker_done = broker is None
+        self.broker_done = broker is None or broker.brokers > 1  # a single own broker: killed once
+        #: a cluster's node killed and not restarted yet (one at a time), and the faults since the last node kill
+        self.node_down: int | None = None
+        self.since_node_kill = 0
+        self.broker_tasks: set[asyncio.Task[None]] = set()
         self.armed: set[str] = set()
         # the first faults always include an instance added and a long pause
-        self.forced = ["add_instance", "sigstop_long"]
+        self.forced = ["add_instance", "sigstop_long"] if cfg.fault_kinds is None else []
         self.rng.shuffle(self.forced)
 
     def _bg(self, coro) -> None:  # type: ignore[no-untyped-def]
@@ -596,22 +569,56 @@ class Injector:
                 inst.removed = True
                 inst.signal(signal.SIGTERM)
                 self._record(kind, inst)
-        elif kind == "broker" and self.broker is not None:
+        elif kind == "broker" and self.broker is not None and self.broker.brokers == 1:
             self.broker_done = True
             self._record("broker_kill9", None)
-            self._bg(self._broker_restart())
+            self._bg(self._broker_restart(1))
+        elif kind == "broker" and self.broker is not None and self.node_down is None:
+            self._kill_node()
 
-    async def _broker_restart(self) -> None:
+    def _kill_node(self) -> None:
+        """A cluster: ``kill -9`` one node, every other time the active controller (``controller_kill9``),
+        else another node (``broker_kill9``), and restart it 2-5 s later; one node down at a time."""
         assert self.broker is not None
-        self.broker.kill9()
-        await asyncio.sleep(self.rng.uniform(2, 5))
-        await asyncio.to_thread(self.broker.start)
+        controller = self.broker.active_controller()
+        kills = sum(1 for f in self.faults if f.kind in ("controller_kill9", "broker_kill9"))
+        others = [n for n in range(1, self.broker.brokers + 1) if n != controller]
+        node = controller if kills % 2 == 0 and controller is not None else self.rng.choice(others)
+        kind = "controller_kill9" if node == controller else "broker_kill9"
+        self.node_down = node
+        self.since_node_kill = 0
+        f = Fault(_now_ms(), kind, f"broker-{node}", f"node {node} of {self.broker.brokers}"
+                  + (" (active controller)" if node == controller else f" (controller: node {controller})"))
+        self.faults.append(f)
+        self.out(f"fault {len(self.faults)}: {kind} {f.target} {f.detail}")
+        t = asyncio.create_task(self._broker_restart(node))
+        self.broker_tasks.add(t)
+        t.add_done_callback(self.broker_tasks.discard)
+
+    async def _broker_restart(self, node: int) -> None:
+        assert self.broker is not None
+        self.broker.kill9(node)
+        try:
+            await asyncio.sleep(self.rng.uniform(2, 5))
+            try:
+                await asyncio.to_thread(self.broker.start_node if self.broker.brokers > 1 else self.broker.start,
+                                        *((node,) if self.broker.brokers > 1 else ()))
+            except RuntimeError as e:  # said, and retried by settle()'s start of every node
+                self.out(f"broker node {node} did not restart: {e}")
+        finally:
+            self.node_down = None
 
     def draw(self) -> str:
+        self.since_node_kill += 1
         if self.forced:
             return self.forced.pop()
         if not self.broker_done and len(self.faults) >= 5:
             return "broker"
+        if (self.broker is not None and self.broker.brokers > 1 and self.node_down is None
+                and len(self.faults) >= 3 and self.since_node_kill > 3):
+            return "broker"
+        if self.cfg.fault_kinds is not None:
+            return self.rng.choice(self.cfg.fault_kinds)
         kinds, weights = zip(*FAULT_WEIGHTS.items())
         return self.rng.choices(kinds, weights)[0]
 
@@ -629,6 +636,10 @@ class Injector:
         self.armed.clear()
         for t in list(self.tasks):
             t.cancel()
+        if self.broker_tasks:  # a node being restarted comes back first
+            await asyncio.gather(*self.broker_tasks, return_exceptions=True)
+        if self.broker is not None and self.broker.brokers > 1:
+            await asyncio.to_thread(self.broker.start)  # every node up (starts only those that are not)
         for inst in self.cluster.instances:
             if inst.paused:
                 inst.signal(signal.SIGCONT)
@@ -737,8 +748,13 @@ async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> Cha
     workdir.mkdir(parents=True, exist_ok=True)
     broker = None
     if cfg.own_broker is not None:
-        broker = OwnBroker(cfg.own_broker, Path(f"/tmp/croupier-chaos-kafka-{cfg.own_broker}"))
-        await asyncio.to_thread(broker.fresh_start)
+        broker = OwnKafka(cfg.own_broker, cfg.broker_dir or Path(f"/tmp/croupier-chaos-kafka-{cfg.own_broker}"),
+                          cfg.brokers)
+        try:
+            await asyncio.to_thread(broker.fresh_start)
+        except BaseException:  # a cluster half started: stop the nodes that did
+            await asyncio.to_thread(broker.stop)
+            raise
         cfg.bootstrap = broker.bootstrap
     cluster = Cluster(cfg, workdir)
     floor = FloorState()
@@ -763,7 +779,7 @@ async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> Cha
                    for n, tid in enumerate(tables, 1)]
         work = asyncio.gather(*(d.run_until_stopped() for d in dealers))
         faults = asyncio.create_task(injector.run(floor))
-        deadline = t0 + cfg.max_seconds
+        deadline = time.monotonic() + cfg.max_seconds  # the floor's bound, from its start (not the brokers')
         last_report = time.monotonic()
         while not work.done():
             await asyncio.sleep(0.5)
@@ -799,7 +815,7 @@ async def run_chaos(cfg: ChaosConfig, out: Callable[[str], None] = print) -> Cha
                            time.monotonic() - t0, stall_lines(injector.faults, raw.progress_ms, end_ms)
                            + [ln for ln in (restore_line(workdir),) if ln])
     finally:
-        for t in list(injector.tasks):
+        for t in list(injector.tasks | injector.broker_tasks):
             t.cancel()
         await io.stop()
         await asyncio.to_thread(cluster.stop_all)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+import os
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from aiokafka.admin import AIOKafkaAdminClient
@@ -99,6 +100,53 @@ async def admin_client(settings: Settings, request_timeout_ms: int = 15_000) -> 
 
 def _mine(names: list[str], prefix: str) -> list[str]:
     return sorted(n for n in names if n.startswith(prefix) and not n.startswith(INTERNAL))
+
+
+def replication_from_env(brokers: int, environ: Mapping[str, str] | None = None) -> int:
+    """The replication factor a floor's topics get on a cluster of ``brokers`` live brokers:
+    ``CROUPIER_REPLICATION_FACTOR`` when set (an integer from 1 to ``brokers``), else ``min(3, brokers)``
+    (three copies survive one dead broker with ``min.insync.replicas`` 2, as ``kafka.sh start --brokers 3``
+    configures). Raises ``ValueError`` for a factor that is not an integer or is out of that range."""
+    env = os.environ if environ is None else environ
+    raw = env.get("CROUPIER_REPLICATION_FACTOR", "").strip()
+    if not raw:
+        return max(1, min(3, brokers))
+    try:
+        rf = int(raw)
+    except ValueError:
+        raise ValueError(f"CROUPIER_REPLICATION_FACTOR must be an integer, got {raw!r}") from None
+    if not 1 <= rf <= max(1, brokers):
+        raise ValueError(f"CROUPIER_REPLICATION_FACTOR={rf} needs 1..{brokers} (the cluster has {brokers} brokers)")
+    return rf
+
+
+async def create_floor_topics(settings: Settings, replication: int | None = None) -> int:
+    """Create every topic of a floor under ``settings.topic_prefix`` (the contracts' topics and each
+    service's ``<service>.snapshots``) that does not exist yet, with ``settings.partitions`` partitions, the
+    configuration the services give them (:func:`services.runtime.kafka.topic_config`) and ``replication``
+    copies (default :func:`replication_from_env` of the cluster's broker count), then wait until every
+    partition has a leader (:func:`services.runtime.kafka.ensure_topics`). Returns the replication factor used.
+
+    The services create missing topics with one copy; a floor on a cluster creates them first with this.
+    Raises :class:`croupier.replay.Unreachable` when the broker cannot be reached, ``ValueError`` for a bad
+    ``CROUPIER_REPLICATION_FACTOR``, :class:`services.runtime.kafka.PartitionMismatch` as ``ensure_topics``."""
+    from aiokafka.admin import NewTopic
+    from aiokafka.errors import TopicAlreadyExistsError
+
+    from services.runtime.kafka import ensure_topics, topic_config
+
+    names = sorted(_base_names())
+    async with admin_client(settings) as admin:
+        if replication is None:
+            replication = replication_from_env(len((await admin.describe_cluster())["brokers"]))
+        existing = set(await admin.list_topics())
+        new = [NewTopic(settings.topic(n), settings.partitions, replication, topic_configs=topic_config(n))
+               for n in names if settings.topic(n) not in existing]
+        if new:
+            with contextlib.suppress(TopicAlreadyExistsError):
+                await admin.create_topics(new)
+    await ensure_topics(settings, names)
+    return replication
 
 
 async def list_topics(settings: Settings, prefix: str) -> list[str]:

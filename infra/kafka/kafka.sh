@@ -28,6 +28,19 @@
 #   reset     stop and delete the data directory
 #   logs      print the tail of the broker log
 #
+# A cluster: `start --brokers N` (N >= 2; also KAFKA_BROKERS=N) starts N KRaft nodes on 127.0.0.1, each a
+#   combined broker + controller (a static quorum of all N: fine on one machine, a real floor would run three
+#   dedicated controllers), node i in <data dir>/node-<i> on port KAFKA_PORT + (i-1)*KAFKA_PORT_STEP (controller
+#   KAFKA_CONTROLLER_PORT + (i-1)*KAFKA_PORT_STEP), one cluster id, replication factor min(3, N) and
+#   min.insync.replicas 2 (1 for N = 2) for every topic created without a factor and every internal topic
+#   (__consumer_offsets, __transaction_state, the share-coordinator state). The nodes start together (a node is
+#   ready only once a quorum of controllers is up). Prints KAFKA_BOOTSTRAP_SERVERS with all N addresses.
+#   `--secure` too: one CA, one broker certificate (SAN 127.0.0.1) and one set of principals shared by the nodes
+#   (in <data dir>), the ACLs added once the cluster is up. The count is remembered in <data dir>/brokers:
+#   stop, status, restart, reset and logs act on every node without --brokers; `--node I` (start, stop,
+#   status, restart) acts on node I only (a chaos run restarting a killed node). One node (the default) is
+#   exactly the single broker above.
+#
 # Environment (all optional):
 #   KAFKA_DATA_DIR          data, logs, pid file, rendered config   (default <repo>/var/kafka)
 #   KAFKA_PORT              client (PLAINTEXT) listener on 127.0.0.1 (default 19092)
@@ -36,7 +49,7 @@
 #                           port, to measure what TLS costs against the same broker (default none; never
 #                           on a floor: everything on it travels in clear)
 #   KAFKA_TLS_DAYS          days the broker's certificate is valid when issued (default 365; the CA: 3650)
-#   KAFKA_START_TIMEOUT     seconds to wait for readiness            (default 90)
+#   KAFKA_START_TIMEOUT     seconds to wait for readiness            (default 90; a cluster's nodes 240)
 #   KAFKA_STOP_TIMEOUT      seconds between SIGTERM and SIGKILL      (default 30)
 #   KAFKA_HEAP_OPTS         JVM heap flags                           (default "-Xms256m -Xmx1g")
 #   KAFKA_JAVA_OPTS         extra JVM flags
@@ -44,6 +57,8 @@
 #   KAFKA_SECURE            1: `start` starts the broker secured (same as --secure)
 #   KAFKA_ACL_PYTHON        a Python with aiokafka for `acl` (default <repo>/.venv/bin/python): one CreateAcls
 #                           request (infra/kafka/acl_apply.py); without one, AclCommand (a JVM per call)
+#   KAFKA_BROKERS           nodes of a cluster (same as --brokers N; default: <data dir>/brokers, else 1)
+#   KAFKA_PORT_STEP         port distance between consecutive nodes of a cluster (default 2)
 #   CROUPIER_TOPIC_PREFIX   topic prefix whose ACLs `start --secure` and `acl` add (default none)
 #   CROUPIER_GROUP_PREFIX   consumer-group / transactional-id prefix of those ACLs (default croupier)
 #
@@ -86,9 +101,20 @@ case "$DATA_DIR" in
 esac
 DATA_DIR="${DATA_DIR%/}"
 
+# A node of a cluster is this script run by the cluster's own invocation with these set (internal): its id,
+# the quorum, the cluster's directory (cluster id, TLS, credentials, ACL stamp) and the replication factor.
+NODE_ID="${KAFKA__NODE_ID:-1}"
+QUORUM_VOTERS="${KAFKA__VOTERS:-1@127.0.0.1:$KAFKA_CONTROLLER_PORT}"
+SHARED_DIR="${KAFKA__SHARED_DIR:-$DATA_DIR}"
+REPLICATION="${KAFKA__REPLICATION:-1}"
+BROKERS="${KAFKA_BROKERS:-}"
+NODE=""
+PORT_STEP="${KAFKA_PORT_STEP:-2}"
+SCRIPT_PATH="$SCRIPT_DIR/$(basename -- "${BASH_SOURCE[0]}")"
+
 PROPS="$DATA_DIR/server.properties"
 PID_FILE="$DATA_DIR/kafka.pid"
-CLUSTER_ID_FILE="$DATA_DIR/cluster.id"
+CLUSTER_ID_FILE="$SHARED_DIR/cluster.id"
 LOG_DIR="$DATA_DIR/logs"
 PARTITION_DIR="$DATA_DIR/data"
 SERVER_LOG="$LOG_DIR/server.log"
@@ -96,11 +122,11 @@ STDOUT_LOG="$LOG_DIR/kafka.out"
 MARKER="$DATA_DIR/.croupier-kafka"
 LOCK_FILE="$DATA_DIR/.lock"
 MODE_FILE="$DATA_DIR/security.mode"
-CREDENTIALS="$DATA_DIR/credentials.env"
-PASSWORD_DIR="$DATA_DIR/passwords"
-ADMIN_CONFIG="$DATA_DIR/admin-client.properties"
-ACLS_APPLIED="$DATA_DIR/acls.applied"
-TLS_DIR="$DATA_DIR/tls"
+CREDENTIALS="$SHARED_DIR/credentials.env"
+PASSWORD_DIR="$SHARED_DIR/passwords"
+ADMIN_CONFIG="$SHARED_DIR/admin-client.properties"
+ACLS_APPLIED="$SHARED_DIR/acls.applied"
+TLS_DIR="$SHARED_DIR/tls"
 CA_PEM="$TLS_DIR/ca.pem"
 CA_KEY="$TLS_DIR/ca.key"
 BROKER_PEM="$TLS_DIR/broker.pem"
@@ -125,6 +151,7 @@ check_int KAFKA_CONTROLLER_PORT "$KAFKA_CONTROLLER_PORT"
 check_int KAFKA_START_TIMEOUT "$START_TIMEOUT"
 check_int KAFKA_STOP_TIMEOUT "$STOP_TIMEOUT"
 check_int KAFKA_TLS_DAYS "$TLS_DAYS"
+check_int KAFKA_PORT_STEP "$PORT_STEP"
 [[ "$KAFKA_PORT" != "$KAFKA_CONTROLLER_PORT" ]] || die "KAFKA_PORT and KAFKA_CONTROLLER_PORT must differ"
 if [[ -n "$KAFKA_CLEAR_PORT" ]]; then
   check_int KAFKA_CLEAR_PORT "$KAFKA_CLEAR_PORT"
@@ -250,6 +277,10 @@ render_config() {
   t="${t//@BROKER_PORT@/"$KAFKA_PORT"}"
   t="${t//@CONTROLLER_PORT@/"$KAFKA_CONTROLLER_PORT"}"
   t="${t//@LOG_DIRS@/"$PARTITION_DIR"}"
+  t="${t//@NODE_ID@/"$NODE_ID"}"
+  t="${t//@VOTERS@/"$QUORUM_VOTERS"}"
+  t="${t//@REPLICATION@/"$REPLICATION"}"
+  t="${t//@MIN_ISR@/"$(min_isr "$REPLICATION")"}"
   if [[ "$SECURE" == 1 ]]; then
     local s
     s="$(<"$SECURE_TEMPLATE")"
@@ -273,6 +304,11 @@ render_config() {
   ! [[ "$t" =~ @[A-Z_]+@ ]] || die "unrendered placeholder left in $TEMPLATE"
   (umask 077 && printf '%s\n' "$t" >"$PROPS.tmp")
   mv "$PROPS.tmp" "$PROPS"
+}
+
+# min.insync.replicas for replication factor $1: 1 for one copy, else 2 (one dead broker keeps acks=all going).
+min_isr() {
+  if (($1 >= 2)); then echo 2; else echo 1; fi
 }
 
 # ---------------------------------------------------------------------------------------------- secured
@@ -538,7 +574,7 @@ rotate_logs() {
 }
 
 report_running() {
-  log "running (pid $1), bootstrap servers $BOOTSTRAP, data in $DATA_DIR"
+  log "running ($1), bootstrap servers $BOOTSTRAP, data in $DATA_DIR"
   printf 'KAFKA_BOOTSTRAP_SERVERS=%s\n' "$BOOTSTRAP"
   if [[ "$(formatted_mode)" == secure ]]; then
     printf 'KAFKA_SECURITY_PROTOCOL=SASL_SSL\nKAFKA_SASL_MECHANISM=SCRAM-SHA-512\nKAFKA_SSL_CAFILE=%s\n' "$CA_PEM"
@@ -553,7 +589,7 @@ cmd_start() {
   local pid
   if pid="$(running_pid)"; then
     log "already running"
-    report_running "$pid"
+    report_running "pid $pid"
     return 0
   fi
   rm -f "$PID_FILE"
@@ -569,7 +605,7 @@ cmd_start() {
   cmd_fetch
   mkdir -p "$LOG_DIR" "$PARTITION_DIR"
   touch "$MARKER"
-  if [[ "$SECURE" == 1 ]]; then
+  if [[ "$SECURE" == 1 && -z "${KAFKA__SHARED_DIR:-}" ]]; then # a cluster's node: the cluster made them
     make_credentials
     make_tls
   fi
@@ -610,10 +646,10 @@ cmd_start() {
     sleep 0.5
   done
   log "ready in $((SECONDS - t0)) s"
-  if [[ "$SECURE" == 1 ]]; then
+  if [[ "$SECURE" == 1 && -z "${KAFKA__SHARED_DIR:-}" ]]; then
     acl_apply "$TOPIC_PREFIX"
   fi
-  report_running "$pid"
+  report_running "pid $pid"
 }
 
 # ------------------------------------------------------------------------------------------------- stop
@@ -657,7 +693,7 @@ cmd_status() {
   local pid
   if pid="$(running_pid)"; then
     if port_open "$KAFKA_PORT"; then
-      report_running "$pid"
+      report_running "pid $pid"
       return 0
     fi
     log "process $pid is alive but 127.0.0.1:$KAFKA_PORT does not accept connections (starting or stuck?)"
@@ -686,31 +722,210 @@ cmd_logs() {
   tail -n "${1:-100}" "$SERVER_LOG"
 }
 
+# ---------------------------------------------------------------------------------------------- cluster
+
+node_port() { printf '%s\n' "$((KAFKA_PORT + ($1 - 1) * PORT_STEP))"; }
+node_controller_port() { printf '%s\n' "$((KAFKA_CONTROLLER_PORT + ($1 - 1) * PORT_STEP))"; }
+
+cluster_bootstrap() {
+  local i out=()
+  for ((i = 1; i <= BROKERS; i++)); do out+=("127.0.0.1:$(node_port "$i")"); done
+  (IFS=, && printf '%s\n' "${out[*]}")
+}
+
+cluster_voters() {
+  local i out=()
+  for ((i = 1; i <= BROKERS; i++)); do out+=("$i@127.0.0.1:$(node_controller_port "$i")"); done
+  (IFS=, && printf '%s\n' "${out[*]}")
+}
+
+# The nodes a cluster command acts on: --node I, or all.
+cluster_nodes() {
+  if [[ -n "$NODE" ]]; then printf '%s\n' "$NODE"; else seq 1 "$BROKERS"; fi
+}
+
+# run_node I ARGS...: this script for node I of the cluster (its own data dir, ports, id; the cluster's quorum,
+# replication factor and shared directory).
+run_node() {
+  local i="$1" port ctl voters
+  shift
+  port="$(node_port "$i")"
+  ctl="$(node_controller_port "$i")"
+  voters="$(cluster_voters)"
+  KAFKA_DATA_DIR="$DATA_DIR/node-$i" KAFKA_PORT="$port" KAFKA_CONTROLLER_PORT="$ctl" KAFKA_BROKERS=1 \
+    KAFKA__NODE_ID="$i" KAFKA__VOTERS="$voters" KAFKA__SHARED_DIR="$DATA_DIR" \
+    KAFKA__REPLICATION="$((BROKERS < 3 ? BROKERS : 3))" KAFKA_SECURE="$SECURE" bash "$SCRIPT_PATH" "$@"
+}
+
+# cluster_each CMD: run_node I CMD for every node concurrently, output in <data dir>/node-I.CMD.out; fails
+# (after printing the failed nodes' output) when any node failed.
+cluster_each() {
+  local cmd="$1" i pids=() nodes failed=0
+  mapfile -t nodes < <(cluster_nodes)
+  for i in "${nodes[@]}"; do
+    run_node "$i" "$cmd" >"$DATA_DIR/node-$i.$cmd.out" 2>&1 9>&- &
+    pids+=($!)
+  done
+  for ((i = 0; i < ${#nodes[@]}; i++)); do
+    if ! wait "${pids[$i]}"; then
+      log "node ${nodes[$i]}: $cmd failed:"
+      sed 's/^/  /' "$DATA_DIR/node-${nodes[$i]}.$cmd.out" >&2
+      failed=1
+    fi
+  done
+  return "$failed"
+}
+
+cluster_start() {
+  take_lock
+  [[ "$SECURE" == 0 || "$SECURE" == 1 ]] || die "KAFKA_SECURE must be 0 or 1, got '$SECURE'"
+  [[ -z "$KAFKA_CLEAR_PORT" ]] || die "KAFKA_CLEAR_PORT is for a single broker, not --brokers $BROKERS"
+  check_mode
+  if [[ -s "$DATA_DIR/brokers" && "$(<"$DATA_DIR/brokers")" != "$BROKERS" ]]; then
+    die "$DATA_DIR holds a cluster of $(<"$DATA_DIR/brokers") nodes, not $BROKERS; \`kafka.sh reset\` it or use another KAFKA_DATA_DIR"
+  fi
+  ((PORT_STEP >= 1)) || die "KAFKA_PORT_STEP must be at least 1"
+  local ports=() i
+  for ((i = 1; i <= BROKERS; i++)); do ports+=("$(node_port "$i")" "$(node_controller_port "$i")"); done
+  [[ "$(printf '%s\n' "${ports[@]}" | sort -u | wc -l)" == "${#ports[@]}" ]] \
+    || die "the nodes' ports collide (${ports[*]}): set KAFKA_PORT_STEP or KAFKA_CONTROLLER_PORT"
+  need java "running the broker (Java 17+)"
+  cmd_fetch
+  mkdir -p "$DATA_DIR"
+  touch "$MARKER"
+  printf '%s\n' "$BROKERS" >"$DATA_DIR/brokers"
+  if [[ "$SECURE" == 1 ]]; then
+    make_credentials
+    make_tls
+  fi
+  [[ -s "$CLUSTER_ID_FILE" ]] || new_cluster_id >"$CLUSTER_ID_FILE"
+  local t0=$SECONDS
+  log "starting node(s) $(cluster_nodes | tr '\n' ' ')of a $BROKERS-node cluster on $BOOTSTRAP"
+  # N JVMs start at once and none is ready before a quorum is: more time than one broker gets by default
+  [[ -n "${KAFKA_START_TIMEOUT:-}" ]] || export KAFKA_START_TIMEOUT=240
+  cluster_each start || die "the cluster did not start (nodes that did are still running: \`kafka.sh stop\`)"
+  if [[ "$SECURE" == 1 ]]; then echo secure >"$MODE_FILE"; else echo plain >"$MODE_FILE"; fi
+  log "cluster ready in $((SECONDS - t0)) s"
+  if [[ "$SECURE" == 1 ]]; then
+    acl_apply "$TOPIC_PREFIX"
+  fi
+  report_running "cluster of $BROKERS"
+}
+
+cluster_stop() {
+  take_lock
+  cluster_each stop || die "a node did not stop"
+  log "stopped node(s) $(cluster_nodes | tr '\n' ' ')"
+}
+
+cluster_status() {
+  local i up=0 total=0
+  for i in $(cluster_nodes); do
+    total=$((total + 1))
+    if run_node "$i" status >/dev/null 2>&1; then
+      up=$((up + 1))
+      log "node $i: running on 127.0.0.1:$(node_port "$i") (pid $(<"$DATA_DIR/node-$i/kafka.pid"))"
+    else
+      log "node $i: not running"
+    fi
+  done
+  ((up == total)) || return 3
+  report_running "cluster of $BROKERS"
+}
+
+cluster_reset() {
+  if [[ ! -e "$DATA_DIR" ]]; then
+    log "nothing to delete at $DATA_DIR"
+    return 0
+  fi
+  [[ -e "$MARKER" ]] || die "$DATA_DIR does not look like a kafka.sh data directory (no $(basename "$MARKER")); not deleting it"
+  NODE="" cluster_stop
+  rm -rf -- "$DATA_DIR"
+  log "deleted $DATA_DIR"
+}
+
+cluster_logs() {
+  local i
+  for i in $(cluster_nodes); do
+    printf '==== node %s ====\n' "$i"
+    run_node "$i" logs "$@" || true
+  done
+}
+
 usage() {
   sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2
 }
 
 main() {
-  local cmd="${1:-}"
+  local cmd="${1:-}" a
   shift || true
+  local rest=()
+  while (($#)); do
+    case "$1" in
+      --secure) SECURE=1 ;;
+      --brokers) BROKERS="${2:-}"; shift ;;
+      --brokers=*) BROKERS="${1#*=}" ;;
+      --node) NODE="${2:-}"; shift ;;
+      --node=*) NODE="${1#*=}" ;;
+      *) rest+=("$1") ;;
+    esac
+    shift
+  done
+  if [[ -z "$BROKERS" ]]; then
+    if [[ -s "$DATA_DIR/brokers" ]]; then BROKERS="$(<"$DATA_DIR/brokers")"; else BROKERS=1; fi
+  fi
+  check_int "--brokers (KAFKA_BROKERS)" "$BROKERS"
+  ((BROKERS >= 1)) || die "--brokers must be at least 1"
+  if ((BROKERS > 1)); then
+    BOOTSTRAP="$(cluster_bootstrap)"
+    if [[ -n "$NODE" ]]; then
+      check_int --node "$NODE"
+      ((NODE >= 1 && NODE <= BROKERS)) || die "--node must be 1..$BROKERS, got $NODE"
+    fi
+  elif [[ -n "$NODE" && "$NODE" != 1 ]]; then
+    die "--node $NODE: $DATA_DIR is a single broker"
+  fi
   case "$cmd" in
-    fetch) cmd_fetch "$@" ;;
+    start | restart | stop | status) ;;
+    *) [[ -z "$NODE" ]] || die "--node is for start, stop, status and restart" ;;
+  esac
+  case "$cmd" in
+    start | restart) ((${#rest[@]} == 0)) || die "unknown option for $cmd: ${rest[0]}" ;;
+    fetch | acl | logs) ;;
+    *) ((${#rest[@]} == 0)) || die "unknown argument for $cmd: ${rest[0]}" ;;
+  esac
+  if ((BROKERS > 1)); then
+    case "$cmd" in
+      fetch) cmd_fetch ${rest[@]+"${rest[@]}"} ;;
+      start) cluster_start ;;
+      restart) cluster_stop && cluster_start ;;
+      stop) cluster_stop ;;
+      status) cluster_status ;;
+      reset) cluster_reset ;;
+      logs) cluster_logs ${rest[@]+"${rest[@]}"} ;;
+      acl)
+        cluster_status >/dev/null 2>&1 || die "the cluster in $DATA_DIR is not running"
+        acl_apply "${rest[0]-$TOPIC_PREFIX}"
+        ;;
+      -h | --help | help) usage ;;
+      *)
+        usage
+        exit 2
+        ;;
+    esac
+    return
+  fi
+  case "$cmd" in
+    fetch) cmd_fetch ${rest[@]+"${rest[@]}"} ;;
     start | restart)
-      local a
-      for a in "$@"; do
-        case "$a" in
-          --secure) SECURE=1 ;;
-          *) die "unknown option for $cmd: $a" ;;
-        esac
-      done
       if [[ "$cmd" == restart ]]; then cmd_stop; fi
       cmd_start
       ;;
     stop) cmd_stop ;;
-    acl) cmd_acl "$@" ;;
+    acl) cmd_acl ${rest[@]+"${rest[@]}"} ;;
     status) cmd_status ;;
     reset) cmd_reset ;;
-    logs) cmd_logs "$@" ;;
+    logs) cmd_logs ${rest[@]+"${rest[@]}"} ;;
     -h | --help | help) usage ;;
     *)
       usage
