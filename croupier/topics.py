@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 
 from aiokafka.admin import AIOKafkaAdminClient
@@ -23,6 +22,7 @@ from aiokafka.errors import KafkaError
 
 from contracts import topics as T
 from croupier.replay import Unreachable, unreachable
+from services.runtime.kafka import replication_from_env  # the services create their topics with it too
 from services.runtime.settings import Settings
 
 #: topics whose names start with this are the broker's own
@@ -102,22 +102,6 @@ def _mine(names: list[str], prefix: str) -> list[str]:
     return sorted(n for n in names if n.startswith(prefix) and not n.startswith(INTERNAL))
 
 
-def replication_from_env(brokers: int, environ: Mapping[str, str] | None = None) -> int:
-    """The replication factor a floor's topics get on a cluster of ``brokers`` live brokers:
-    ``CROUPIER_REPLICATION_FACTOR`` when set (an integer from 1 to ``brokers``), else ``min(3, brokers)``
-    (three copies survive one dead broker with ``min.insync.replicas`` 2, as ``kafka.sh start --brokers 3``
-    configures). Raises ``ValueError`` for a factor that is not an integer or is out of that range."""
-    env = os.environ if environ is None else environ
-    raw = env.get("CROUPIER_REPLICATION_FACTOR", "").strip()
-    if not raw:
-        return max(1, min(3, brokers))
-    try:
-        rf = int(raw)
-    except ValueError:
-        raise ValueError(f"CROUPIER_REPLICATION_FACTOR must be an integer, got {raw!r}") from None
-    if not 1 <= rf <= max(1, brokers):
-        raise ValueError(f"CROUPIER_REPLICATION_FACTOR={rf} needs 1..{brokers} (the cluster has {brokers} brokers)")
-    return rf
 
 
 async def create_floor_topics(settings: Settings, replication: int | None = None) -> int:

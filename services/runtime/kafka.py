@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -31,18 +32,39 @@ def topic_config(base: str) -> dict[str, str]:
     return dict(T.TOPIC_CONFIG)
 
 
+def replication_from_env(brokers: int, environ: Mapping[str, str] | None = None) -> int:
+    """The replication factor a floor's topics get on a cluster of ``brokers`` live brokers:
+    ``CROUPIER_REPLICATION_FACTOR`` when set (an integer from 1 to ``brokers``), else ``min(3, brokers)``
+    (three copies survive one dead broker with ``min.insync.replicas`` 2, as ``kafka.sh start --brokers 3``
+    configures). Raises ``ValueError`` for a factor that is not an integer or is out of that range."""
+    env = os.environ if environ is None else environ
+    raw = env.get("CROUPIER_REPLICATION_FACTOR", "").strip()
+    if not raw:
+        return max(1, min(3, brokers))
+    try:
+        rf = int(raw)
+    except ValueError:
+        raise ValueError(f"CROUPIER_REPLICATION_FACTOR must be an integer, got {raw!r}") from None
+    if not 1 <= rf <= max(1, brokers):
+        raise ValueError(f"CROUPIER_REPLICATION_FACTOR={rf} needs 1..{brokers} (the cluster has {brokers} brokers)")
+    return rf
+
+
 async def ensure_topics(settings: Settings, names: Iterable[str]) -> None:
     """Create the given base topics (prefixed) with ``settings.partitions`` partitions and
     :func:`topic_config` if they do not exist. Raises :class:`PartitionMismatch` when an existing topic
-    has another partition count (a table would not be on the same partition number in every topic)."""
+    has another partition count (a table would not be on the same partition number in every topic). A topic
+    created here gets :func:`replication_from_env` copies for the cluster's live brokers (one on one broker, three
+    on ``kafka.sh start --brokers 3``)."""
     admin = AIOKafkaAdminClient(**settings.client_options())
     await admin.start()
     try:
         wanted = [settings.topic(n) for n in dict.fromkeys(names)]
         existing = set(await admin.list_topics())
-        new = [NewTopic(t, settings.partitions, 1, topic_configs=topic_config(settings.base(t)))
-               for t in wanted if t not in existing]
-        if new:
+        missing = [t for t in wanted if t not in existing]
+        if missing:
+            rf = replication_from_env(len((await admin.describe_cluster())["brokers"]))
+            new = [NewTopic(t, settings.partitions, rf, topic_configs=topic_config(settings.base(t))) for t in missing]
             try:
                 await admin.create_topics(new)
             except TopicAlreadyExistsError:
