@@ -39,10 +39,10 @@ KAFKA_MARKER = "kafka"
 _TESTS = Path(__file__).resolve().parent
 #: the slowest modules, longest first (from the JUnit XML of a CI run and the helpers' runs: 100-380 s each); run
 #: first, so that on several workers no long one starts last
-_SLOWEST_FIRST = ("test_three_brokers.py", "test_floor_kafka.py", "test_chaos.py", "test_pit_browser_broker.py", "test_cluster.py",
-                  "test_floor_reruns.py", "test_replay_export_kafka.py", "test_pit_browser.py", "test_cage_browser.py",
-                  "test_vault_kafka.py", "test_logs_json.py", "test_pit_browser_game.py", "test_casino_night_kafka.py",
-                  "test_demo.py")
+_SLOWEST_FIRST = ("test_three_brokers.py", "test_floor_kafka.py", "test_chaos.py", "test_pit_browser_broker.py",
+                  "test_cluster.py", "test_floor_reruns.py", "test_replay_export_kafka.py", "test_pit_browser.py",
+                  "test_cage_browser.py", "test_vault_kafka.py", "test_logs_json.py", "test_pit_browser_game.py",
+                  "test_casino_night_kafka.py", "test_demo.py")
 
 
 def _run_order(item: pytest.Item) -> tuple[int, int]:
