@@ -46,7 +46,8 @@ from services.floor.io import MemoryFloorIO  # noqa: E402
 from services.projection.core import ProjectionCore  # noqa: E402
 from services.runtime.core import command  # noqa: E402
 from services.runtime.host import NullPublisher, ServiceHost  # noqa: E402
-from services.runtime.kafka import ensure_topics, read_log  # noqa: E402
+from services.rawlog import read_topic as read_log  # noqa: E402
+from services.runtime.kafka import ensure_topics  # noqa: E402
 from services.runtime.memory import MemoryBus  # noqa: E402
 from services.runtime.settings import Settings  # noqa: E402
 from services.settlement.core import SettlementCore  # noqa: E402

@@ -74,7 +74,7 @@ class KafkaCageLog:
             await asyncio.sleep(POLL_S)
 
     async def _caused(self, cmd: CommandEnvelope) -> list[Envelope]:
-        from services.runtime.kafka import read_log
+        from services.rawlog import read_topic as read_log
 
         out = []
         recs = await self._connection(read_log(self.settings, self.settings.topic(T.CAGE_EVENTS),

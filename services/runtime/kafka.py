@@ -1,17 +1,14 @@
-"""Kafka plumbing: topic creation and reading a log from offset zero (publishing is per task:
+"""Kafka plumbing: topic creation (reading a log from offset zero: :mod:`services.rawlog`; publishing is per task:
 :mod:`services.runtime.record_collector`)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
-from aiokafka.partitioner import murmur2
-from aiokafka.structs import ConsumerRecord
 
 from contracts import topics as T
 from services.runtime.settings import Settings
@@ -88,48 +85,3 @@ async def ensure_topics(settings: Settings, names: Iterable[str]) -> None:
         await admin.close()
 
 
-async def read_log(settings: Settings, topic: str, partitions: Sequence[int] | None = None, *,
-                   table_id: str | None = None) -> list[ConsumerRecord]:
-    """Every committed record of ``topic`` (full name) in ``partitions`` (all when None; with ``table_id``
-    only the partition that table's key maps to, from the topic's actual partition count), from offset
-    zero to the end as of the call, in offset order per partition (partitions one after another)."""
-    consumer = AIOKafkaConsumer(
-        **settings.client_options(),
-        enable_auto_commit=False,
-        isolation_level="read_committed",
-        auto_offset_reset="earliest",
-    )
-    try:
-        await consumer.start()
-    except BaseException:
-        await consumer.stop()
-        raise
-    try:
-        if topic not in await consumer.topics():
-            return []  # never create a topic by reading it (the broker may auto-create on metadata requests)
-        if partitions is None:
-            parts = await consumer._client.fetch_all_metadata()  # noqa: SLF001 - metadata refresh
-            found = parts.partitions_for_topic(topic) or set()
-            partitions = sorted(found)
-            if table_id is not None and found:
-                partitions = [(murmur2(T.key(table_id)) & 0x7FFFFFFF) % len(found)]
-        tps = [TopicPartition(topic, p) for p in partitions]
-        if not tps:
-            return []
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        end = await consumer.end_offsets(tps)
-        out: dict[TopicPartition, list[ConsumerRecord]] = {tp: [] for tp in tps}
-        pending = {tp for tp in tps if end[tp] > 0}
-        while pending:
-            for tp in list(pending):
-                if await consumer.position(tp) >= end[tp]:
-                    pending.discard(tp)
-            if not pending:
-                break
-            batch = await consumer.getmany(*pending, timeout_ms=500)
-            for tp, records in batch.items():
-                out[tp].extend(r for r in records if r.offset < end[tp])
-        return [r for tp in tps for r in out[tp]]
-    finally:
-        await consumer.stop()

@@ -12,7 +12,7 @@ from contracts.codecs import decode_event
 from croupier.audit import audit
 from services.cage.core import CageCore
 from services.cage.statement import alerts, statements
-from services.runtime.kafka import read_log
+from services.rawlog import read_topic as read_log
 from tests.services.test_cage_floor import clerks, dealers
 from tests.system.test_floor_kafka import Floor
 

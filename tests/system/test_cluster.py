@@ -29,7 +29,8 @@ from services.floor.io import KafkaFloorIO
 from services.runtime import snapshot as S
 from services.runtime.app import Service, build_service
 from services.runtime.core import command
-from services.runtime.kafka import ensure_topics, read_log
+from services.rawlog import read_topic as read_log
+from services.runtime.kafka import ensure_topics
 from services.runtime.tasks import partition_of, snapshot_topic
 from tests.services.helpers import make_cores
 from tests.system.conftest import broker_settings

@@ -22,7 +22,8 @@ from croupier.audit import audit
 from services.command_api.gateway import CommandGateway, KafkaCommandBus
 from services.command_api.http import create_command_api
 from services.runtime.app import Service, build_service
-from services.runtime.kafka import ensure_topics, read_log
+from services.rawlog import read_topic as read_log
+from services.runtime.kafka import ensure_topics
 from tests.services.helpers import make_cores
 from tests.system.conftest import broker_settings
 

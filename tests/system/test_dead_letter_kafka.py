@@ -24,7 +24,7 @@ from contracts.envelope import MAX_DEAD_LETTER_ORIGINAL
 from services.floor.dealer import Clock, TableDealer
 from services.cage.core import CageCore
 from services.runtime.core import command
-from services.runtime.kafka import read_log
+from services.rawlog import read_topic as read_log
 from tests.system.test_floor_kafka import SEATS, Floor
 
 READER = {T.SHOE_COMMANDS: "shoe", T.SHOE_DRAWS: "shoe", T.DEALING_COMMANDS: "dealing",

@@ -32,7 +32,8 @@ from services.floor.dealer import Clock, TableDealer
 from services.floor.io import KafkaFloorIO
 from services.runtime.app import Service, build_service
 from services.runtime.core import command
-from services.runtime.kafka import ensure_topics, read_log
+from services.rawlog import read_topic as read_log
+from services.runtime.kafka import ensure_topics
 from services.runtime.host import NullPublisher, ServiceHost
 from services.projection.core import ProjectionCore
 from services.projection.digest import state_digest

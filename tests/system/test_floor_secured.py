@@ -20,7 +20,8 @@ from croupier.audit import audit
 from services.floor.dealer import Clock, TableDealer
 from services.floor.io import KafkaFloorIO
 from services.runtime.app import build_service
-from services.runtime.kafka import ensure_topics, read_log
+from services.rawlog import read_topic as read_log
+from services.runtime.kafka import ensure_topics
 from tests.system.floors import short_shoe
 from tests.system.secured import SecuredBroker
 from tests.system.test_floor_kafka import EXTRA, SEATS, Floor

@@ -15,7 +15,7 @@ from contracts.commands import PlaceBet
 from contracts.events import BetPlaced, CommandRejected
 from services.floor.dealer import Clock, TableDealer
 from services.runtime.core import command
-from services.runtime.kafka import read_log
+from services.rawlog import read_topic as read_log
 from tests.system.late_bets import check_the_call_held_the_bets_in_time, log_bets_call_and_late_bet
 from tests.system.test_cluster import SEATS, Cluster
 

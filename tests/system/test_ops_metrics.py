@@ -29,7 +29,8 @@ from services.floor.dealer import Clock, TableDealer
 from services.floor.io import KafkaFloorIO
 from services.runtime.app import Service
 from services.runtime.core import command
-from services.runtime.kafka import ensure_topics, read_log
+from services.rawlog import read_topic as read_log
+from services.runtime.kafka import ensure_topics
 from services.runtime.tasks import partition_of
 from tests.system.conftest import broker_settings
 

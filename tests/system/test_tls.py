@@ -28,7 +28,7 @@ from aiokafka.errors import KafkaConnectionError
 from typer.testing import CliRunner
 
 from contracts import topics as T
-from services.runtime.kafka import read_log
+from services.rawlog import read_topic as read_log
 from services.runtime.settings import Settings
 from services.runtime.tls import BrokerTlsError
 from tests.system.capture import LoopbackCapture

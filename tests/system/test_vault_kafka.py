@@ -21,7 +21,7 @@ from contracts.events import ShoeBurned, ShoeClosed, ShoeOrderEncrypted
 from croupier.cli import app
 from services.floor.dealer import Clock, TableDealer
 from services.runtime.core import command
-from services.runtime.kafka import read_log
+from services.rawlog import read_topic as read_log
 from tests.services.test_vault import _leaks, _runs
 from tests.system.conftest import client_options
 from tests.system.test_floor_kafka import SEATS, Floor
