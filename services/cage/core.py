@@ -57,6 +57,7 @@ from contracts.cage import (
 )
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
+    BetSettled,
     CommandRejected,
     CommissionAccrued,
     CommissionCollected,
@@ -115,7 +116,9 @@ class CageState:
     drop expected (cash + markers bought in) and whether it was removed (1) or not (0) as ``[cents, removed]``;
     ``seated``: ``"<seat>:<player>"`` registered at the table (``PlayerSeated``/``PlayerLeft``);
     ``lines``/``markers``: per player the credit line and the markers outstanding at the table;
-    ``round_accrued``: commission accrued in the round being settled (cents)."""
+    ``round_accrued``: commission accrued in the round being settled (cents); ``round_void``: a bet of the round
+    being settled was returned because the round was voided (``BetSettled`` category ``round_voided``): its
+    ``RoundSettled`` is no round of the shift (issue 24, fix 9: as on the pit's figures and in the replay)."""
 
     table_id: str
     shift: Shift | None = None
@@ -125,6 +128,7 @@ class CageState:
     lines: dict[str, int] = field(default_factory=dict)
     markers: dict[str, int] = field(default_factory=dict)
     round_accrued: int = 0
+    round_void: bool = False
 
     @property
     def open_shift(self) -> Shift | None:
@@ -212,14 +216,16 @@ class CageCore:
             return replace(state, seated=seated)
         if isinstance(e, CommissionAccrued):
             return replace(state, round_accrued=state.round_accrued + e.amount_cents)
+        if isinstance(e, BetSettled) and e.category == "round_voided" and not state.round_void:
+            return replace(state, round_void=True)
         s = state.open_shift
         if isinstance(e, RoundSettled):
             if s is None:  # a round played outside inventory control: no shift to book it to
-                return replace(state, round_accrued=0)
+                return replace(state, round_accrued=0, round_void=False)
             return replace(_with_shift(state, game_result_cents=s.game_result_cents + e.table_result,
-                                       rounds=s.rounds + 1,
+                                       rounds=s.rounds + (0 if state.round_void else 1),
                                        tray_cents=s.tray_cents + e.table_result - state.round_accrued),
-                           round_accrued=0)
+                           round_accrued=0, round_void=False)
         if isinstance(e, CommissionCollected) and s is not None:
             return _with_shift(state, tray_cents=s.tray_cents + e.amount_cents)
         return state

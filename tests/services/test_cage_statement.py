@@ -198,3 +198,29 @@ async def test_every_cage_state_of_the_shift_round_trips_as_a_snapshot():
     seen = round_trip_every_fold({"cage": f.cage_host})
     await play_the_shift(f)
     assert seen["cage"] > 20
+
+
+async def test_a_voided_round_is_not_a_round_of_the_shift():
+    """Fix 9 of issue 24: a round voided after its bets (their stakes returned, 13:69F-3.2(d)) is neither a
+    round nor a game result of the shift, as on the pit's cage figures and in the replay."""
+    from contracts.commands import VoidRound
+
+    f = Floor()
+    await play_the_shift(f)
+    await f.open_table("T2", "S1", 100_000, "P1", ((1, "alice"),))
+    f.cage("T2", BuyIn(buy_in_id="B1", seat=1, player_id="alice", method="cash", amount_cents=50_000,
+                       cash=chips((10_000, 5))), "dealer-1")
+    f.send("T2", T.DEALING_COMMANDS, OpenRound(round_id="V1", shoe_id="T2-S"))
+    await f.bus.pump()
+    f.send("T2", T.WAGERING_BETS, PlaceBet(round_id="V1", seat=1, player_id="alice", wager="banker",
+                                           amount_cents=20_000))
+    f.send("T2", T.WAGERING_COMMANDS, CloseBetting(round_id="V1"))
+    await f.bus.pump()
+    f.send("T2", T.DEALING_COMMANDS, VoidRound(round_id="V1", reason="card exposed"))
+    await f.bus.pump()
+    settled = [e.payload for e in events(f.bus) if type(e.payload).__name__ == "RoundSettled"
+               and e.table_id == "T2"]
+    assert [(s.round_id, s.stakes, s.payouts, s.table_result) for s in settled] == [("V1", 20_000, 20_000, 0)]
+    await f.close("T2", "S1", 50_000, 50_000, 0, 0)  # the tray gave alice $500 of chips for her cash
+    t1, t2 = f.statements()
+    assert (t1.rounds, t2.rounds, t2.game_result, t2.variance) == (2, 0, 0, 0)
