@@ -29,6 +29,7 @@ from services.runtime.core import ServiceCore
 from services.runtime.host import Publisher, ServiceHost
 from services.runtime.kafka import ensure_topics
 from services.runtime.logging import bind_process, bind_service, configure
+from services.runtime.producers import quiet_fenced_futures
 from services.runtime.settings import FETCH_MAX_WAIT_MS, Settings
 from services.runtime.snapshot import snapshot_topic
 from services.runtime.task_manager import TaskManager
@@ -205,6 +206,7 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
         structlog.contextvars.bind_contextvars(service=core.name, instance=settings.instance)
         if tasks is not None:
             tasks.observe()
+            quiet_fenced_futures(asyncio.get_running_loop(), tasks.log)
         try:
             await ensure_topics(settings, topics)
         except (KafkaError, OSError) as e:

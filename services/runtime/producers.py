@@ -55,3 +55,32 @@ async def stop_quietly(prod: Any) -> None:
     sender = getattr(getattr(prod, "_sender", None), "sender_task", None)
     if sender is not None and sender.done():
         retrieve_later(sender)
+
+
+def quiet_fenced_futures(loop: Any, log: Any) -> None:
+    """Make ``loop`` log a never-awaited future that failed with ``ProducerFenced`` at info level
+    (``fenced_future_dropped``) instead of asyncio's error-level "Future exception was never retrieved".
+
+    Why: the helpers above retrieve the futures the runtime knows of, but aiokafka also sets the fencing on
+    futures it makes after the task has handled it (a fenced producer's transaction waiter is replaced when a
+    second error lands on it; seen in CI's chaos run on dealing, settlement and shoe instances). Every such
+    future carries the fencing the task already met, logged, and recovered from by restoring (a new producer).
+    Any other unhandled exception still goes to the loop's previous handler (asyncio's default: error level)."""
+    from aiokafka.errors import ProducerFenced
+
+    previous = loop.get_exception_handler()
+    if getattr(previous, "quiet_fenced", False):
+        return  # installed already (several services in one process)
+
+    def handler(lp: Any, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, ProducerFenced) and "never retrieved" in str(context.get("message", "")):
+            log.info("fenced_future_dropped", error=f"{type(exc).__name__}: {exc}")
+            return
+        if previous is not None:
+            previous(lp, context)
+        else:
+            lp.default_exception_handler(context)
+
+    handler.quiet_fenced = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)

@@ -140,3 +140,35 @@ async def test_a_fenced_transactions_waiter_leaves_no_unretrieved_error():
         await asyncio.sleep(0)
         gc.collect()
     assert seen == []
+
+
+async def test_a_dropped_fenced_future_is_logged_at_info_and_any_other_error_still_reaches_the_old_handler():
+    """CI's chaos run still logged "Future exception was never retrieved … ProducerFenced" at error level on
+    four instances: futures aiokafka fails after the task has handled the fencing. The service's loop logs
+    those at info (``fenced_future_dropped``); any other dropped error still goes to the previous handler."""
+    from services.runtime.producers import quiet_fenced_futures
+
+    loop = asyncio.get_running_loop()
+    seen: list[dict[str, Any]] = []
+    infos: list[tuple[str, dict[str, Any]]] = []
+
+    class Log:
+        def info(self, event: str, **kw: Any) -> None:
+            infos.append((event, kw))
+
+    old = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _lp, ctx: seen.append(ctx))
+    try:
+        quiet_fenced_futures(loop, Log())
+        quiet_fenced_futures(loop, Log())  # a second service in the process: installed once
+        for exc in (ProducerFenced(), RuntimeError("a real bug")):
+            fut = loop.create_future()
+            fut.set_exception(exc)
+            del fut
+            gc.collect()
+        await asyncio.sleep(0)
+        assert [e for e, _ in infos] == ["fenced_future_dropped"]
+        assert [type(c["exception"]).__name__ for c in seen] == ["RuntimeError"]
+        assert "never retrieved" in seen[0]["message"]
+    finally:
+        loop.set_exception_handler(old)
