@@ -29,7 +29,7 @@ FAULTS = int(os.environ.get("CROUPIER_CHAOS_FAULTS", "15"))
 async def test_a_chaos_run_loses_doubles_and_conflicts_nothing(kafka_bootstrap):
     cfg = ChaosConfig(bootstrap=kafka_bootstrap, prefix=f"chaostest{uuid.uuid4().hex[:8]}.", rounds=ROUNDS,
                       min_faults=FAULTS, max_seconds=float(os.environ.get("CROUPIER_CHAOS_SECONDS", "300")),
-                      tables=int(os.environ.get("CROUPIER_CHAOS_TABLES", "6")), seed=11,
+                      tables=int(os.environ.get("CROUPIER_CHAOS_TABLES", "6")), seed=11, fault_gap_s=(4.0, 10.0),
                       replica_port=18000 + uuid.uuid4().int % 1000)
     lines: list[str] = []
     res = await run_chaos(cfg, out=lines.append)

@@ -417,9 +417,11 @@ def test_the_surveillance_page_refuses_the_pit_role_and_each_role_sees_its_page(
         result = c.get(f"/tables/{TABLE}").json()["table_result_cents"]
 
     d.get(f"{b}/cage")
-    cage = _wait(d, lambda _: d.find_elements(By.ID, f"cage-{TABLE}"), "the cage's table")[0]
-    assert cage.find_element(By.CSS_SELECTOR, "h2 .result").text == format_cents(result)
-    assert f"table:{TABLE}:game" in cage.text and "patron:p-1" in cage.text
+    # the cage's table is a live fragment (replaced as events come): read it whole at each poll
+    _wait(d, lambda _: d.find_element(By.CSS_SELECTOR, f"#cage-{TABLE} h2 .result").text == format_cents(result),
+          f"the cage's result {format_cents(result)}")
+    text = _wait(d, lambda _: d.find_element(By.ID, f"cage-{TABLE}").text, "the cage's table")
+    assert f"table:{TABLE}:game" in text and "patron:p-1" in text
     _shot(d, "cage.png")
 
     _logout(d)

@@ -49,11 +49,16 @@ CONSOLE_BOUND_S = 15.0
 @pytest.fixture(scope="module")
 def own_broker(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) -> Iterator[OwnBroker]:
     broker = OwnBroker(Path(tmp_path_factory.mktemp("kafka-pit")))
-    try:
-        broker.sh("start")
-        yield broker
-    finally:
-        broker.sh("stop")
+    with pytest.MonkeyPatch.context() as mp:
+        # the broker is plain: the session broker's security settings (CI's SASL_SSL) are not for it
+        for name in ("KAFKA_SECURITY_PROTOCOL", "KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD",
+                     "KAFKA_SASL_PASSWORD_FILE", "KAFKA_SSL_CAFILE", "KAFKA_CREDENTIALS_FILE"):
+            mp.delenv(name, raising=False)
+        try:
+            broker.sh("start")
+            yield broker
+        finally:
+            broker.sh("stop")
 
 
 def _log_counts(srv: PitServer) -> tuple[int, int]:

@@ -63,6 +63,11 @@ async def test_a_floor_on_three_brokers_loses_nothing_when_they_die_one_at_a_tim
                                                                                   monkeypatch: pytest.MonkeyPatch):
     # three JVMs starting at once on a shared two-core machine took up to 5 minutes (kafka.sh: 240 s for a node)
     monkeypatch.setenv("KAFKA_START_TIMEOUT", os.environ.get("KAFKA_START_TIMEOUT", "600"))
+    # the cluster is plain: the session broker's security settings (CI's SASL_SSL) are not for it, nor for
+    # the service processes started under it
+    for name in ("KAFKA_SECURITY_PROTOCOL", "KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD",
+                 "KAFKA_SASL_PASSWORD_FILE", "KAFKA_SSL_CAFILE", "KAFKA_CREDENTIALS_FILE"):
+        monkeypatch.delenv(name, raising=False)
     cfg = ChaosConfig(bootstrap="", prefix=f"threeb{uuid.uuid4().hex[:8]}.", rounds=ROUNDS, min_faults=1,
                       max_seconds=float(os.environ.get("CROUPIER_3B_SECONDS", "150")), tables=4, instances=1,
                       seed=5, fault_gap_s=(4.0, 6.0), own_broker=_free_base(), brokers=3,
