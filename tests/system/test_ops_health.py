@@ -34,16 +34,6 @@ KAFKA_SH = REPO / "infra" / "kafka" / "kafka.sh"
 TOKENS = {"analyst": "analyst-token-0123456789"}
 
 
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def _any_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -54,7 +44,9 @@ class OwnBroker:
     """A plain single-node broker of ``kafka.sh`` in ``data_dir``, started and stopped by the test."""
 
     def __init__(self, data_dir: Path):
-        port, ctl = (29092, 29093) if _free(29092) and _free(29093) else (_any_port(), _any_port())
+        # ports the system picks: two tests of CI's parallel workers each start one (a fixed 29092 was taken
+        # by both, and one's stop stopped the other's broker)
+        port, ctl = _any_port(), _any_port()
         while ctl == port:
             ctl = _any_port()
         self.port, self.controller_port = port, ctl
