@@ -103,6 +103,7 @@ class Service:
         delay = 0.5
         if self.tasks is not None:
             self.tasks.observe()
+            quiet_fenced_futures(loop, self.tasks.log)  # ``croupier serve``, the demo, tests: not the FastStream hook
         while True:
             try:
                 await ensure_topics(self.host.settings, self.topics)
