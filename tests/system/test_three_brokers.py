@@ -12,7 +12,8 @@ held twice or missing, the ledger equal to the settlements, every round opened w
 clean and a fresh projection replica's ledger equal; and the longest stall of any table around a broker kill
 below :data:`STALL_BOUND_S`.
 
-Size: ``CROUPIER_3B_ROUNDS`` (default 8 rounds), ``CROUPIER_3B_SECONDS`` (bound on the floor, 150). Time: the
+Size: ``CROUPIER_3B_ROUNDS`` (default 6 rounds), ``CROUPIER_3B_SECONDS`` (bound on the floor, 300; in a
+parallel CI run beside other system tests it dealt 7 rounds in 509 s, every invariant clean). Time: the
 cluster's start dominates (three JVMs at once: 112 s on the loaded machine, where the whole test took 14 min
 for 4 rounds; on a quiet one the JVMs start in seconds, not measured here).
 """
@@ -29,7 +30,7 @@ import pytest
 
 from croupier.chaos import ChaosConfig, report_lines, run_chaos
 
-ROUNDS = int(os.environ.get("CROUPIER_3B_ROUNDS", "8"))
+ROUNDS = int(os.environ.get("CROUPIER_3B_ROUNDS", "6"))
 #: the longest stall (s) a table may show around a broker kill. What it is made of: the killed node's
 #: partitions move their leadership once the controller sees its session lapse (broker.session.timeout.ms
 #: 9 s; a killed active controller costs a KRaft election first), the consumer groups whose coordinator was on
@@ -69,7 +70,7 @@ async def test_a_floor_on_three_brokers_loses_nothing_when_they_die_one_at_a_tim
                  "KAFKA_SASL_PASSWORD_FILE", "KAFKA_SSL_CAFILE", "KAFKA_CREDENTIALS_FILE"):
         monkeypatch.delenv(name, raising=False)
     cfg = ChaosConfig(bootstrap="", prefix=f"threeb{uuid.uuid4().hex[:8]}.", rounds=ROUNDS, min_faults=1,
-                      max_seconds=float(os.environ.get("CROUPIER_3B_SECONDS", "150")), tables=4, instances=1,
+                      max_seconds=float(os.environ.get("CROUPIER_3B_SECONDS", "300")), tables=4, instances=1,
                       seed=5, fault_gap_s=(4.0, 6.0), own_broker=_free_base(), brokers=3,
                       broker_dir=tmp_path / "kafka", fault_kinds=("broker",), workdir=tmp_path / "run",
                       replica_port=18000 + uuid.uuid4().int % 1000)
