@@ -88,6 +88,7 @@ def _log_counts(srv: PitServer) -> tuple[int, int]:
 
 def test_the_console_says_the_broker_is_unavailable_within_the_bound_and_recovers(own_broker: OwnBroker,
                                                                                   browser: Any):  # noqa: F811
+    from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
     d = browser
@@ -115,10 +116,18 @@ def test_the_console_says_the_broker_is_unavailable_within_the_bound_and_recover
 
         own_broker.sh("start")
         # the dealer presses again (the same request id) until the floor has reconnected: accepted
-        form = d.find_element(By.ID, "form-open_round")
+        def offered(_: Any) -> Any:  # the form as shown now (a live frame may re-render it), its button usable
+            f = d.find_element(By.ID, "form-open_round")
+            b = f.find_element(By.CSS_SELECTOR, "button[type=submit]")
+            return (f, b) if b.is_displayed() and b.is_enabled() else None
+
         for _ in range(8):
+            form, button = _wait(d, offered, "Open round offered again")
             d.execute_script("arguments[0].textContent = ''", form.find_element(By.CSS_SELECTOR, "output.answer"))
-            form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+            try:
+                button.click()
+            except (ElementNotInteractableException, StaleElementReferenceException):
+                continue  # re-rendered between the wait and the press: press again
             answer = _answer(d, "open_round")
             if not answer.startswith(("Not sent", "No answer")):
                 break
