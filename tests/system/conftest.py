@@ -108,6 +108,12 @@ def client_options(bootstrap: str) -> dict[str, object]:
     return env_client_options(bootstrap)
 
 
+#: the session broker's security settings: a test that starts a plain broker of its own drops them (CI's are
+#: SASL_SSL), for itself and the service processes it starts
+SECURITY_ENV = ("KAFKA_SECURITY_PROTOCOL", "KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD",
+                "KAFKA_SASL_PASSWORD_FILE", "KAFKA_SSL_CAFILE", "KAFKA_CREDENTIALS_FILE")
+
+
 def broker_settings(bootstrap: str, **fields: object) -> Settings:
     """``Settings(bootstrap_servers=bootstrap, **fields)`` that connect like the environment says: only the
     security settings (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``, ``KAFKA_SSL_CAFILE``) come from it, so the same test runs on

@@ -24,7 +24,7 @@ from contracts import topics as T
 from contracts.codecs import decode_command, decode_event
 from contracts.commands import OpenRound
 from contracts.events import RoundOpened
-from tests.system.conftest import broker_settings
+from tests.system.conftest import SECURITY_ENV, broker_settings
 from tests.system.test_ops_health import OwnBroker
 from tests.system.test_pit_browser import (
     PitServer,
@@ -51,8 +51,7 @@ def own_broker(tmp_path_factory: pytest.TempPathFactory, kafka_bootstrap: str) -
     broker = OwnBroker(Path(tmp_path_factory.mktemp("kafka-pit")))
     with pytest.MonkeyPatch.context() as mp:
         # the broker is plain: the session broker's security settings (CI's SASL_SSL) are not for it
-        for name in ("KAFKA_SECURITY_PROTOCOL", "KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD",
-                     "KAFKA_SASL_PASSWORD_FILE", "KAFKA_SSL_CAFILE", "KAFKA_CREDENTIALS_FILE"):
+        for name in SECURITY_ENV:
             mp.delenv(name, raising=False)
         try:
             broker.sh("start")

@@ -28,6 +28,7 @@ from services.floor.dealer import Clock, TableDealer
 from services.runtime.core import command
 from services.runtime.kafka import topic_config
 from services.runtime.tasks import _position, partition_of
+from tests.system.conftest import SECURITY_ENV
 from tests.system.late_bets import check_the_call_held_the_bets_in_time, log_bets_call_and_late_bet
 from tests.system.test_cluster import SEATS, Cluster
 from tests.system.twobrokers import TwoBrokers, start_two_brokers
@@ -59,8 +60,7 @@ async def _split_topics(c: Cluster, leaders: dict[str, int]) -> None:
 def _plain(monkeypatch: pytest.MonkeyPatch, bootstrap: str) -> Cluster:
     """A :class:`Cluster` on the throw-away plain cluster, also when the session runs on the secured (TLS) broker
     (.ci/run): none of that broker's settings, its CA file included, apply to this cluster."""
-    for name in ("KAFKA_SECURITY_PROTOCOL", "KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD",
-                 "KAFKA_SASL_PASSWORD_FILE", "KAFKA_SSL_CAFILE"):
+    for name in SECURITY_ENV:
         monkeypatch.delenv(name, raising=False)
     c = Cluster(bootstrap)
     assert not c.settings.secured

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from croupier.chaos import ChaosConfig, report_lines, run_chaos
+from tests.system.conftest import SECURITY_ENV
 
 ROUNDS = int(os.environ.get("CROUPIER_3B_ROUNDS", "6"))
 #: the longest stall (s) a table may show around a broker kill. What it is made of: the killed node's
@@ -66,8 +67,7 @@ async def test_a_floor_on_three_brokers_loses_nothing_when_they_die_one_at_a_tim
     monkeypatch.setenv("KAFKA_START_TIMEOUT", os.environ.get("KAFKA_START_TIMEOUT", "600"))
     # the cluster is plain: the session broker's security settings (CI's SASL_SSL) are not for it, nor for
     # the service processes started under it
-    for name in ("KAFKA_SECURITY_PROTOCOL", "KAFKA_SASL_MECHANISM", "KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD",
-                 "KAFKA_SASL_PASSWORD_FILE", "KAFKA_SSL_CAFILE", "KAFKA_CREDENTIALS_FILE"):
+    for name in SECURITY_ENV:
         monkeypatch.delenv(name, raising=False)
     cfg = ChaosConfig(bootstrap="", prefix=f"threeb{uuid.uuid4().hex[:8]}.", rounds=ROUNDS, min_faults=1,
                       max_seconds=float(os.environ.get("CROUPIER_3B_SECONDS", "300")), tables=4, instances=1,
