@@ -8,6 +8,7 @@ table id), so reading a table reads only that partition.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka.partitioner import DefaultPartitioner
 
@@ -26,14 +27,21 @@ def partition_of(table_id: str, partitions: int = T.PARTITIONS) -> int:
     return DefaultPartitioner()(T.key(table_id), list(range(partitions)), list(range(partitions)))
 
 
-async def visible_topics(settings: Settings) -> set[str]:
-    """The topics (full names) this principal can see: a topic it may not describe is not listed."""
+async def visible_topics(settings: Settings, **options: Any) -> set[str]:
+    """The floor's topics (full names, :data:`contracts.topics.ALL_TOPICS` under ``settings``' prefix) that exist
+    and this principal may describe: one Metadata request for those topics alone, never creating one, never
+    listing the broker's every topic (:func:`services.runtime.kafka.metadata_of`). ``options`` are the admin
+    client's (e.g. ``request_timeout_ms``). Raises aiokafka's errors."""
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(**settings.client_options())
-    await admin.start()
+    from services.runtime.kafka import metadata_of
+
+    admin = AIOKafkaAdminClient(**settings.client_options(), **options)
     try:
-        return set(await admin.list_topics())
+        await admin.start()
+        wanted = [settings.topic(n) for n in T.ALL_TOPICS]
+        md = await metadata_of(admin._client, wanted)  # the floor's topics alone
+        return {t for t in wanted if md.partitions_for_topic(t) is not None}
     finally:
         await admin.close()
 

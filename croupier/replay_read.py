@@ -33,14 +33,9 @@ def _quiet_aiokafka() -> Iterator[None]:
 
 
 async def _existing_topics(settings: Any) -> set[str]:
-    from aiokafka.admin import AIOKafkaAdminClient
+    from croupier.log import visible_topics
 
-    admin = AIOKafkaAdminClient(**settings.client_options(), request_timeout_ms=10_000)
-    try:
-        await admin.start()
-        return set(await admin.list_topics())
-    finally:
-        await admin.close()
+    return await visible_topics(settings, request_timeout_ms=10_000)
 
 
 async def _guarded(coro: Awaitable[_R], settings: Any, timeout_s: float) -> _R:

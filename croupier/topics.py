@@ -117,15 +117,15 @@ async def create_floor_topics(settings: Settings, replication: int | None = None
     from aiokafka.admin import NewTopic
     from aiokafka.errors import TopicAlreadyExistsError
 
-    from services.runtime.kafka import ensure_topics, topic_config
+    from services.runtime.kafka import ensure_topics, metadata_of, topic_config
 
     names = sorted(_base_names())
     async with admin_client(settings) as admin:
+        md = await metadata_of(admin._client, [settings.topic(n) for n in names])  # the floor's topics alone
         if replication is None:
-            replication = replication_from_env(len((await admin.describe_cluster())["brokers"]))
-        existing = set(await admin.list_topics())
+            replication = replication_from_env(len(md.brokers()))
         new = [NewTopic(settings.topic(n), settings.partitions, replication, topic_configs=topic_config(n))
-               for n in names if settings.topic(n) not in existing]
+               for n in names if md.partitions_for_topic(settings.topic(n)) is None]
         if new:
             with contextlib.suppress(TopicAlreadyExistsError):
                 await admin.create_topics(new)

@@ -95,11 +95,12 @@ async def read_topic(settings: Settings, topic: str, partitions: Sequence[int] |
         await consumer.stop()
         raise
     try:
-        if topic not in await consumer.topics():
-            return []  # never create a topic by reading it (the broker may auto-create on metadata requests)
+        from services.runtime.kafka import topic_partitions
+
+        found = await topic_partitions(consumer._client, topic)  # this topic's metadata alone
+        if not found:
+            return []  # never create a topic by reading it (the request does not auto-create)
         if partitions is None:
-            meta = await consumer._client.fetch_all_metadata()  # noqa: SLF001 - metadata refresh
-            found = meta.partitions_for_topic(topic) or set()
             partitions = sorted(found)
             if table_id is not None and found:
                 partitions = [partition_for(table_id, len(found))]

@@ -207,8 +207,9 @@ class KafkaJournal:
         """The topic's partition count (None while it does not exist), asked once: a floor's count never
         changes in place (a new count is a new topic prefix)."""
         if self._count is None:
-            # aiokafka's topics() makes the same request and keeps none of its partitions
-            parts = (await consumer._client.fetch_all_metadata()).partitions_for_topic(topic)
+            from services.runtime.kafka import topic_partitions
+
+            parts = await topic_partitions(consumer._client, topic)  # this topic's metadata alone
             self._count = len(parts) if parts else None
         return self._count
 

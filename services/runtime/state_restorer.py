@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from services.runtime import snapshot as S
+from services.runtime.kafka import topic_partitions
 from services.runtime.record_collector import TaskFailed, producer_dead
 
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ class StateRestorer:
         reader = await self.reader(worker)
         tp = TopicPartition(topic, p)
         if topic not in self.known_topics:
-            if topic not in await reader.topics():
+            if not await topic_partitions(reader._client, topic):  # this topic's metadata alone
                 return 0
             self.known_topics.add(topic)
         return (await reader.end_offsets([tp]))[tp]
