@@ -66,9 +66,16 @@ def _run_order(item: pytest.Item) -> tuple[int, int]:
 _ONE_WORKER = frozenset({"test_acl.py", "test_floor_secured.py", "test_tls.py", "test_command_api_kafka.py"})
 
 
+#: long modules without module fixtures: each of their tests is a unit of its own, so that one worker does not
+#: deal all of a module's floors one after another (test_floor_kafka's five took 627 s on one worker in CI)
+_PER_TEST = frozenset({"test_floor_kafka.py", "test_cluster.py", "test_demo.py", "test_floor_reruns.py",
+                       "test_log_time.py"})
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
-    """Under ``--dist loadscope``: a work unit is a whole module (the classes of a module too), and the modules
-    of :data:`_ONE_WORKER` are one unit. Other ``--dist`` modes are pytest-xdist's own."""
+    """Under ``--dist loadscope``: a work unit is a whole module (the classes of a module too), the modules
+    of :data:`_ONE_WORKER` are one unit, and each test of :data:`_PER_TEST` is one. Other ``--dist`` modes are
+    pytest-xdist's own."""
     if config.getoption("dist", "no") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -76,7 +83,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return "secured-broker-prefix" if module.rsplit("/", 1)[-1] in _ONE_WORKER else module
+            name = module.rsplit("/", 1)[-1]
+            if name in _ONE_WORKER:
+                return "secured-broker-prefix"
+            return nodeid if name in _PER_TEST else module
 
     return ModuleScheduling(config, log)
 
