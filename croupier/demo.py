@@ -9,6 +9,9 @@ log, and where the log lives.
 Floors (``--floor``, :data:`FLOORS`): ``standard`` (punto banco with every wager, every third table the
 no-vigorish variation with dragon 7 and panda 8) and ``mixed`` (the games side by side, table after table:
 punto banco with a curator passing the shoe, the no-vigorish variation with dragon 7, casino night, chemin de fer).
+
+The parts, each in the module named for it: :mod:`croupier.demo_floor` (the floors, the tables' boards, the
+demo's dealers) and :mod:`croupier.demo_screen` (the dashboard, the summary, the log file).
 """
 
 from __future__ import annotations
@@ -19,51 +22,37 @@ import random
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Callable
 
 from aiokafka.errors import KafkaError
-from rich.console import Console, Group
+from rich.console import Console
 from rich.live import Live
-from rich.panel import Panel
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 import services
-from baccarat.money import format_cents
-from baccarat.roads import big_road, parse_results
-from baccarat.table import TableConfig, no_vig_dragon, profile, punto_banco_full
 from contracts import topics as T
 from contracts.codecs import decode_event
-from contracts.events import (
-    BankSettled,
-    BetSettled,
-    CardDrawn,
-    RoundResolved,
-    RoundSettled,
-    ShoeBurned,
-    ShoeLoaded,
-)
-from croupier.audit import AuditReport, audit
+from croupier.audit import audit
 from croupier.cage_report import cage_line
+from croupier.demo_floor import (FLOORS, MIXED_GAMES, Bankroll, ChemDemoDealer, DemoDealer,
+                                 FloorRun, TableBoard, _settle_bankrolls)
+from croupier.demo_screen import LogFile, _dashboard, _summary
 from croupier.devkey import with_dev_key
 from croupier.log import read_commands, read_for_audit, read_vault
 from croupier.replay import unreachable
 from croupier.topics import require_prefix
+from services.cage.patrons import gaming_day_of
 from services.floor.advantage import AdvantagePlayer
 from services.floor.bettors import Seat
 from services.floor.cage import CageClerk
-from services.cage.patrons import gaming_day_of
-from services.floor.chemin import ChemTableDealer
-from services.floor.dealer import TableDealer, TableRun
 from services.floor.ids import check_run_id, shift_id
 from services.floor.io import FloorTimeout, KafkaFloorIO
 from services.rawlog import read_topic
 from services.runtime.app import Service
 from services.runtime.kafka import ensure_topics
-from services.runtime.logging import STDERR, configure, drain
+from services.runtime.logging import STDERR, configure
 from services.runtime.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,82 +62,12 @@ DEFAULT_PIT_PORT = 8080
 ROUNDS_PER_SHOE = 80  # for the progress bar only: a shoe of 8 decks gives about 75-85 rounds
 
 
-def _standard_table(n: int) -> tuple[str, TableConfig]:
-    if n % 3 == 0:
-        return "no-vig D7", no_vig_dragon(panda=True)
-    return "standard", punto_banco_full()
-
-
-#: the games of the ``mixed`` floor, table after table: (dashboard label, configuration). Punto banco is
-#: dealt from a shoe its curator holds and passes (13:69F-3.6(b), 3.11); casino night by its profile
-#: (13:47-20.20, Table 2 as the bank's rule); chemin de fer (13:69F-4) by its profile, the participants
-#: holding the bank in turn (:mod:`services.floor.chemin`).
-MIXED_GAMES: tuple[tuple[str, Callable[[], TableConfig]], ...] = (
-    ("punto banco+curator", lambda: profile("punto_banco_curator")),
-    ("no-vig D7", lambda: profile("no_vig_dragon_7")),
-    ("casino night", lambda: profile("casino_night")),
-    ("chemin de fer", lambda: profile("chemin_de_fer")),
-)
-
-
-def _mixed_table(n: int) -> tuple[str, TableConfig]:
-    label, make = MIXED_GAMES[(n - 1) % len(MIXED_GAMES)]
-    return label, make()
-
-
-#: ``--floor`` name -> the game of table ``n`` (1-based): (dashboard label, configuration)
-FLOORS: dict[str, Callable[[int], tuple[str, TableConfig]]] = {
-    "standard": _standard_table,
-    "mixed": _mixed_table,
-}
-
-
 class DemoError(RuntimeError):
     """A demo that cannot run (no broker, no Java): one line for the user."""
 
 
 class NoAnswer(DemoError):
     """The broker is reachable but no service answered the floor's first commands (``--no-services``)."""
-
-
-@dataclass
-class Bankroll:
-    """A seated player's chips, in cents; bets stop when they run out."""
-
-    seat: Seat
-    cents: int
-
-
-@dataclass
-class TableBoard:
-    """What the dashboard shows of one table."""
-
-    table_id: str
-    config: TableConfig
-    game: str = ""
-    shoe: int = 0
-    round: int = 0
-    last: str = ""
-    results: str = ""
-    done: bool = False
-    ap_bets: int = 0
-    table_result: int = 0
-
-
-@dataclass
-class FloorRun:
-    """The floor: every table's board and its dealer's running totals (:class:`TableRun`)."""
-
-    tables: dict[str, TableBoard] = field(default_factory=dict)
-    runs: list[TableRun] = field(default_factory=list)
-
-    def total(self, name: str) -> int:
-        """Sum of a :class:`TableRun` counter (``rounds``, ``bets``, ``stakes``, ``payouts``, …) over tables."""
-        return sum(getattr(r, name) for r in self.runs)
-
-    @property
-    def rounds(self) -> int:
-        return self.total("rounds")
 
 
 def start_local_kafka() -> tuple[str, bool]:
@@ -173,127 +92,6 @@ def start_local_kafka() -> tuple[str, bool]:
 
 def stop_local_kafka() -> None:
     subprocess.run(["bash", str(KAFKA_SH), "stop"], capture_output=True, text=True, timeout=120)
-
-
-class DemoDealer(TableDealer):
-    """A table dealer whose seated players have bankrolls and whose table has an advantage player."""
-
-    def __init__(self, *a: object, bankrolls: list[Bankroll], ap: AdvantagePlayer, board: TableBoard,
-                 run: FloorRun, pause_s: float, **kw: object):
-        super().__init__(*a, **kw)  # type: ignore[arg-type]
-        self.bankrolls = {b.seat.seat: b for b in bankrolls}
-        self.ap = ap
-        self.board = board
-        self.floor = run
-        self.pause_s = pause_s
-
-    async def open_table(self) -> None:
-        await super().open_table()
-        await self.seat_players([Seat(self.ap.seat, self.ap.player_id)])  # the advantage player sits down too
-
-    async def play_shoe(self, number: int) -> None:
-        self.board.shoe = number
-        self.board.results = ""
-        self.ap.new_shoe(self.config.shoe.decks)
-        await super().play_shoe(number)
-
-    async def play_round(self, shoe_id: str, round_id: str) -> bool:
-        # what the advantage player has seen so far: the burn's exposed card and every card drawn
-        for e in self.io.log.by_table[self.table_id][getattr(self, "_seen_upto", 0):]:
-            p = e.payload
-            if isinstance(p, ShoeLoaded):
-                self.ap.new_shoe(p.rules.decks)
-            elif isinstance(p, ShoeBurned):
-                self.ap.saw(p.exposed)
-            elif isinstance(p, CardDrawn):
-                self.ap.saw(p.card)
-        self._seen_upto = len(self.io.log.by_table[self.table_id])
-        if self.pause_s:
-            await asyncio.sleep(self.pause_s)
-        return await super().play_round(shoe_id, round_id)
-
-    def extra_bets(self, round_id: str) -> list:  # type: ignore[type-arg]
-        bet = self.ap.bet(self.config, round_id)
-        if bet is not None:
-            self.board.ap_bets += 1
-        return [bet] if bet else []
-
-    def seated(self) -> list[Seat]:
-        return [b.seat for b in self.bankrolls.values() if b.cents >= 2_500]
-
-
-class ChemDemoDealer(DemoDealer, ChemTableDealer):
-    """The demo's dealer at a chemin de fer table: the seated players (with bankrolls) hold the bank in turn and
-    wager against it (:class:`services.floor.chemin.ChemTableDealer`); the advantage player only watches."""
-
-
-def _settle_bankrolls(dealer: DemoDealer, round_env) -> None:  # type: ignore[no-untyped-def]
-    board = dealer.board
-    s = round_env.payload
-    assert isinstance(s, RoundSettled)
-    rid = s.round_id
-    for e in reversed(dealer.io.log.by_table[dealer.table_id]):
-        p = e.payload
-        if isinstance(p, BetSettled) and p.round_id == rid:
-            b = dealer.bankrolls.get(p.seat)
-            if b is not None:
-                b.cents += p.payout - p.stake - (p.commission if p.commission_accrued else 0)
-        elif isinstance(p, BankSettled) and p.round_id == rid:  # chemin de fer: the Banker's side
-            b = dealer.bankrolls.get(p.seat)
-            if b is not None:
-                b.cents += p.won_cents - p.commission_cents
-        elif isinstance(p, RoundSettled) and p.round_id != rid:
-            break
-    board.table_result += s.table_result
-    board.round += 1
-    for e in reversed(dealer.io.log.by_table[dealer.table_id]):
-        p = e.payload
-        if isinstance(p, RoundResolved) and p.round_id == rid:
-            letter = {"banker": "B", "player": "P", "tie": "T"}[p.winner]
-            board.results += letter
-            board.last = f"{letter}  P{p.player_points} B{p.banker_points}" + (" D7" if p.dragon_7 else "") + (
-                " P8" if p.panda_8 else "")
-            break
-
-
-def _big_road_text(results: str, width: int = 18) -> str:
-    if not results:
-        return ""
-    road = big_road(parse_results(results))
-    cols = road.columns[-width:]
-    return " ".join(f"{len(c)}{c[0].side}" for c in cols)
-
-
-def _dashboard(run: FloorRun, projection: Service | None, progress: Progress, started: float) -> Group:
-    t = Table(title="Croupier floor", expand=True, title_justify="left")
-    for col in ("table", "game", "shoe", "round", "last", "Big Road (run lengths)", "next: B / P / T",
-                "table win", "AP bets"):
-        t.add_column(col, overflow="fold")
-    for tid, b in sorted(run.tables.items()):
-        odds = win = ""
-        if projection is not None:
-            slot = projection.host.runner.tables.get(tid)
-            if slot is not None:
-                o = slot.state.last_odds.get("public")
-                if o is not None:
-                    c = o.counts
-                    odds = " / ".join(f"{c[k] / o.total:.2%}" for k in ("banker", "player", "tie"))
-                win = format_cents(slot.state.ledger.table_result(tid))
-        game = b.game or ("no-vig D7" if b.config.no_vig else "standard")
-        if projection is not None:  # who holds the shoe at a table with a curator (the projection's view)
-            slot = projection.host.runner.tables.get(tid)
-            if slot is not None and slot.state.curator is not None:
-                game += f", shoe at seat {slot.state.curator[0]}"
-        t.add_row(tid, game, str(b.shoe), str(b.round), b.last, _big_road_text(b.results), odds, win,
-                  str(b.ap_bets))
-    alerts = 0
-    if projection is not None:
-        alerts = sum(len(s.state.alerts) for s in projection.host.runner.tables.values())
-    totals = (f"rounds {run.rounds}   bets {run.total('bets')}   stakes {format_cents(run.total('stakes'))}   "
-              f"house result {format_cents(run.total('table_result'))}   "
-              f"commission {format_cents(run.total('commission'))}   "
-              f"surveillance alerts {alerts}   {time.monotonic() - started:.0f} s")
-    return Group(t, Panel(totals, title="floor"), progress)
 
 
 async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None, console: Console,
@@ -427,7 +225,8 @@ async def run_demo(tables: int, shoes: int, speed: float, bootstrap: str | None,
         report = audit(envs, undecodable=undecodable, unknown=unknown, vault=vault, vault_keys=keys,
                        vault_reason="the demo drove services it did not start: no vault key",
                        commands=await read_commands(settings))
-        _summary(console, run, alerts, report, elapsed, settings, started_kafka, logs, run_id)
+        _summary(console, run, alerts, report, elapsed, settings,
+                 REPO / "var" / "kafka" if started_kafka else None, logs, run_id)
         cage = [decode_event(r.value) for r in await read_topic(settings, settings.topic(T.CAGE_EVENTS))]
         console.print(cage_line([*envs, *cage]), markup=False)
         return 0 if report.clean else 1
@@ -479,71 +278,8 @@ async def _start_pit(projection: Service, settings: Settings, port: int, console
     return task, stop
 
 
-class LogFile:
-    """The demo's JSON log file (``var/<prefix>log.jsonl``): the services' lines, or with ``--no-services``
-    only what the floor's Kafka clients logged, which may be nothing."""
-
-    def __init__(self, path: Path, file: IO[str], label: str):
-        self.path, self.file, self.label = path, file, label
-        self.start = file.tell()
-
-    def written(self) -> bool:
-        """True when this run wrote a line to the file (the client lines held for a count written first)."""
-        drain()
-        self.file.flush()
-        return self.file.tell() > self.start
-
-
 def _clock() -> datetime:
     return datetime.now(timezone.utc)  # the floor is an edge: its commands carry the wall-clock time
-
-
-def _summary(console: Console, run: FloorRun, alerts: list, report: AuditReport, elapsed: float,  # type: ignore[type-arg]
-             settings: Settings, started_kafka: bool, logs: LogFile, run_id: str) -> None:
-    t = Table(title="Summary", title_justify="left")
-    t.add_column("table")
-    t.add_column("game")
-    t.add_column("rounds", justify="right")
-    t.add_column("house result", justify="right")
-    t.add_column("advantage bets", justify="right")
-    for tid, b in sorted(run.tables.items()):
-        t.add_row(tid, b.game, str(b.round), format_cents(b.table_result), str(b.ap_bets))
-    console.print(t)
-    players = sorted({a.player_id for a in alerts})
-    console.print(f"Rounds {run.rounds} in {elapsed:.0f} s ({run.rounds / max(elapsed, 1e-9):.1f}/s), "
-                  f"bets {run.total('bets')}, stakes {format_cents(run.total('stakes'))}, "
-                  f"payouts {format_cents(run.total('payouts'))}, "
-                  f"house result {format_cents(run.total('table_result'))}, "
-                  f"commission {format_cents(run.total('commission'))}")
-    console.print(f"Surveillance alerts: {len(alerts)} bet(s) on positive-EV wagers by {len(players)} player(s)"
-                  + (f": {', '.join(players[:6])}{' ...' if len(players) > 6 else ''}" if players else ""))
-    verdict = "clean" if report.clean else f"{len(report.discrepancies or [])} discrepancies"
-    shoes = f"{report.shoes_verified} shoe{'' if report.shoes_verified == 1 else 's'}"
-    console.print(f"Audit: {verdict} — {report.events} events, {shoes} verified, "
-                  f"{report.rounds_checked} rounds and {report.bets_checked} bets re-derived with the rules core")
-    v = report.vault
-    console.print(f"Vault: {v.opened} of {v.records} sealed shoe orders opened with the shoe service's key and "
-                  f"matched their reveal or commitment" if v.status == "checked"
-                  else f"Vault: not checked ({v.reason})", markup=False)
-    if report.rounds_pending:
-        console.print(f"Rounds still in play at the end (not checked): {report.rounds_pending}")
-    if report.broken_rejections:
-        console.print("The floor is broken: commands rejected "
-                      + ", ".join(f"{k} {v}" for k, v in sorted(report.broken_rejections.items())), markup=False)
-    for d in (report.discrepancies or [])[:20]:
-        console.print(f"  {d}", markup=False)
-    where = f"Kafka at {settings.bootstrap_servers}, topics {settings.topic_prefix}*, run {run_id}"
-    if started_kafka:
-        where += f" (broker data in {REPO / 'var' / 'kafka'}; start it again with `bash infra/kafka/kafka.sh start`)"
-    console.print(f"The log: {where}", markup=False)
-    if logs.written():  # never name a file that stays empty (--no-services: the services log elsewhere)
-        console.print(f"{logs.label} (JSON lines): {logs.path}", markup=False)
-    key_file = settings.extra.get("CROUPIER_VAULT_KEY_FILE")
-    console.print(f"  .venv/bin/croupier audit --prefix {settings.topic_prefix}"
-                  + (f" --vault-key-file {key_file}" if key_file else ""), markup=False)
-    console.print(f"  .venv/bin/croupier replay --prefix {settings.topic_prefix} --table BAC-01", markup=False)
-    console.print(f"Space: `.venv/bin/croupier topics delete --prefix {settings.topic_prefix}` deletes this log",
-                  markup=False)
 
 
 __all__ = ["FLOORS", "MIXED_GAMES", "DemoError", "NoAnswer", "run_demo"]

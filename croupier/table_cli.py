@@ -12,152 +12,22 @@ reached.
 
 On a secured broker each command topic is written as its one writer principal (``console``, ``bettor``), with
 the passwords from ``CROUPIER_KAFKA_PASSWORD_<PRINCIPAL>`` or ``KAFKA_CREDENTIALS_FILE``.
+
+The actions are here; what they share (the options, building and sending an action, printing its answer) is
+:mod:`croupier.table_send`'s, and ``round`` and ``api`` are :mod:`croupier.table_api`'s.
 """
 
-import uuid
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
-from croupier.https_options import TlsCertOpt, TlsKeyOpt, server_tls_or_fail
+from croupier.table_api import api, round_view
+from croupier.table_send import (ActorOpt, BootOpt, JsonOpt, LookbackOpt, PrefixOpt, RequestOpt, TableOpt,
+                                 TimeoutOpt, _action, _common, _limits, _run)
 
 table_app = typer.Typer(help="Run a table: open it from a profile, load a shoe, seat players, rounds, bets, "
                              '"No more bets", card reads, commission (the command API\'s actions).',
                         no_args_is_help=True)
-
-TableOpt = Annotated[str, typer.Option("--table", help="The table id.")]
-ActorOpt = Annotated[str, typer.Option("--actor", help="Who acts: the dealer's or pit boss's id.")]
-RequestOpt = Annotated[Optional[str], typer.Option("--request-id", help="The request id (1-64 of letters, digits, "
-                                                   ". _ : -): a retry repeats it. Default: a new one.")]
-BootOpt = Annotated[Optional[str], typer.Option("--bootstrap", help="Kafka bootstrap servers (default: "
-                                                "$KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:19092).")]
-PrefixOpt = Annotated[Optional[str], typer.Option("--prefix", help="Topic prefix (default: $CROUPIER_TOPIC_PREFIX "
-                                                  "or none).")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds to wait for the answer.")]
-LookbackOpt = Annotated[float, typer.Option("--lookback", help="Read the table's events from this many seconds "
-                                            "ago, so that a retry finds its first attempt's answer.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")]
-
-
-_PREFIX_HINT = ("; start the services on it first (croupier serve --prefix ...), or give the --prefix they use")
-
-
-class _Common:
-    def __init__(self, table: str, request_id: str | None, bootstrap: str | None, prefix: str | None,
-                 timeout: float, lookback: float, as_json: bool):
-        self.table, self.request_id, self.bootstrap, self.prefix = table, request_id, bootstrap, prefix
-        self.timeout, self.lookback, self.as_json = timeout, lookback, as_json
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    from croupier.cli_common import fail
-
-    return fail(message, code)
-
-
-def _kafka_detail(settings, e: BaseException) -> str:  # type: ignore[no-untyped-def]
-    from croupier.cli_common import kafka_detail
-
-    return kafka_detail(settings, e)
-
-
-def _action(kind: type, **fields: Any) -> Any:
-    """The action, or exit 2 naming each field pydantic refused."""
-    from pydantic import ValidationError
-
-    try:
-        return kind(**{k: v for k, v in fields.items() if v is not None})
-    except ValidationError as e:
-        raise _fail("; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())) \
-            from None
-
-
-def _run(c: _Common, action: Any) -> None:
-    """Send ``action`` through a Kafka gateway and print its answer (exit statuses: the module's)."""
-    import asyncio
-
-    import msgspec
-
-    from croupier.cli_common import _settings
-    from croupier.group import is_closed_pipe
-    from services.command_api.gateway import (
-        AnswerTimeout,
-        CommandApiError,
-        MissingWriterCredential,
-        writer_settings,
-    )
-    from croupier.topics import NoSuchPrefix, require_prefix
-    from services.command_api.server import open_gateway
-
-    if c.timeout <= 0:
-        raise _fail(f"--timeout must be more than 0 seconds, got {c.timeout:g}")
-    if c.lookback < 0:
-        raise _fail(f"--lookback must be 0 or more seconds, got {c.lookback:g}")
-    from contracts import topics as T
-    from services.command_api.actions import InvalidAction, to_command
-
-    try:  # what it becomes decides who writes it and where its answer comes (the gateway checks it again)
-        planned = to_command(action, "0")
-    except InvalidAction as e:
-        raise _fail(f"{e.reason}: {e.detail}") from None
-    streams = (planned.answer_stream,) + ((T.WAGERING_EVENTS,) if planned.then_betting_opened else ())
-    settings = _settings(c.bootstrap, c.prefix)
-    try:
-        writers = writer_settings(settings, kinds=(planned.writer,))
-    except MissingWriterCredential as e:
-        raise _fail(str(e)) from None
-    rid = c.request_id or uuid.uuid4().hex
-    if not c.request_id:
-        typer.echo(f"request id: {rid}", err=True)
-
-    async def go() -> Any:
-        await require_prefix(settings, hint=_PREFIX_HINT)  # never create topics under a mistyped prefix
-        async with open_gateway(settings, writers, tables=[c.table], lookback_s=c.lookback,
-                                timeout_s=c.timeout, streams=tuple(dict.fromkeys(streams))) as gw:
-            return await gw.submit(action, c.table, rid)
-
-    try:
-        answer = asyncio.run(go())
-    except NoSuchPrefix as e:
-        raise _fail(str(e)) from None
-    except AnswerTimeout as e:
-        raise _fail(e.detail, code=1) from None
-    except CommandApiError as e:
-        raise _fail(f"{e.reason}: {e.detail}") from None
-    except KeyboardInterrupt:
-        raise _fail("interrupted", code=130) from None
-    except Exception as e:  # a broker that cannot be reached: one line, no traceback
-        if is_closed_pipe(e):
-            raise
-        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {_kafka_detail(settings, e)}", code=1) from None
-    if c.as_json:
-        typer.echo(msgspec.json.format(msgspec.json.encode(answer), indent=2).decode())
-    else:
-        kinds = ", ".join(e["payload"]["type"] for e in answer.events)
-        ids = " ".join(f"{k}={v}" for k, v in (("shoe", answer.shoe_id), ("round", answer.round_id),
-                                                ("bet", answer.bet_id)) if v)
-        typer.echo(f"{answer.status} {answer.action} at {answer.table_id}: {kinds}" + (f" ({ids})" if ids else ""))
-    if not answer.accepted:
-        raise _fail(f"rejected {answer.reason}: {answer.detail}")
-
-
-def _common(table: str, request_id: str | None, bootstrap: str | None, prefix: str | None, timeout: float,
-            lookback: float, as_json: bool) -> _Common:
-    return _Common(table, request_id, bootstrap, prefix, timeout, lookback, as_json)
-
-
-def _limits(items: list[str]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for item in items:
-        wager, sep, rng = item.partition("=")
-        lo, sep2, hi = rng.partition(":")
-        try:
-            if not sep or not sep2:
-                raise ValueError
-            out[wager.strip()] = {"min_cents": int(lo), "max_cents": int(hi)}
-        except ValueError:
-            raise _fail(f"--limit takes WAGER=MIN_CENTS:MAX_CENTS, got {item!r}") from None
-    return out
 
 
 @table_app.command("open")
@@ -435,94 +305,5 @@ def collect_commission(table: TableOpt, actor: ActorOpt, seat: Annotated[int, ty
     _run(_common(table, request_id, bootstrap, prefix, timeout, lookback, as_json), action)
 
 
-@table_app.command("round")
-def round_view(table: TableOpt, round_id: Annotated[str, typer.Option("--round", help="The round.")],
-               wait: Annotated[float, typer.Option(help="Seconds to wait for the round's settlement.")] = 10.0,
-               bootstrap: BootOpt = None, prefix: PrefixOpt = None, lookback: LookbackOpt = 600.0) -> None:
-    """A round as dealt, as JSON: its status, the cards (with the rule cell behind each), the result, the bet
-    book and each bet's settlement (cents), read from --lookback seconds ago; exit 1 if it is not settled
-    within --wait."""
-    import asyncio
-
-    import msgspec
-
-    from contracts import topics as T
-    from croupier.cli_common import _settings
-    from croupier.topics import NoSuchPrefix, require_prefix
-    from services.command_api.server import open_gateway
-
-    if wait < 0 or lookback < 0:
-        raise _fail("--wait and --lookback must be 0 or more seconds")
-    settings = _settings(bootstrap, prefix)
-
-    async def go() -> Any:
-        await require_prefix(settings, hint=_PREFIX_HINT)
-        # read as the principal the environment names (pit, surveillance, console ...): the round's streams
-        async with open_gateway(settings, {}, tables=[table], lookback_s=lookback,
-                                streams=(T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)) as gw:
-            return await gw.round_view(table, round_id, wait_s=wait)
-
-    try:
-        view = asyncio.run(go())
-    except NoSuchPrefix as e:
-        raise _fail(str(e)) from None
-    except Exception as e:  # a broker that cannot be reached: one line, no traceback
-        raise _fail(f"cannot reach Kafka at {settings.bootstrap_servers}: {_kafka_detail(settings, e)}", code=1) from None
-    typer.echo(msgspec.json.format(msgspec.json.encode(view), indent=2).decode())
-    if view["status"] != "settled":
-        raise _fail(f"round {round_id} at {table} is {view['status']} (not settled within {wait:g} s)", code=1)
-
-
-@table_app.command("api")
-def api(port: Annotated[int, typer.Option(help="Port of the command API.")] = 8081,
-        host: Annotated[str, typer.Option(help="Address it listens on (0.0.0.0: every interface).")] = "127.0.0.1",
-        bootstrap: BootOpt = None, prefix: PrefixOpt = None,
-        timeout: TimeoutOpt = 10.0, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None) -> None:
-    """Serve the command API over HTTP, or HTTPS with --tls-cert/--tls-key (OpenAPI and its docs UI at /docs). Tokens per role from
-    CROUPIER_API_TOKEN_<ROLE> or CROUPIER_API_TOKENS_FILE, and each betting terminal's bettor credential,
-    bound to its players, from that file (bettor:<player_id>=<token> lines); none configured is an error."""
-    import asyncio
-
-    from croupier.cli_common import _check_port, _settings
-    from croupier.serve import PortTaken, check_port
-    from croupier.topics import NoSuchPrefix, require_prefix
-    from services.command_api.gateway import MissingWriterCredential, writer_settings
-    from services.command_api.server import serve_command_api
-    from services.runtime.credentials import BadCredentials, NoCredentials, load_credentials
-
-    _check_port(port)
-    tls = server_tls_or_fail(tls_cert, tls_key)
-    try:
-        tokens = load_credentials(what="the command API")
-    except (NoCredentials, BadCredentials) as e:
-        raise _fail(str(e)) from None
-    from services.command_api.actions import BETTOR_ACTIONS, ROLE_ACTIONS, writer_of
-
-    if "bettor" in tokens.roles:
-        typer.echo("note: the shared bettor token (CROUPIER_API_TOKEN_BETTOR or bettor=) acts for no player in the "
-                   "command API: give each betting terminal a bettor:<player_id>=<token> line in "
-                   "CROUPIER_API_TOKENS_FILE", err=True)
-    settings = _settings(bootstrap, prefix)
-    sends = {a for role in tokens.roles for a in ROLE_ACTIONS.get(role, ()) if role != "bettor"}
-    sends |= BETTOR_ACTIONS if tokens.bettors else set()
-    kinds = sorted({writer_of(a) for a in sends}, key=("console", "bettor").index)
-    try:
-        writers = writer_settings(settings, kinds=kinds)
-        check_port(host, port)
-    except MissingWriterCredential as e:
-        raise _fail(str(e)) from None
-    except PortTaken as e:
-        raise _fail(str(e), code=1) from None
-    async def go() -> None:
-        await require_prefix(settings, hint=_PREFIX_HINT)
-        await serve_command_api(settings, host, port, tokens, writers, timeout_s=timeout, tls=tls)
-
-    try:
-        asyncio.run(go())
-    except KeyboardInterrupt:
-        return
-    except NoSuchPrefix as e:
-        raise _fail(str(e)) from None
-    except Exception as e:
-        raise _fail(f"cannot run against Kafka at {settings.bootstrap_servers}: {_kafka_detail(settings, e)}",
-                    code=1) from None
+table_app.command("round")(round_view)
+table_app.command("api")(api)

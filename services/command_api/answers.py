@@ -22,7 +22,7 @@ from contracts.events import (
     ShoeClosed,
     ShoePassed,
 )
-from services.command_api.actions import Planned
+from services.command_api.plans import Planned
 from services.command_api.errors import BadRequest
 
 

@@ -56,7 +56,8 @@ from contracts.events import (
     RoundSettled,
     RoundVoided,
 )
-from services.command_api.actions import BETTOR_ACTIONS, InvalidAction, Planned, allowed, to_command
+from services.command_api.plans import InvalidAction, Planned, to_command
+from services.command_api.roles import BETTOR_ACTIONS, allowed
 from services.command_api.answers import (
     REUSED,
     Answer,

@@ -28,23 +28,24 @@ is offered to its controller (``OptionOffered``: the Banker for the Banker's Han
 for the Player's Hand, 4.8(c)) and decided by that participant's ``DecideOption`` (on ``dealing.options``)
 or, from the offer's deadline, by the table's default on the console clock's ``ExpireOption``
 (``OptionDecided``); the round is then dealt on.
+
+The parts, each in the module named for it: :mod:`services.dealing.state` (the state, the irregularity kinds,
+the card cursor; its names re-exported here), :mod:`services.dealing.curator` (the curator's commands) and
+:mod:`services.dealing.chemin` (a chemin de fer round).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import replace
 
 from baccarat import curator as C
 from baccarat import round as R
 from baccarat.cards import Hand, hand_points, parse_card
 from baccarat.errors import BaccaratError
-from baccarat.shoe import EndOfShoePolicy, refusal
-from baccarat.table import TableConfig
 from contracts import topics as T
 from contracts.commands import (DecideOption, DrawCard, ExpireOption, KeepShoe, OfferShoe, OpenRound, OpenTable,
                                 PassShoe, VoidRound)
-from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
+from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import (
     BettingClosed,
     CardDealt,
@@ -70,170 +71,14 @@ from contracts.events import (
     ShoePassed,
     TableOpened,
 )
-from contracts.tables import TableSpec
 from services.configs import config_of, is_test_table
 from services.dealing import chemin as CH
-from services.history import History
+from services.dealing import curator as CU
+from services.dealing.state import (AFTER_END, CARD_KINDS, EARLY, HANDLINGS, INITIAL_CARDS, MISDEAL,  # noqa: F401
+                                    OUT_OF_ORDER, WRONG_HAND, DealingState, Drawn, RoundState, ShoeProgress,
+                                    _draw_id, _handling, _next_number, _numbers_ahead, _reject)
 from services.runtime.core import Emit, Send, command
 from services.runtime.translate import shoe_rules, table_config
-
-INITIAL_CARDS = 4
-#: Irregularity kind of a Player third card the rules did not allow (13:69F-3.12(a))
-MISDEAL = "unauthorised_player_third_card"
-#: a card of the round reported before its "No more bets" (13:69F-3.2(d), 3.7(b))
-EARLY = "card_before_no_more_bets"
-#: a card reported with a card number that skips the next card of the round (13:69F-3.7: one after another)
-OUT_OF_ORDER = "card_out_of_order"
-#: a card reported on the hand the rules do not give it (13:69F-3.7 for the first four, Tables 1–2 after)
-WRONG_HAND = "card_on_wrong_hand"
-#: a card reported after the round had every card it is entitled to, or after it was voided (3.9, 3.10(a))
-AFTER_END = "card_after_round_ended"
-#: the kinds whose card is not a card of the round (skipped by the deal and by the audit's re-derivation),
-#: unless the disposition is ``dealt_by_the_rules``
-CARD_KINDS = frozenset({EARLY, OUT_OF_ORDER, WRONG_HAND, AFTER_END})
-#: ``TableSpec.irregularity_handling``: what an irregularity the texts read do not settle does to the round
-HANDLINGS = ("void_round", "record_only")
-
-
-@dataclass(frozen=True, slots=True)
-class ShoeProgress:
-    """What dealing knows of the table's shoe (from ``shoe.events``): enough to apply the end-of-shoe policy."""
-
-    shoe_id: str
-    policy: EndOfShoePolicy
-    cards_left: int
-    #: number (within the shoe) of the round in which the end-of-shoe cutting card came out
-    cutting_card_round: int | None = None
-    closed: bool = False
-    finished: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Drawn:
-    """A card the shoe handed out for a round, with the event that carried it and, for a physical shoe, the
-    hand the dealer placed it on."""
-
-    card: str
-    event_id: str
-    at: datetime
-    dealt_to: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class RoundState:
-    """The round in progress: the rules core's :class:`baccarat.round.Deal` plus the I/O bookkeeping."""
-
-    round_id: str
-    shoe_id: str
-    number: int
-    deal: R.Deal
-    status: str = "betting"  # betting | dealing | resolved | voided
-    closed_by: tuple[str, datetime] | None = None  # the BettingClosed event
-    requested: int = 0
-    received: dict[int, Drawn] = field(default_factory=dict)
-    #: the cursor: card numbers up to ``dealt`` are consumed (dealt, or discarded under 3.12(a)); numbers in
-    #: ``skipped`` are cards recorded as an :class:`Irregularity` that are not cards of the round
-    dealt: int = 0
-    skipped: frozenset[int] = frozenset()
-    announced: bool = False
-    failed: str = ""
-    #: chemin de fer (:mod:`services.dealing.chemin`): the Banker, the closed book, the Dominant Player, the
-    #: option offered and not yet decided
-    chem: CH.ChemRound | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DealingState:
-    """One table's dealing: the configuration, the shoe's progress and the one round in progress.
-
-    Only the current round is kept in full (:class:`RoundState`): dealing opens a round only after the last
-    one ended, and nothing about an ended round is decided again. What must outlive a round is in two
-    :class:`History` maps (O(log n) per round, see :mod:`services.history`): ``round_numbers`` (every round
-    id played here → its number within its shoe: a re-used id is refused ``duplicate_round`` however old, and
-    the round in which the cutting card came out is looked up by id) and ``shoe_rounds`` (rounds started per
-    shoe id). ``spec`` is the wire configuration; :attr:`config` derives the rules core's one.
-    """
-
-    table_id: str
-    spec: TableSpec | None = None
-    shoe: ShoeProgress | None = None
-    round: RoundState | None = None
-    #: every round played at the table → its number within its shoe (from our own RoundOpened events)
-    round_numbers: History = field(default_factory=History)
-    #: rounds started per shoe id
-    shoe_rounds: History = field(default_factory=History)
-    #: the player registry (seat, player id), from ``wagering.events``: the participants the shoe passes among
-    seated: frozenset[tuple[int, str]] = frozenset()
-    #: the curator (seat, player id) holding the shoe (None: the dealer holds it)
-    curator: tuple[int, str] | None = None
-    #: the round whose keep-or-pass decision is due from the curator (resolved, the Banker's Hand did not lose)
-    curator_due: str = ""
-    #: the latest round resolved here: (round id, winner)
-    last_resolved: tuple[str, str] = ("", "")
-    #: chemin de fer: the last resolved round's Banker and bank (:class:`services.dealing.chemin.LastBank`)
-    last_bank: CH.LastBank | None = None
-    #: chemin de fer: the last closed book's (round id, cents wagered against the bank), from ``BettingClosed``
-    #: (an input: a rebuild folds it after our own events, so it is kept apart from ``last_bank``)
-    last_wagers: tuple[str, int] | None = None
-
-    @property
-    def config(self) -> TableConfig | None:
-        """The rules core's table configuration (None until ``TableOpened``)."""
-        return config_of(self.spec) if self.spec is not None else None
-
-    def rounds_started(self, shoe_id: str) -> int:
-        return self.shoe_rounds.get(shoe_id, 0) or 0
-
-    def refusal(self) -> str | None:
-        """Why no round may start now on the table's shoe (None: one may)."""
-        sh = self.shoe
-        if sh is None:
-            return "no_open_shoe"
-        return refusal(sh.cards_left, self.rounds_started(sh.shoe_id), sh.cutting_card_round, sh.policy)
-
-
-def _next_number(rs: RoundState) -> int:
-    """The card number the round's next card has: the first after the cursor that is not skipped."""
-    n = rs.dealt + 1
-    while n in rs.skipped:
-        n += 1
-    return n
-
-
-def _numbers_ahead(rs: RoundState, k: int) -> list[int]:
-    """The next ``k`` card numbers of the round (after the cursor, skipped ones left out)."""
-    out: list[int] = []
-    n = rs.dealt
-    while len(out) < k:
-        n += 1
-        if n not in rs.skipped:
-            out.append(n)
-    return out
-
-
-def _handling(state: DealingState) -> str:
-    """The table's ``irregularity_handling`` (``void_round`` when the spec predates the setting)."""
-    return state.spec.irregularity_handling if state.spec is not None else "void_round"
-
-
-def _draw_id(table_id: str, round_id: str, n: int) -> str:
-    """The deterministic id of the ``DrawCard`` for card ``n`` of a round (the shoe drops re-sends)."""
-    return derived_command_id("draw", table_id, round_id, n)
-
-
-def _passed(state: "DealingState", round_id: str, reason: str, rule: str) -> ShoePassed:
-    """The shoe passes from the curator to the next participant (:func:`baccarat.curator.next_holder`)."""
-    assert state.curator is not None
-    seat, pid = state.curator
-    cfg = state.config
-    to = C.next_holder(seat, state.seated, cfg.curator_seat_order if cfg is not None else ())
-    return ShoePassed(round_id=round_id, from_seat=seat, from_player_id=pid, to_seat=to[0] if to else 0,
-                      to_player_id=to[1] if to else "", reason=reason, rule=rule)
-
-
-def _reject(cmd: CommandEnvelope, reason: str, detail: str) -> list[Emit | Send]:
-    tag = type(cmd.payload).__struct_config__.tag
-    return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason=reason, detail=detail))]
 
 
 class DealingCore:
@@ -524,7 +369,7 @@ class DealingCore:
             round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=last.event_id, occurred_at=last.at)]
         cfg = state.config
         if state.curator is not None and cfg is not None and cfg.curator and C.must_pass(o.winner):
-            out.append(Emit(_passed(state, rs.round_id, "banker_lost", C.MUST_PASS_RULE),
+            out.append(Emit(CU.passed(state, rs.round_id, "banker_lost", C.MUST_PASS_RULE),
                             round_id=rs.round_id, shoe_id=rs.shoe_id, causation_id=last.event_id, occurred_at=last.at))
         sh = state.shoe
         if sh is not None and not sh.finished and sh.shoe_id == rs.shoe_id:
@@ -593,56 +438,5 @@ class DealingCore:
                 return _reject(cmd, "no_such_round", f"round {c.round_id} is not in progress")
             return [Emit(RoundVoided(round_id=c.round_id, reason=c.reason), round_id=c.round_id, shoe_id=rs.shoe_id)]
         if isinstance(c, (OfferShoe, KeepShoe, PassShoe)):
-            return self._curator(state, cmd, c, in_progress)
+            return CU.decide(state, cmd, c, in_progress)
         return _reject(cmd, "not_a_dealing_command", f"{type(c).__name__} is not handled by the dealing service")
-
-    @staticmethod
-    def _curator(state: DealingState, cmd: CommandEnvelope, c: OfferShoe | KeepShoe | PassShoe,
-                 in_progress: bool) -> list[Emit | Send]:
-        """The curator's commands (13:69F-3.6(b), 3.11(a)); every refusal a ``CommandRejected`` with a code:
-        ``no_curator_table``, ``round_in_progress``, ``curator_holds_shoe``, ``unknown_player``, ``no_curator``,
-        ``not_curator``, ``out_of_turn``, ``must_pass``, ``unknown_order``."""
-        cfg = state.config
-        if cfg is None:
-            return _reject(cmd, "table_not_open", "open the table first")
-        if not cfg.curator:
-            return _reject(cmd, "no_curator_table", "the dealer deals at this table: no curator holds the shoe "
-                                                    "(TableSpec.curator is off)")
-        if isinstance(c, OfferShoe):
-            if in_progress:
-                return _reject(cmd, "round_in_progress", "the shoe is offered between rounds")
-            if state.curator is not None:
-                return _reject(cmd, "curator_holds_shoe", f"seat {state.curator[0]} ({state.curator[1]}) holds "
-                                                          "the shoe: it passes by 13:69F-3.11(a)")
-            if (c.seat, c.player_id) not in state.seated:
-                return _reject(cmd, "unknown_player", f"{c.player_id!r} is not a participant registered at seat "
-                                                      f"{c.seat}")
-            return [Emit(ShoeOffered(seat=c.seat, player_id=c.player_id, rule=C.OFFER_RULE))]
-        if state.curator is None:
-            return _reject(cmd, "no_curator", "no one holds the shoe: the dealer offers it first (OfferShoe)")
-        if isinstance(c, PassShoe) and c.ordered_by:
-            if c.ordered_by not in ("dealer", "floorman"):
-                return _reject(cmd, "unknown_order", f"ordered_by {c.ordered_by!r}: dealer or floorman "
-                                                     "(13:69F-3.11(a)2)")
-            if in_progress:
-                return _reject(cmd, "round_in_progress", "the shoe passes between rounds")
-            last = state.round.round_id if state.round is not None else ""
-            if c.round_id and c.round_id != last:
-                return _reject(cmd, "out_of_turn", f"round {c.round_id} is not the round just played "
-                                                   f"({last or 'none yet'}): name it, or no round")
-            rid = c.round_id or state.curator_due
-            return [Emit(_passed(state, rid, f"{c.ordered_by}_ordered", C.ORDER_RULE), round_id=rid or None)]
-        if isinstance(c, KeepShoe) and state.last_resolved == (c.round_id, "player"):
-            return _reject(cmd, "must_pass", f"the Banker's Hand lost round {c.round_id}: the shoe passed by rule "
-                                             "(13:69F-3.11(a)1)")
-        if cmd.actor != state.curator[1]:
-            return _reject(cmd, "not_curator", f"{cmd.actor or 'an unnamed actor'!r} is not the curator "
-                                               f"(seat {state.curator[0]}, {state.curator[1]})")
-        if not state.curator_due or c.round_id != state.curator_due or in_progress:
-            return _reject(cmd, "out_of_turn", f"no keep-or-pass decision of round {c.round_id or '(none)'} is "
-                                               "due: the curator decides after each round, before the next")
-        if isinstance(c, KeepShoe):
-            seat, pid = state.curator
-            return [Emit(ShoeKept(round_id=c.round_id, seat=seat, player_id=pid, reason="curator_kept"),
-                         round_id=c.round_id)]
-        return [Emit(_passed(state, c.round_id, "curator_passed", C.OPTION_RULE), round_id=c.round_id)]

@@ -29,41 +29,49 @@ A page the role may not see is a 403 page saying so; no session is a redirect to
 stream is a :class:`~services.projection.live.Subscriber` of the :class:`~services.projection.live.LiveFeed`
 keyed by what it shows (the surveillance odds only under the surveillance page's key, which only the
 surveillance role may open), so no frame of the surveillance view is ever rendered for another role.
+
+The parts, each in the module named for it: :mod:`services.projection.page_terms` (who may open each page, the
+console's forms, the pages' words and headers; its names re-exported here) and
+:mod:`services.projection.page_frags` (the HTML parts from the projection's state and the live feed's frames,
+:class:`~services.projection.page_frags.PageFragments`, which :class:`PitPages` serves).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import urllib.parse
-from collections.abc import Awaitable, Callable, Hashable, Mapping
-from datetime import UTC, date, datetime
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-from markupsafe import escape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from baccarat.money import format_cents
-from services.projection.console_steps import console_steps
 from services.projection.core import ProjectionState
-from services.projection.live import HEARTBEAT_S, LiveFeed, TableLive
-from services.projection.pit_state import day_and_hour
-from services.projection.pit_views import (
-    PitSettings,
-    cage_view,
-    closed_shoes,
-    cutoff_of,
-    floor_view,
-    irregularities,
-    is_held,
-    player_ranking,
+from services.projection.live import HEARTBEAT_S, LiveFeed
+from services.projection.page_frags import PageFragments
+from services.projection.page_terms import (
+    _ROUND_ID,
+    _TABLE_ID,
+    FORM_CONFIRMS,
+    FORM_KEYS,
+    FORM_ROLES,
+    FORMS,
+    MONEY_ROLES,
+    PAGE_HEADERS,
+    PAGE_ROLES,
+    PAGE_TITLES,
+    ROUND_READERS,
+    SCOREBOARD_LAST,
+    _env,
+    _is_date,
+    _safe_next,
+    frame,
+    game_label,
 )
-from services.projection.roadsvg import scoreboard
+from services.projection.pit_views import PitSettings
 from services.runtime.sessions import (
     SCOPE_ROLE,
     Sessions,
@@ -73,115 +81,8 @@ from services.runtime.sessions import (
     set_cookie_header,
 )
 
-ALL_ROLES = frozenset({"dealer", "bettor", "analyst", "cage", "pit", "surveillance"})
-#: who may open each page
-PAGE_ROLES: Mapping[str, frozenset[str]] = {
-    "floor": ALL_ROLES,
-    "console": ALL_ROLES,
-    "surveillance": frozenset({"surveillance"}),
-    "cage": frozenset({"cage", "pit"}),
-    # a round as the log tells it (bets, player ids, settlements): the roles that read a round
-    "replay": frozenset({"dealer", "pit", "surveillance", "cage"}),
-}
-#: how many of the last results the table-side scoreboard shows
-SCOREBOARD_LAST = 12
-#: roles shown a round's bets, seats and settlements (player ids), as the command API's round view
-ROUND_READERS = frozenset({"dealer", "pit", "surveillance", "cage"})
-#: roles shown the money figures on the floor (drop, win, hold %, open alerts), as the query API's /floor
-MONEY_ROLES = frozenset({"cage", "pit", "surveillance"})
-#: the forms the console offers, in order: (action, command API path under the table, title)
-FORMS: tuple[tuple[str, str, str], ...] = (
-    ("open_table", "open", "Open table"),
-    ("load_shoe", "shoe", "Load shoe"),
-    ("seat_player", "seats", "Seat player"),
-    ("open_round", "rounds", "Open round"),
-    ("place_bet", "bets", "Place bet"),
-    ("withdraw_bet", "bets/withdraw", "Withdraw bet"),
-    ("no_more_bets", "rounds/no-more-bets", '"No more bets"'),
-    ("read_burn", "shoe/burn", "Read burn (physical shoe)"),
-    ("read_card", "shoe/cards", "Read card (physical shoe)"),
-    ("void_round", "rounds/void", "Void round"),
-    ("leave_seat", "seats/leave", "Player leaves"),
-    ("collect_commission", "commission/collect", "Collect commission"),
-    ("close_shoe", "shoe/close", "Close shoe early"),
-    # chemin de fer and the curator (services/projection/live_game.py, templates/form_game.html)
-    ("offer_shoe", "curator/offer", "Offer the shoe"),
-    ("keep_shoe", "curator/keep", "The curator keeps the shoe"),
-    ("pass_shoe", "curator/pass", "Pass the shoe"),
-    ("expire_option", "options/expire", "Option expired: the table's default"),
-    ("decide_option", "options/decide", "Decide the option"),
-)
-#: the console's keyboard shortcuts (a key pressed outside a field): the dealer's steps
-FORM_KEYS = {"open_round": "o", "no_more_bets": "n", "read_card": "c", "read_burn": "b", "load_shoe": "l"}
-#: the actions the console confirms before sending, with a reason the dealer must give (recorded with it)
-FORM_CONFIRMS = {"void_round": "Void this round? Every bet is returned.",
-                 "close_shoe": "Close this shoe before its end? Its order is revealed and no more rounds are "
-                               "dealt from it."}
-#: roles that get the console's forms (the others see it read-only, the pit included)
-FORM_ROLES = frozenset({"dealer", "bettor"})
-_TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-STATUS_WORDS = {"betting": "Betting open", "dealing": '"No more bets": dealing', "resolved": "Resolved",
-                "settled": "Settled", "voided": "Voided"}
-#: every page: nothing cached, nothing but this origin's script and style, never inside another site's frame
-PAGE_HEADERS = {
-    "Cache-Control": "no-store",
-    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                               "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-}
-PAGE_TITLES = {"floor": "Floor", "console": "Table console", "surveillance": "Surveillance", "cage": "Cage",
-               "replay": "Round replay"}
-#: a round id in a replay address (contracts.bounds.ID_PATTERN)
-_ROUND_ID = _TABLE_ID
 
-
-def game_label(config: Any) -> str:
-    """The game a table deals, as the pit names it: "Punto Banco", "Punto Banco (curator)", "No-vig Dragon 7"
-    (and "& Panda 8"), "Casino Night", "Chemin de fer" (13:69F-3, 3.2(a)3 no-commission, 4; 13:47-20.20)."""
-    v = config.variant.value
-    if v == "chemin_de_fer":
-        return "Chemin de fer"
-    if v == "casino_night":
-        return "Casino Night"
-    if config.no_vig:
-        panda = any(w.value.startswith("panda") for w in config.wagers)
-        return "No-vig Dragon 7" + (" & Panda 8" if panda else "")
-    return "Punto Banco" + (" (curator)" if config.curator else "")
-
-
-def _is_date(text: str) -> bool:
-    """Whether ``text`` is a calendar date written YYYY-MM-DD (``2026-02-30`` is not)."""
-    if not _DAY.match(text):
-        return False
-    try:
-        date.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:.3f} %"
-
-
-def _env() -> Environment:
-    env = Environment(loader=PackageLoader("services.projection", "templates"),
-                      autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
-    env.filters["money"] = format_cents
-    env.filters["pct"] = _pct
-    env.filters["status_words"] = lambda s: STATUS_WORDS.get(s, s)
-    return env
-
-
-def frame(event: str, data: Any) -> str:
-    """One Server-Sent Event (``data`` as one JSON line)."""
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
-
-
-class PitPages:
+class PitPages(PageFragments):
     """The pages over one projection host. ``tables()``: ``{table id: ProjectionState}`` now;
     ``feed``: the live fan-out (its render is set here); ``sessions``: logins; ``ready()``: readiness;
     ``may_send``: ``{role: actions}`` of the command API (None: no command API here, the console is read-only);
@@ -215,191 +116,6 @@ class PitPages:
         #: per (table, compact): the results its roads were drawn from, and the drawing (one entry a table)
         self._board_cache: dict[tuple[str, bool], tuple[tuple[str, ...], dict[str, str]]] = {}
         feed.set_render(self.render)
-
-    # -- data ------------------------------------------------------------------------------------
-    def _state(self, table_id: str) -> ProjectionState | None:
-        s = self.tables().get(table_id)
-        return s if s is not None and s.config is not None else None
-
-    def summary(self, table_id: str, s: ProjectionState, live: TableLive) -> dict[str, Any]:
-        """What the floor shows of one table (cents)."""
-        assert s.config is not None
-        shoe = s.shoe
-        results = s.results(shoe.shoe_id) if shoe else ()
-        r = live.round
-        if shoe is None:
-            status = "No shoe"
-        elif live.shoe_closed and live.shoe_id == shoe.shoe_id:
-            status = "Shoe closed"
-        elif r is None or r.shoe_id != shoe.shoe_id:  # none yet, or not seen since this server started
-            status = "Between rounds" if results else "Shoe loaded: no round yet"
-            r = None
-        else:
-            status = STATUS_WORDS.get(r.status, r.status)
-        last = results[-1] if results else ""
-        return {"table_id": table_id, "variant": game_label(s.config),
-                "wagers": sorted(w.value for w in s.config.wagers),
-                "shoe_id": shoe.shoe_id if shoe else "", "shoe_number": shoe.number if shoe else 0,
-                "cards_out": shoe.cards_out if shoe else 0, "rounds": len(results),
-                "round_number": r.number if r is not None else len(results), "status": status,
-                "last_result": {"B": "Banker", "P": "Player", "T": "Tie"}.get(last, "-"), "last_letter": last,
-                "table_result_cents": s.ledger.table_result(table_id),
-                "curator": s.curator, "results": "".join(results)}
-
-    def _boards(self, s: ProjectionState, compact: bool) -> dict[str, str]:
-        """The table's roads as SVG, drawn again only when its results changed (a card changes none)."""
-        results = tuple(s.results(s.shoe.shoe_id)) if s.shoe else ()
-        key = (s.table_id, compact)
-        got = self._board_cache.get(key)
-        if got is None or got[0] != results:
-            got = self._board_cache[key] = (results, scoreboard(results, compact=compact))
-        return got[1]
-
-    def _odds(self, s: ProjectionState, view: str) -> dict[str, Any] | None:
-        o = s.last_odds.get(view)
-        if o is None:
-            return None
-        return {"view": view, "trigger": o.trigger, "step": o.step, "cards_out": o.cards_out,
-                "composition": list(o.composition), "cards_left": sum(o.composition), "total": o.total,
-                "wagers": [{"wager": w.wager, "p_win": w.p_win, "ev": w.ev} for w in o.wagers]}
-
-    # -- fragments -------------------------------------------------------------------------------
-    def _t(self, name: str, **ctx: Any) -> str:
-        return self.env.get_template(name).render(**ctx)
-
-    def _configured(self) -> dict[str, ProjectionState]:
-        return {t: s for t, s in self.tables().items() if s.config is not None}
-
-    def today(self) -> str:
-        """The gaming day now, by the pages' clock."""
-        return day_and_hour(self.clock(), cutoff_of(self.tables().values()))[0]
-
-    def floor_figures(self, money: bool) -> dict[str, Any]:
-        """The query API's floor view (:func:`services.projection.pit_views.floor_view`) now."""
-        return floor_view(self._configured(), self.clock(), self.settings, money=money)
-
-    def table_card(self, table_id: str, figures: Mapping[str, Any] | None = None) -> str | None:
-        """The floor's card of one table; ``figures``: its row of :meth:`floor_figures` (money roles)."""
-        s = self._state(table_id)
-        if s is None:
-            return None
-        return self._t("frag_table_card.html", t=self.summary(table_id, s, self.feed.table(table_id)),
-                       boards=self._boards(s, compact=True), f=figures)
-
-    def floor_cards(self, tables: list[str], money: bool) -> list[tuple[str, str]]:
-        """``(table id, card)`` of the given tables; with money figures for a ledger role."""
-        rows: dict[str, Any] = {}
-        if money:  # the rows of these tables only (a live frame re-renders the tables that changed)
-            got = floor_view(self._configured(), self.clock(), self.settings, money=True, only=tables, totals=False)
-            rows = {r["table_id"]: r for r in got["tables"]}
-        out = []
-        for t in tables:
-            html = self.table_card(t, rows.get(t))
-            if html is not None:
-                out.append((t, html))
-        return out
-
-    def console_frags(self, table_id: str, view: str) -> dict[str, str]:
-        """The console's live parts of one table: ``{element id: html}``."""
-        s = self._state(table_id)
-        live = self.feed.table(table_id)
-        full = view == "full"
-        steps = console_steps(live, "dealer" if full else "bettor")
-        out = {f"round-{table_id}": self._t("frag_round.html", table_id=table_id, r=live.round, full=full,
-                                            replay=full and self.replay is not None,
-                                            shoe_id=s.shoe.shoe_id if s and s.shoe else "",
-                                            opened=s is not None, steps=steps, g=live.game)}
-        out[f"seats-{table_id}"] = self._t("frag_seats.html", table_id=table_id, seats=sorted(live.seats.items()),
-                                           owed=sorted(live.owed.items()), full=full)
-        out[f"history-{table_id}"] = self._t("frag_history.html", table_id=table_id, rounds=list(live.history),
-                                             full=full, replay=full and self.replay is not None)
-        if s is not None:
-            out[f"head-{table_id}"] = self._t("frag_head.html", t=self.summary(table_id, s, live))
-            closed = live.shoe_closed and s.shoe is not None and live.shoe_id == s.shoe.shoe_id
-            out[f"odds-{table_id}"] = self._t("frag_odds.html", table_id=table_id, id_prefix="odds",
-                                              o=None if closed else self._odds(s, "public"),
-                                              no_odds="No odds: the shoe is closed (no next round from it)."
-                                              if closed else "")
-            out[f"roads-{table_id}"] = self._t("frag_roads.html", table_id=table_id,
-                                               boards=self._boards(s, compact=False))
-        else:  # placeholders the live frames replace once the table opens
-            tid = escape(table_id)
-            out[f"head-{table_id}"] = f'<div id="head-{tid}" class="head">The table is not open yet.</div>'
-            out[f"odds-{table_id}"] = f'<section id="odds-{tid}" class="panel odds" hidden></section>'
-            out[f"roads-{table_id}"] = f'<section id="roads-{tid}" class="panel roads" hidden></section>'
-        return out
-
-    def surveillance_frag(self, table_id: str) -> str | None:
-        """Surveillance only: the true remaining composition's odds beside the public ones."""
-        s = self._state(table_id)
-        if s is None:
-            return None
-        pub = self._odds(s, "public")
-        return self._t("frag_surv.html", table_id=table_id, surv=self._odds(s, "surveillance"), pub=pub,
-                       pubev={w["wager"]: w["ev"] for w in pub["wagers"]} if pub else {},
-                       voids=list(self.feed.table(table_id).voids))
-
-    def alerts_frag(self) -> str:
-        """Surveillance only: players of the gaming day ranked by expected gain (raised at the threshold), the
-        alerts the state holds (newest first, 50), the shoes closed (commitment and cards verified), the voided
-        rounds and irregularities (:mod:`services.projection.pit_views`)."""
-        alerts: list[dict[str, Any]] = []
-        states = self._configured()
-        for t, s in sorted(states.items()):
-            for a in s.alerts:
-                alerts.append({"table_id": t, "round_id": a.round_id, "player_id": a.player_id, "seat": a.seat,
-                               "wager": a.wager, "stake_cents": a.stake_cents, "ev": a.ev,
-                               "expected_gain_cents": a.expected_gain_cents, "cards_left": a.cards_left})
-        day = self.today()
-        ranked = player_ranking(states, day, self.settings.raise_threshold_cents)
-        return self._t("frag_alerts.html", alerts=list(reversed(alerts))[:50], total=len(alerts), players=ranked[:20],
-                       raised=sum(p["raised"] for p in ranked), threshold=self.settings.raise_threshold_cents,
-                       day=day, shoes=closed_shoes(states, day), irregular=irregularities(states, day))
-
-    def cage_frag(self, table_id: str, day: str | None, shoe: str | None) -> str | None:
-        s = self._state(table_id)
-        if s is None:
-            return None
-        balances = s.ledger.balances(shoe_id=shoe, gaming_day=day)
-        entries = list(s.ledger.entries(shoe_id=shoe, gaming_day=day))[-8:]
-        view_day = day or self.today()
-        figures = cage_view(table_id, s, view_day, self.settings) if is_held(self.tables().values(), view_day) \
-            else None
-        return self._t("frag_cage.html", table_id=table_id, balances=balances, figures=figures, view_day=view_day,
-                       csv=f"/cage/hourly.csv?{urllib.parse.urlencode({'gaming_day': view_day, 'table_id': table_id})}",
-                       result=s.ledger.table_result(table_id, shoe_id=shoe, gaming_day=day),
-                       entries=[{"kind": e.kind, "round_id": e.round_id or "", "seat": e.seat or "",
-                                 "player_id": e.player_id or "", "at": e.occurred_at.strftime("%H:%M:%S"),
-                                 "lines": [(ln[0], ln[1]) for ln in e.lines]} for e in reversed(entries)],
-                       dropped=s.ledger.dropped)
-
-    # -- the live feed's render --------------------------------------------------------------------
-    def render(self, key: Hashable, tables: list[str]) -> list[str]:
-        """Frames for subscribers of ``key`` about ``tables`` (see :data:`services.projection.live.Render`)."""
-        assert isinstance(key, tuple)
-        out: list[str] = []
-        kind = key[0]
-        if kind == "floor":
-            for t, html in self.floor_cards(tables, money=key[1]):
-                out.append(frame("frag", {"id": f"table-{t}", "html": html, "parent": "tables"}))
-        elif kind == "console":
-            table_id, view = key[1], key[2]
-            if table_id in tables:
-                for eid, html in self.console_frags(table_id, view).items():
-                    out.append(frame("frag", {"id": eid, "html": html}))
-        elif kind == "surveillance":
-            for t in tables:
-                surv = self.surveillance_frag(t)
-                if surv is not None:
-                    out.append(frame("frag", {"id": f"surv-{t}", "html": surv, "parent": "surv-tables"}))
-            if tables:
-                out.append(frame("frag", {"id": "alerts", "html": self.alerts_frag()}))
-        elif kind == "cage":
-            for t in tables:
-                cage = self.cage_frag(t, key[1], key[2])
-                if cage is not None:
-                    out.append(frame("frag", {"id": f"cage-{t}", "html": cage, "parent": "cage-tables"}))
-        return out
 
     # -- requests --------------------------------------------------------------------------------
     def players(self, request: Request) -> list[str]:
@@ -707,13 +423,6 @@ class PitPages:
     async def live_console(self, request: Request) -> Response:
         request.path_params["page"] = "console"
         return await self.live(request)
-
-
-def _safe_next(nxt: str) -> str:
-    """A local path to go to after login (never another site: ``//host`` or a scheme is refused)."""
-    if not nxt.startswith("/") or nxt.startswith("//") or "\\" in nxt or "\n" in nxt or "\r" in nxt:
-        return "/"
-    return nxt[:500]
 
 
 __all__ = ["FORMS", "PAGE_ROLES", "ROUND_READERS", "PitPages", "frame"]
