@@ -167,6 +167,17 @@
     actorField.addEventListener("change", function () {
       try { sessionStorage.setItem("croupier.actor", actorField.value.trim()); } catch (e) { /* storage off */ }
     });
+    // Enter in the dealer's field: on to the next step (the keyboard alone runs the console)
+    actorField.addEventListener("keydown", function (ev) {
+      if (ev.key !== "Enter" || !actorField.value.trim()) return;
+      ev.preventDefault();
+      actorField.blur();  // its change event stores it
+      var round = document.querySelector("[data-valid]");
+      var nf = round && round.dataset.next && document.getElementById("form-" + round.dataset.next);
+      if (nf && !nf.hidden) focusForm(nf);
+    });
+    // not known yet: the dealer says who acts before anything else (the first step's focus waits for it)
+    if (!actorField.value) actorField.focus();
   }
 
   function body(form) {
