@@ -317,11 +317,13 @@ class PitPages:
                                              full=full, replay=full and self.replay is not None)
         if s is not None:
             out[f"head-{table_id}"] = self._t("frag_head.html", t=self.summary(table_id, s, live))
-            closed = live.shoe_closed and s.shoe is not None and live.shoe_id == s.shoe.shoe_id
+            this_shoe = s.shoe is not None and live.shoe_id == s.shoe.shoe_id
+            # closed, or finished (the cutting card out, its last round dealt): no next round from this shoe
+            no_odds = ("No odds: the shoe is closed (no next round from it)." if this_shoe and live.shoe_closed
+                       else "No odds: the shoe is finished (the cutting card is out; no next round from it)."
+                       if this_shoe and live.shoe_finished else "")
             out[f"odds-{table_id}"] = self._t("frag_odds.html", table_id=table_id, id_prefix="odds",
-                                              o=None if closed else self._odds(s, "public"),
-                                              no_odds="No odds: the shoe is closed (no next round from it)."
-                                              if closed else "")
+                                              o=None if no_odds else self._odds(s, "public"), no_odds=no_odds)
             out[f"roads-{table_id}"] = self._t("frag_roads.html", table_id=table_id,
                                                boards=self._boards(s, compact=False))
         else:  # placeholders the live frames replace once the table opens
@@ -655,7 +657,8 @@ class PitPages:
                 "progress_pct": round(100 * shoe.cards_out / total) if shoe and total else 0,
                 "closed": live.shoe_closed, "boards": self._boards(s, compact=False),
                 "shoe_id": shoe.shoe_id if shoe else "",
-                "odds": self._odds(s, "public") if odds and shoe and not live.shoe_closed else None}
+                "odds": self._odds(s, "public") if odds and shoe and not (live.shoe_closed or live.shoe_finished)
+                else None}
 
     async def scoreboard_page(self, request: Request) -> Response:
         """``/scoreboard/{table}``: the public screen beside a table (no login: it shows what the table

@@ -149,6 +149,7 @@
 
   // Keyboard shortcuts of the dealer's steps (a key pressed outside a field): the form's data-key.
   document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Escape" && typing()) { document.activeElement.blur(); return; }  // out of a field: keys again
     if (ev.ctrlKey || ev.metaKey || ev.altKey || typing()) return;
     var form = document.querySelector('form.act[data-key="' + (ev.key || "").toLowerCase() + '"]');
     if (!form || form.hidden) return;
@@ -322,6 +323,8 @@
           form.querySelectorAll("input[name]:not([type=hidden]):not([data-auto])").forEach(function (el) {
             if (el.name === "card" || el.name === "reason" || el.name === "burned" || el.name === "exposed") el.value = "";
           });
+          // done with this form: on to the next step (a field left focused would keep the shortcuts off)
+          if (form.contains(document.activeElement)) document.activeElement.blur();
           shownNext = null;
           steps();
           if (form.dataset.action === "place_bet") { myBusy = true; refreshMine(); }
