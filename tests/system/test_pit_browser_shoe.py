@@ -14,6 +14,8 @@ console's next step is "Close the shoe: end of shoe" and ``e`` closes it.
 Checked against the log (the topics themselves, read after): as many rounds resolved and settled as the
 console played, each result the console showed (winner and points) the log's, one $25.00 bet settled per round,
 the dealing service's ``ShoeFinished`` counting those rounds, the shoe closed with reason ``end_of_shoe``.
+A physical shoe (table ``PW2``) the same way, its reader's reports typed: ``b`` the burn, ``c``... each card
+of each round, the card field focused again after each, to the end of the shoe.
 Screenshots: ``var/screenshots/shoe-*.png``.
 """
 
@@ -26,7 +28,7 @@ from typing import Any
 import pytest
 
 from contracts import topics as T
-from contracts.events import RoundResolved, RoundSettled, ShoeClosed, ShoeFinished
+from contracts.events import CardDrawn, RoundResolved, RoundSettled, ShoeClosed, ShoeFinished
 from tests.system.test_pit_browser import (
     TERMINAL,
     TOKENS,
@@ -206,3 +208,88 @@ def test_a_whole_punto_banco_shoe_is_run_from_the_keyboard_alone(server: PitServ
         p = resolved[r["round_id"]]
         said = "tie" if p.winner == "tie" else f"{p.winner} wins"
         assert f"#{n}: {said} {p.player_points}-{p.banker_points}" in history, (n, history)
+
+
+#: the burn of the physical shoe: a King exposed burns 10 cards (tens as ten), so the first round starts 11 in
+BURN_EXPOSED, BURNED = "Kh", "2c 3c 4c 5c 6c 7c 8c 9c 2d 3d"
+#: every round's cards as the reader reports them, in the order dealt (P, B, P, B): naturals, Player 9 - 8
+NATURALS = ("9h", "8d", "Kc", "Kd")
+
+
+def _attr(d: Any, table: str, name: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    return str(d.find_element(By.ID, f"round-{table}").get_attribute(name) or "")
+
+
+def test_a_physical_shoe_is_burned_and_read_card_by_card_from_the_keyboard_to_its_end(
+        server: PitServer, browser: Any):  # noqa: F811
+    """A physical shoe (cards read by its reader, entered by the dealer): ``b`` the burn (a King: ten cards),
+    then round after round ``o``, ``n`` and ``c`` with each card typed and Enter, the next card's field focused
+    again after each, until the cutting card (17 cards in) has come out in round 2 and round 3 is dealt:
+    ``e``. The log holds the three rounds as typed, each card drawn by the dealer."""
+    from selenium.webdriver.common.keys import Keys
+
+    d, table = browser, "PW2"
+    a = f"http://127.0.0.1:{server.port}"
+    d.switch_to.window(d.window_handles[0])
+    _login_by_keys(d, a, f"/console/{table}", TOKENS["dealer"], "dealer")
+    if _active_id(d) == "actor":  # this browser session may know the dealer already (the test above)
+        _type(d, "dealer-kim", Keys.ENTER)
+    _wait(d, lambda _: _focused(d) == "open_table", "Open table focused")
+    _fresh(d, "open_table")
+    _type(d, Keys.ENTER)
+    assert _answer(d, "open_table").startswith("accepted: table_opened")
+    _wait(d, lambda _: _focused(d) == "load_shoe" and _active_name(d) == "cut_at", "Load shoe focused")
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    _type(d, Keys.TAB, CUTTING_CARD_BEHIND, Keys.TAB, Keys.SPACE)  # the cutting card, then "physical" ticked
+    ActionChains(d).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()  # back to a field
+    assert d.execute_script("return document.querySelector('#form-load_shoe input[name=physical]').checked")
+    _fresh(d, "load_shoe")
+    _type(d, Keys.ENTER)
+    answer = _answer(d, "load_shoe")
+    assert answer.startswith("accepted: shoe_loaded"), answer
+    _wait(d, lambda _: _focused(d) == "read_burn" and _active_name(d) == "exposed", "the burn's exposed card")
+    _fresh(d, "read_burn")
+    _type(d, BURN_EXPOSED, Keys.TAB, BURNED, Keys.ENTER)
+    assert _answer(d, "read_burn").startswith("accepted: shoe_burned")
+
+    rounds: list[str] = []
+    while True:
+        _wait(d, lambda _: _focused(d) in ("open_round", "end_shoe"), "the next round, or the end of the shoe")
+        if _focused(d) == "end_shoe":
+            break
+        assert len(rounds) < 3, "the shoe was not finished after 3 rounds"
+        _fresh(d, "open_round")
+        _type(d, "o")
+        assert _answer(d, "open_round").startswith("accepted: round_opened")
+        _wait(d, lambda _: _focused(d) == "no_more_bets", '"No more bets" focused')
+        rounds.append(_attr(d, table, "data-round-id"))
+        _fresh(d, "no_more_bets")
+        _type(d, "n")
+        assert _answer(d, "no_more_bets").startswith("accepted: betting_closed")
+        for n, card in enumerate(NATURALS, start=1):
+            _wait(d, lambda _, k=n: _focused(d) == "read_card" and _active_name(d) == "card"
+                  and _attr(d, table, "data-next-card") == str(k), f"card {n}'s field focused")
+            _fresh(d, "read_card")
+            _type(d, card, Keys.ENTER)
+            assert _answer(d, "read_card").startswith("accepted: card_drawn"), card
+        _wait(d, lambda _: _attr(d, table, "data-status") == "settled", "the round settled")
+        if len(rounds) == 2:
+            _shot(d, "shoe-physical-console.png")
+    _fresh(d, "end_shoe")
+    _type(d, "e")
+    assert _answer(d, "end_shoe").startswith("accepted: shoe_closed")
+    _wait(d, lambda _: _focused(d) == "load_shoe", "Load shoe focused: the next shoe")
+
+    events = log_events(server, table, T.DEALING_EVENTS, T.SHOE_EVENTS)
+    resolved = [e.payload for e in events if isinstance(e.payload, RoundResolved)]
+    assert [(p.round_id, p.player_cards, p.banker_cards, p.player_points, p.banker_points, p.winner)
+            for p in resolved] == [(r, ["9h", "Kc"], ["8d", "Kd"], 9, 8, "player") for r in rounds]
+    drawn = [(e.payload.card, e.actor) for e in events if isinstance(e.payload, CardDrawn)]
+    assert drawn == [(c, "dealer-kim") for c in NATURALS] * 3
+    assert [(p.rounds, p.shoe_id) for p in (e.payload for e in events) if isinstance(p, ShoeFinished)] == [
+        (3, _attr(d, table, "data-shoe-id"))]
+    closed = [p for p in (e.payload for e in events) if isinstance(p, ShoeClosed)]
+    assert [(c.reason, c.cards_dealt) for c in closed] == [("end_of_shoe", 11 + 3 * 4)]
