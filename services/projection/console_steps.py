@@ -3,7 +3,11 @@
 The console shows only the forms :func:`console_steps` lists for the table's state (as the live feed folds
 it: :class:`services.projection.live.TableLive`) and focuses the next step's, so a dealer runs a punto banco
 shoe from the keyboard: load the shoe (a physical one: enter its burn), open a round, "No more bets", (a
-physical shoe: each card as it is read), the next round... The services still decide: a form shown at the
+physical shoe: each card as it is read), the next round..., and once the dealing service says the shoe is
+finished (``ShoeFinished``: the cutting card came out and the end-of-shoe policy allows no further round, rules
+digest §1.12 [U]) close it
+(``end_shoe``: reason ``end_of_shoe``, unconfirmed; ``close_shoe`` is the early close, confirmed with a
+reason). The services still decide: a form shown at the
 wrong moment is answered with the service's refusal, never acted on; this only spares the dealer the forms
 that cannot be accepted now. Order of play: 13:69F-3.7 (a round opens, bets, "No more bets", the deal).
 
@@ -58,6 +62,9 @@ def console_steps(live: TableLive | None, role: str = "dealer") -> ConsoleSteps:
     if not live.shoe_burned:  # a physical shoe waits for its burn (a shuffled one is burned as it loads)
         return ConsoleSteps(("read_burn", "close_shoe", *_SEATING), "read_burn", "shoe loaded: enter the burn")
     if r is None or r.shoe_id != live.shoe_id or r.status in ("settled", "voided"):
+        if live.shoe_finished:  # the cutting card is out and the shoe's last round is dealt
+            return ConsoleSteps(("end_shoe", *_SEATING), "end_shoe",
+                                "end of shoe: the cutting card is out; close the shoe")
         return _between_rounds(live)
     if betting:
         return ConsoleSteps(("no_more_bets", "void_round", *_SEATING), "no_more_bets", "betting open")

@@ -48,6 +48,7 @@ from contracts.events import (
     RoundVoided,
     ShoeBurned,
     ShoeClosed,
+    ShoeFinished,
     ShoeLoaded,
     TableOpened,
 )
@@ -98,7 +99,7 @@ class RoundLive:
 class TableLive:
     """What a table is doing now: the round in play (or the last one), a few rounds before it, the seats
     (``{seat: [player ids]}``), commission owed per ``(seat, player)`` (cents), voided rounds
-    (``(round_id, reason)``), whether the current shoe is closed, physical, burned."""
+    (``(round_id, reason)``), whether the current shoe is closed, physical, burned, finished."""
 
     table_id: str
     round: RoundLive | None = None
@@ -112,6 +113,9 @@ class TableLive:
     shoe_physical: bool = False
     #: the current shoe's burn is done (the first round may open)
     shoe_burned: bool = False
+    #: the current shoe's cutting card came out and its last round is dealt (``ShoeFinished``): no round may
+    #: open; the dealer closes it (reason ``end_of_shoe``)
+    shoe_finished: bool = False
     opened: bool = False
     #: the game dealt and, at a curator table, who holds the shoe (:class:`services.projection.live_game.GameLive`)
     game: GameLive = field(default_factory=GameLive)
@@ -132,7 +136,7 @@ class TableLive:
         if isinstance(p, TableOpened):
             self.opened = True
         elif isinstance(p, ShoeLoaded):
-            self.shoe_id, self.shoe_closed = p.shoe_id, False
+            self.shoe_id, self.shoe_closed, self.shoe_finished = p.shoe_id, False, False
             self.shoe_physical, self.shoe_burned = p.source == "physical", False
         elif isinstance(p, ShoeBurned):
             if p.shoe_id == self.shoe_id:
@@ -140,6 +144,9 @@ class TableLive:
         elif isinstance(p, ShoeClosed):
             if p.shoe_id == self.shoe_id:
                 self.shoe_closed = True
+        elif isinstance(p, ShoeFinished):
+            if p.shoe_id == self.shoe_id:
+                self.shoe_finished = True
         elif isinstance(p, PlayerSeated):
             players = self.seats.setdefault(p.seat, [])
             if p.player_id not in players:

@@ -143,11 +143,13 @@ class PageFragments:
                                              full=full, replay=full and self.replay is not None)
         if s is not None:
             out[f"head-{table_id}"] = self._t("frag_head.html", t=self.summary(table_id, s, live))
-            closed = live.shoe_closed and s.shoe is not None and live.shoe_id == s.shoe.shoe_id
+            this_shoe = s.shoe is not None and live.shoe_id == s.shoe.shoe_id
+            # closed, or finished (the cutting card out, its last round dealt): no next round from this shoe
+            no_odds = ("No odds: the shoe is closed (no next round from it)." if this_shoe and live.shoe_closed
+                       else "No odds: the shoe is finished (the cutting card is out; no next round from it)."
+                       if this_shoe and live.shoe_finished else "")
             out[f"odds-{table_id}"] = self._t("frag_odds.html", table_id=table_id, id_prefix="odds",
-                                              o=None if closed else self._odds(s, "public"),
-                                              no_odds="No odds: the shoe is closed (no next round from it)."
-                                              if closed else "")
+                                              o=None if no_odds else self._odds(s, "public"), no_odds=no_odds)
             out[f"roads-{table_id}"] = self._t("frag_roads.html", table_id=table_id,
                                                boards=self._boards(s, compact=False))
         else:  # placeholders the live frames replace once the table opens

@@ -46,6 +46,7 @@ FORMS: tuple[tuple[str, str, str], ...] = (
     ("leave_seat", "seats/leave", "Player leaves"),
     ("collect_commission", "commission/collect", "Collect commission"),
     ("close_shoe", "shoe/close", "Close shoe early"),
+    ("end_shoe", "shoe/close", "Close the shoe: end of shoe"),
     # chemin de fer and the curator (services/projection/live_game.py, templates/form_game.html)
     ("offer_shoe", "curator/offer", "Offer the shoe"),
     ("keep_shoe", "curator/keep", "The curator keeps the shoe"),
@@ -54,7 +55,8 @@ FORMS: tuple[tuple[str, str, str], ...] = (
     ("decide_option", "options/decide", "Decide the option"),
 )
 #: the console's keyboard shortcuts (a key pressed outside a field): the dealer's steps
-FORM_KEYS = {"open_round": "o", "no_more_bets": "n", "read_card": "c", "read_burn": "b", "load_shoe": "l"}
+FORM_KEYS = {"open_round": "o", "no_more_bets": "n", "read_card": "c", "read_burn": "b", "load_shoe": "l",
+             "seat_player": "s", "end_shoe": "e"}
 #: the actions the console confirms before sending, with a reason the dealer must give (recorded with it)
 FORM_CONFIRMS = {"void_round": "Void this round? Every bet is returned.",
                  "close_shoe": "Close this shoe before its end? Its order is revealed and no more rounds are "

@@ -190,6 +190,8 @@ class PitPages(PageFragments):
         s = self._state(table_id)
         sends = sorted(self.may_send.get(role, frozenset())) if self.may_send is not None and role in FORM_ROLES \
             else []
+        if "close_shoe" in sends:  # the end-of-shoe close is the same command, its reason given
+            sends.append("end_shoe")
         # a terminal withdraws by the button beside each of its bets ("Your bets this round"), not by bet id
         forms = [f for f in FORMS if f[0] in sends and not (role == "bettor" and f[0] == "withdraw_bet")]
         wagers = sorted(w.value for w in s.config.wagers) if s is not None and s.config is not None else []
@@ -367,7 +369,8 @@ class PitPages(PageFragments):
                 "progress_pct": round(100 * shoe.cards_out / total) if shoe and total else 0,
                 "closed": live.shoe_closed, "boards": self._boards(s, compact=False),
                 "shoe_id": shoe.shoe_id if shoe else "",
-                "odds": self._odds(s, "public") if odds and shoe and not live.shoe_closed else None}
+                "odds": self._odds(s, "public") if odds and shoe and not (live.shoe_closed or live.shoe_finished)
+                else None}
 
     async def scoreboard_page(self, request: Request) -> Response:
         """``/scoreboard/{table}``: the public screen beside a table (no login: it shows what the table

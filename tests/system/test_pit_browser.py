@@ -32,9 +32,12 @@ from typing import Any
 
 import httpx
 import pytest
+from aiokafka import AIOKafkaConsumer
 
 from baccarat.money import format_cents
 from contracts import topics as T
+from contracts.codecs import decode_event
+from contracts.envelope import Envelope
 from croupier.pit import create_pit_app, serve_pit
 from services.command_api.gateway import CommandGateway, KafkaCommandBus
 from services.projection.core import ProjectionCore
@@ -268,6 +271,29 @@ def _round_attr(driver: Any, name: str) -> str:
 
 def _shot(driver: Any, name: str) -> None:
     driver.save_screenshot(str(SHOTS / name))
+
+
+def log_events(srv: PitServer, table: str, *topics: str) -> list[Envelope]:
+    """Every event of ``table`` on ``topics`` (the server's prefix), as the log holds them (committed ones,
+    from the start), in each topic's order; read until a poll brings nothing more."""
+    async def read() -> list[Envelope]:
+        settings = broker_settings(srv.bootstrap, topic_prefix=srv.prefix)
+        c = AIOKafkaConsumer(*(settings.topic(t) for t in topics), **settings.client_options(),
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             isolation_level="read_committed")
+        await c.start()
+        out: list[Envelope] = []
+        try:
+            for _ in range(20):
+                batch = await c.getmany(timeout_ms=500)
+                if not batch and out:
+                    break
+                for recs in batch.values():
+                    out.extend(env for env in (decode_event(r.value) for r in recs) if env.table_id == table)
+        finally:
+            await c.stop()
+        return out
+    return asyncio.run(read())
 
 
 # ---- the tests -------------------------------------------------------------------------------------------

@@ -14,18 +14,14 @@ Screenshots go to ``var/screenshots/``.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer
 
 from contracts import topics as T
-from contracts.codecs import decode_event
 from contracts.events import CardDrawn
-from tests.system.conftest import broker_settings
 from tests.system.test_pit_browser import (
     TERMINAL,
     PitServer,
@@ -39,6 +35,7 @@ from tests.system.test_pit_browser import (
     _text_of,
     _wait,
     browser,  # noqa: F401 - the module's browser fixture
+    log_events,
 )
 
 CF, CU = "CF1", "CU1"
@@ -68,27 +65,8 @@ def _text(d: Any, element_id: str) -> str:
 
 def _card_actors(srv: PitServer, table: str) -> list[tuple[str, str]]:
     """``(card, actor)`` of every ``CardDrawn`` of ``table`` on the shoe's events topic."""
-    async def read() -> list[tuple[str, str]]:
-        settings = broker_settings(srv.bootstrap, topic_prefix=srv.prefix)
-        c = AIOKafkaConsumer(settings.topic(T.SHOE_EVENTS), **settings.client_options(),
-                             auto_offset_reset="earliest", enable_auto_commit=False,
-                             isolation_level="read_committed")
-        await c.start()
-        out: list[tuple[str, str]] = []
-        try:
-            for _ in range(20):
-                batch = await c.getmany(timeout_ms=500)
-                if not batch and out:
-                    break
-                for recs in batch.values():
-                    for r in recs:
-                        env = decode_event(r.value)
-                        if env.table_id == table and isinstance(env.payload, CardDrawn):
-                            out.append((env.payload.card, env.actor or ""))
-        finally:
-            await c.stop()
-        return out
-    return asyncio.run(read())
+    return [(env.payload.card, env.actor or "") for env in log_events(srv, table, T.SHOE_EVENTS)
+            if isinstance(env.payload, CardDrawn)]
 
 
 def _send(d: Any, action: str, **fields: str) -> str:

@@ -208,3 +208,17 @@ def test_pit_latency_marks_each_card_once_when_a_screen_first_shows_it():
     html = '<section id="round-T" class="panel round" data-shoe-id="S" data-round-id="R9" data-next-card="5" x>'
     m = ROUND_FRAG.search(html)
     assert m is not None and (m.group(1), m.group(2)) == ("R9", "5")
+
+
+def test_pit_latency_watches_at_most_the_floor_s_tables_with_a_scoreboard(capsys):
+    """bench/pit_latency.py: ``--board-tables`` (20 by default) scoreboards on a floor of ``--tables``; more
+    scoreboards than tables, or none, is refused before anything starts (argparse's exit status 2)."""
+    import pytest
+
+    from bench.pit_latency import main
+
+    for argv, words in ((["--tables", "4"], "--board-tables 20 is more than the floor's --tables 4"),
+                        (["--board-tables", "0"], "must be positive")):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2 and words in capsys.readouterr().err, argv

@@ -16,6 +16,7 @@ from contracts.events import (
     RoundVoided,
     ShoeBurned,
     ShoeClosed,
+    ShoeFinished,
     ShoeLoaded,
     TableOpened,
 )
@@ -98,3 +99,24 @@ def test_a_voided_round_is_followed_by_the_next_round_and_a_new_shoe_by_its_burn
     assert step(live)[1] == "read_burn"
     fold(live, ShoeBurned(shoe_id="S2", exposed="5d", burned_count=5))
     assert step(live)[1] == "open_round"
+
+
+def test_a_finished_shoe_offers_only_its_close_at_the_end_of_shoe():
+    """The cutting card out and the last round dealt (``ShoeFinished``, emitted with the last round's result):
+    once that round is settled the next step is the end-of-shoe close, not a round the dealing service would
+    refuse (``shoe_complete``); a ``ShoeFinished`` of another shoe changes nothing; the next shoe starts over."""
+    live = fold(TableLive("T1"), TableOpened(config=table_spec(profile("punto_banco"))), shoe("csprng"),
+                ShoeBurned(shoe_id="S1", exposed="5d", burned_count=5), RoundOpened(round_id="R1", shoe_id="S1",
+                                                                                   number=1),
+                BettingClosed(round_id="R1", bets=[]), card("R1", 1))
+    fold(live, ShoeFinished(shoe_id="S0", rounds=1))
+    assert not live.shoe_finished
+    fold(live, RESOLVED, ShoeFinished(shoe_id="S1", rounds=1))
+    assert step(live) == ((), None)  # the last round settles first
+    fold(live, RoundSettled(round_id="R1", bets=0, stakes=0, payouts=0, commission=0, table_result=0))
+    assert step(live) == (("end_shoe", *SEATING), "end_shoe")
+    assert console_steps(live).phase == "end of shoe: the cutting card is out; close the shoe"
+    fold(live, ShoeClosed(shoe_id="S1", reason="end_of_shoe", cards_dealt=24))
+    assert step(live) == (("load_shoe", *SEATING), "load_shoe")
+    fold(live, shoe("csprng", "S2"), ShoeBurned(shoe_id="S2", exposed="5d", burned_count=5))
+    assert not live.shoe_finished and step(live)[1] == "open_round"

@@ -149,6 +149,7 @@
 
   // Keyboard shortcuts of the dealer's steps (a key pressed outside a field): the form's data-key.
   document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Escape" && typing()) { document.activeElement.blur(); return; }  // out of a field: keys again
     if (ev.ctrlKey || ev.metaKey || ev.altKey || typing()) return;
     var form = document.querySelector('form.act[data-key="' + (ev.key || "").toLowerCase() + '"]');
     if (!form || form.hidden) return;
@@ -167,6 +168,17 @@
     actorField.addEventListener("change", function () {
       try { sessionStorage.setItem("croupier.actor", actorField.value.trim()); } catch (e) { /* storage off */ }
     });
+    // Enter in the dealer's field: on to the next step (the keyboard alone runs the console)
+    actorField.addEventListener("keydown", function (ev) {
+      if (ev.key !== "Enter" || !actorField.value.trim()) return;
+      ev.preventDefault();
+      actorField.blur();  // its change event stores it
+      var round = document.querySelector("[data-valid]");
+      var nf = round && round.dataset.next && document.getElementById("form-" + round.dataset.next);
+      if (nf && !nf.hidden) focusForm(nf);
+    });
+    // not known yet: the dealer says who acts before anything else (the first step's focus waits for it)
+    if (!actorField.value) actorField.focus();
   }
 
   function body(form) {
@@ -311,6 +323,8 @@
           form.querySelectorAll("input[name]:not([type=hidden]):not([data-auto])").forEach(function (el) {
             if (el.name === "card" || el.name === "reason" || el.name === "burned" || el.name === "exposed") el.value = "";
           });
+          // done with this form: on to the next step (a field left focused would keep the shortcuts off)
+          if (form.contains(document.activeElement)) document.activeElement.blur();
           shownNext = null;
           steps();
           if (form.dataset.action === "place_bet") { myBusy = true; refreshMine(); }
