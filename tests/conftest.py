@@ -42,7 +42,7 @@ _TESTS = Path(__file__).resolve().parent
 _SLOWEST_FIRST = ("test_three_brokers.py", "test_floor_kafka.py", "test_pit_browser_broker.py",
                   "test_cluster.py", "test_floor_reruns.py", "test_replay_export_kafka.py", "test_pit_browser.py",
                   "test_cage_browser.py", "test_vault_kafka.py", "test_logs_json.py", "test_pit_browser_game.py",
-                  "test_casino_night_kafka.py", "test_demo.py")
+                  "test_pit_browser_shoe.py", "test_casino_night_kafka.py", "test_demo.py")
 
 
 #: run last, when the other workers are on light tests: the chaos floor needs the machine's throughput (started
