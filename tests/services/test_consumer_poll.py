@@ -103,3 +103,25 @@ def test_every_service_app_polls_without_sleep() -> None:
 def test_a_subscriber_without_the_hook_is_refused() -> None:
     with pytest.raises(TypeError, match="get_msg"):
         poll_without_sleep(object())
+
+
+async def test_the_handler_gets_the_records_and_faststream_parses_no_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FastStream's default decoder json-parsed every record's body (none has a content-type header) before
+    the handler, which reads the records themselves: a parse per record per hop that nothing read."""
+    from faststream.kafka import TestKafkaBroker, parser
+
+    from contracts import topics as T
+    from contracts.codecs import encode
+    from contracts.commands import LoadShoe
+    from services.runtime.core import command
+    from tests.services.test_faststream_handlers import AT, Capture
+
+    parsed: list[Any] = []
+    default = parser.decode_message
+    monkeypatch.setattr(parser, "decode_message", lambda msg: parsed.append(msg) or default(msg))
+    cap = Capture()
+    _, broker, _ = build_app(make_cores()["shoe"], Settings(bootstrap_servers="127.0.0.1:1"), publisher=cap)  # type: ignore[arg-type]
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(encode(command("T1", "c1", AT, LoadShoe(shoe_id="S", cut_at=40))), T.SHOE_COMMANDS, key=b"T1")
+    assert [type(p).__name__ for p in cap.events] == ["ShoeOrderEncrypted", "ShoeLoaded", "ShoeCut", "ShoeBurned"]
+    assert parsed == []
