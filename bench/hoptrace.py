@@ -108,8 +108,9 @@ class HopTrace:
                     try:
                         return await orig(self, *a, **kw)
                     finally:
-                        if trace.active:
-                            trace.samples[service_of(self)][step].append(time.perf_counter() - t0)
+                        svc = service_of(self) if trace.active else ""
+                        if svc:  # "": not a service's (the raw loop's producers, say)
+                            trace.samples[svc][step].append(time.perf_counter() - t0)
                 return wrapped
             return make
 
@@ -118,20 +119,12 @@ class HopTrace:
         self._wrap(ServiceHost, "collect", timed("decide", lambda s: s.core.name))
         self._wrap(RecordCollector, "transaction", timed("txn", lambda s: s.service))
 
-        def offsets(orig: Any) -> Any:
-            async def wrapped(self: Any, *a: Any, **kw: Any) -> Any:
-                t0 = time.perf_counter()
-                try:
-                    return await orig(self, *a, **kw)
-                finally:
-                    tid = getattr(self, "_txn_manager", None)
-                    tid = getattr(tid, "transactional_id", "") or ""
-                    svc = next((s for s in ("shoe", "dealing", "wagering", "settlement") if f"{s}.task-" in tid), "")
-                    if trace.active and svc:
-                        trace.samples[svc]["offsets"].append(time.perf_counter() - t0)
-            return wrapped
+        def producer_service(prod: Any) -> str:
+            """The service whose task producer ``prod`` is (its transactional id), else ""."""
+            tid = getattr(getattr(prod, "_txn_manager", None), "transactional_id", "") or ""
+            return next((s for s in ("shoe", "dealing", "wagering", "settlement") if f"{s}.task-" in tid), "")
 
-        self._wrap(AIOKafkaProducer, "send_offsets_to_transaction", offsets)
+        self._wrap(AIOKafkaProducer, "send_offsets_to_transaction", timed("offsets", producer_service))
 
     def uninstall(self) -> None:
         for cls, name, orig in reversed(self._undo):
@@ -144,6 +137,9 @@ class HopTrace:
         for svc in sorted(self.samples):
             s = self.samples[svc]
             cells = [f"{k} {ms(pct(s[k], 50))}/{ms(pct(s[k], 99))} (n={len(s[k])})" for k in STEPS if s.get(k)]
+            asked = [x for x in s.get("catch_up", []) if x >= 0.001]  # a batch with a command: ListOffsets asked
+            if asked:
+                cells.append(f"catch_up when asked {ms(pct(asked, 50))}/{ms(pct(asked, 99))} (n={len(asked)})")
             out.append(f"  {svc}: {self.batches[svc]} batches, {self.records[svc]} records; p50/p99 ms: "
                        + ", ".join(cells))
         return out
