@@ -75,7 +75,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 import services
 from baccarat.table import punto_banco_full
-from bench.rawloop import NOT_ENOUGH_REPLICAS, RawLoop, run_raw, transactions_on_path
+from bench.hops import HOPS, raw_round_hops, read_topics, service_round_hops
+from bench.rawloop import NOT_ENOUGH_REPLICAS, STAGES, RawLoop, run_raw, transactions_on_path
 from bench.readiness import LogWatch, wait_restored, watch_service_logs
 from bench.serveprocs import free_port, start_serve, stop_all, wait_ready
 from contracts import topics as T
@@ -629,9 +630,24 @@ async def run(args: argparse.Namespace) -> int:
 
         for d in dealers:
             d.betting_s = args.betting
+        paced_counters = TxnCounters()
+        paced_counters.install()
+        trace = None
+        if args.trace:
+            from bench.hoptrace import HopTrace
+
+            trace = HopTrace()
+            trace.install()
+            trace.active = True
         t = clock()
-        await all_or_cancel([paced(d, i) for i, d in enumerate(dealers)])
-        paced_wall = clock() - t
+        try:
+            await all_or_cancel([paced(d, i) for i, d in enumerate(dealers)])
+        finally:
+            paced_wall = clock() - t
+            paced_counters.uninstall()
+            if trace is not None:
+                trace.active = False
+                trace.uninstall()
         psamples = round_samples(io, dealers, paced_ids)
         close_lat = [s.latency for s in psamples]
         first_hop = next(iter(psamples[0].hops))
@@ -642,7 +658,16 @@ async def run(args: argparse.Namespace) -> int:
         print(f"  BettingClosed seen -> RoundSettled seen: {summary(closed_lat)}")
         for hop in psamples[0].hops:
             print(f"  {hop}: {summary([s.hops[hop] for s in psamples])}")
+        if trace is not None:
+            print("where a paced hop's time goes (--trace; bench/hoptrace.py):")
+            for line in trace.report(pct, ms):
+                print(line)
         print(service_health(bench))
+        paced_rounds = {r for ids in paced_ids.values() for r in ids}
+        log_hops = {"services": service_round_hops(await read_topics(
+            bench.settings.client_options(), [bench.settings.topic(n) for n in SERVICE_HOP_TOPICS],
+            bench.settings.partitions), paced_rounds)}
+        tx_per_round = {"services": paced_counters.counts["end_txn"] / max(len(psamples), 1)}
         await bench.stop()
 
         # 5. the raw read-process-write loop: same tables, rounds, bets, cards and pace; services stopped
@@ -659,8 +684,10 @@ async def run(args: argparse.Namespace) -> int:
               f"{raw_tx / len(raw_lat):.1f} per round; spurious NotEnoughReplicas produce retries (aiokafka#1172): "
               f"{NOT_ENOUGH_REPLICAS.n - ner0}")
         print(f"  raw close -> settled, full speed: {summary(raw_lat)}")
+        tx0 = raw_loop.transactions
         raw_paced, _ = await run_raw(raw_loop, args.tables, args.paced_rounds, shapes, pace=args.pace,
                                      betting_s=args.betting, tag="p")
+        tx_per_round["raw"] = (raw_loop.transactions - tx0) / max(len(raw_paced), 1)
         print(f"  raw close -> settled, paced ({args.pace} s): {summary(raw_paced)}; NotEnoughReplicas retries "
               f"so far (services and raw): {NOT_ENOUGH_REPLICAS.n}")
         await raw_loop.stop()
@@ -674,8 +701,16 @@ async def run(args: argparse.Namespace) -> int:
         pp_lat, pp_wall = await run_raw(raw_loop, args.tables, args.rounds, shapes, tag="T")
         pp_tx = raw_loop.transactions - tx0
         pp_rps = len(pp_lat) / pp_wall
+        tx0 = raw_loop.transactions
         pp_paced, _ = await run_raw(raw_loop, args.tables, args.paced_rounds, shapes, pace=args.pace,
                                     betting_s=args.betting, tag="P")
+        tx_per_round["raw, a producer per partition"] = (raw_loop.transactions - tx0) / max(len(pp_paced), 1)
+        raw_records = await read_topics(client_options(args.bootstrap), [raw_loop.topic(n) for n in (*STAGES, "floor")],
+                                        bench.settings.partitions)
+        for name, tag in (("raw", "p"), ("raw, a producer per partition", "P")):
+            log_hops[name] = raw_round_hops(raw_records, {f"R{t:03d}-{tag}{k}" for t in range(args.tables)
+                                                          for k in range(args.paced_rounds)})
+        print_hops(log_hops, tx_per_round, args.pace)
         print(f"raw loop, a producer per partition (the runtime's fencing shape): {pp_rps:.1f} rounds/s; "
               f"{pp_tx / len(pp_lat):.1f} transactions per round; close -> settled full speed p99 "
               f"{pct(pp_lat, 99) * 1000:.1f} ms, paced {summary(pp_paced)}; pipeline / this loop: "
@@ -708,6 +743,26 @@ async def run(args: argparse.Namespace) -> int:
         return 1
     print(result)
     return 0
+
+
+#: the topics of a round's close path, read back for its hops (:mod:`bench.hops`)
+SERVICE_HOP_TOPICS = (T.WAGERING_COMMANDS, T.WAGERING_EVENTS, T.SHOE_EVENTS, T.DEALING_EVENTS, T.SETTLEMENT_EVENTS)
+
+
+def print_hops(log_hops: dict[str, dict[str, dict[str, float]]], tx_per_round: dict[str, float], pace: float) -> None:
+    """The paced rounds' hops (:mod:`bench.hops`: record timestamps read back from the topics), p50 / p99 ms
+    per loop, and each loop's transactions per paced round (all its transactions, bets and opens included)."""
+    print(f"per hop, paced rounds ({pace} s), from the records' timestamps (append time on command topics, "
+          "create time on the others), p50 / p99 ms:")
+    names = list(log_hops)
+    print("  " + f"{'hop':32}" + "".join(f"{n:>34}" for n in names))
+    for hop in HOPS:
+        cells = []
+        for n in names:
+            xs = [h[hop] for h in log_hops[n].values()]
+            cells.append(f"{ms(pct(xs, 50))} / {ms(pct(xs, 99))} (n={len(xs)})" if xs else "n=0")
+        print("  " + f"{hop:32}" + "".join(f"{c:>34}" for c in cells))
+    print("  transactions per paced round: " + "; ".join(f"{n} {v:.1f}" for n, v in tx_per_round.items()))
 
 
 def print_profile(profiler: Any, path: str, top: int = 25) -> None:
@@ -744,6 +799,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="paced phase: seconds from a round's last bet to its \"No more bets\" (default %(default)s)")
     ap.add_argument("--cprofile", metavar="FILE", default="",
                     help="profile the timed phase with cProfile into FILE and print the top functions")
+    ap.add_argument("--trace", action="store_true",
+                    help="paced phase: time the runtime's steps of each batch per service (bench/hoptrace.py)")
     ap.add_argument("--no-ready-wait", action="store_true",
                     help="send the first commands as soon as the services are started (as tests/system does), "
                          "without waiting for every service's first assignment and rebuild")

@@ -120,7 +120,10 @@ class RawLoop:
         await admin.start()
         try:
             with contextlib.suppress(TopicAlreadyExistsError):
-                await admin.create_topics([NewTopic(n, self.partitions, 1) for n in names])
+                # the wagering stage's input stands for wagering.commands: stamped by the broker, as a command
+                # topic is (so a hop's time from "No more bets" starts at the same point, bench/hops.py)
+                await admin.create_topics([NewTopic(n, self.partitions, 1, topic_configs=(
+                    dict(T.COMMAND_TOPIC_CONFIG) if n == self.topic("wagering") else {})) for n in names])
         finally:
             await admin.close()
         await self._writable(names)

@@ -38,6 +38,9 @@ from services.runtime.tls import BrokerTlsError
 #: the longest one batch may be (records), and how long the consumer waits to fill one (ms)
 MAX_RECORDS = 500
 BATCH_TIMEOUT_MS = 5
+#: how long one poll of the consumer waits for records (ms) when there are none; records that arrive wake it
+#: at once (:func:`poll_without_sleep`), so this bounds only how often an idle loop turns
+POLL_MS = 100
 #: how long a member may be silent before the group hands its tasks on: the broker's minimum (a killed or
 #: paused instance's tables stall at most this long plus the rebalance), with a heartbeat every second
 SESSION_TIMEOUT_MS = 6_000
@@ -195,7 +198,8 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
         batch_timeout_ms=BATCH_TIMEOUT_MS,
         fetch_max_wait_ms=FETCH_MAX_WAIT_MS,  # a hop waits no 500 ms behind aiokafka's fetch in flight
     )
-    subscriber(handle_batch)
+    subscriber(handle_batch, decoder=records_undecoded)
+    poll_without_sleep(subscriber)
     if tasks is not None:
         tasks.bind(lambda: getattr(subscriber, "consumer", None))
     app = FastStream(broker)
@@ -220,6 +224,35 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
             await tasks.stop()
 
     return app, broker, host, tasks
+
+
+async def records_undecoded(msg: Any) -> None:
+    """The subscriber's body decoder: nothing (issue 25). The handler reads the records themselves
+    (``msg.raw_message``: the runtime decodes each with msgspec, :mod:`contracts.codecs`); FastStream's default
+    decoder parsed every record's body with the standard library's ``json`` first (a record without a
+    content-type header), a parse per record, on every hop, whose result nothing read."""
+    return
+
+
+def poll_without_sleep(subscriber: Any, poll_ms: int = POLL_MS, max_records: int = MAX_RECORDS) -> None:
+    """Make FastStream's batch ``subscriber`` wait for records on the consumer, never in a sleep (issue 25).
+
+    FastStream 0.7's batch loop calls ``getmany(timeout_ms=batch_timeout_ms)`` and, when that returns nothing,
+    sleeps ``batch_timeout_ms`` more: a record fetched during that sleep waits for it (up to
+    :data:`BATCH_TIMEOUT_MS`, 5 ms, on every hop of a round), and an idle service turns its loop 100 times a
+    second. aiokafka's ``getmany`` returns as soon as a fetch brings records, so waiting there up to
+    ``poll_ms`` and never sleeping hands a batch over the moment it is fetched, as the raw loop of
+    ``bench/rawloop.py`` does. The loop still sees FastStream's stop (its task is cancelled) at once.
+    Replaces the subscriber's ``get_msg`` (FastStream's ``BatchSubscriber`` hook, a tuple of records; empty
+    when none came); raises ``TypeError`` for a subscriber without that hook (another FastStream)."""
+    if not callable(getattr(subscriber, "get_msg", None)):
+        raise TypeError(f"{type(subscriber).__name__} has no get_msg: FastStream's batch loop changed")
+
+    async def get_msg(consumer: Any) -> tuple[Any, ...]:
+        batch = await consumer.getmany(timeout_ms=poll_ms, max_records=max_records)
+        return tuple(r for records in batch.values() for r in records)
+
+    subscriber.get_msg = get_msg
 
 
 async def _refuse_tls_mismatch(settings: Settings, error: BaseException) -> None:

@@ -94,24 +94,34 @@ class CommitLoop:
         """Commit, alone, the deferred offsets of every ready task whose oldest deferral is at least
         :data:`DEFER_MAX_S` old (a quiet table's last input events, which no later batch will carry).
         Returns the number of transactions; a failed one restores its task. Run every
-        :data:`DEFER_MAX_S` by the flusher, started by the first deferral and stopped by :meth:`stop`."""
+        :data:`DEFER_MAX_S` by the flusher, started by the first deferral and stopped by :meth:`stop`.
+
+        The tasks' transactions run concurrently (each through its own producer, as a batch's in
+        :meth:`TaskManager.on_records`): the host's lock, which every batch of the instance waits for, is held
+        about one transaction's round trips, not one per quiet task one after another (issue 25: with six
+        tables the flusher held it for up to six transactions a second, a wait on any hop of a round)."""
         m = self.tasks
         now = time.monotonic() if now is None else now
-        n = 0
         async with m.host.lock:
-            for p, since in sorted(self.deferred_since.items()):
-                if m.state.get(p) != "ready" or now - since < DEFER_MAX_S or not self.uncommitted.get(p):
-                    continue
-                try:
-                    await m._commit(p, [], [], {})
-                    m._failing_since.pop(p, None)
-                    n += 1
-                except Exception as e:  # noqa: BLE001 - fenced or broker away: restore, as after any failure
-                    fenced = m.transaction_failed(e)
-                    m.log.warning("deferred_offsets_commit_failed", task=p, error=f"{type(e).__name__}: {e}",
-                                  fenced=fenced)
-                    m.restore_after_failure(p)
-        return n
+            due = [p for p, since in sorted(self.deferred_since.items())
+                   if m.state.get(p) == "ready" and now - since >= DEFER_MAX_S and self.uncommitted.get(p)]
+            done = await asyncio.gather(*(self._flush_one(p) for p in due))
+        return sum(done)
+
+    async def _flush_one(self, p: int) -> bool:
+        """Commit task ``p``'s deferred offsets alone (the caller holds the host's lock); False, and the task
+        is restored, when the transaction failed."""
+        m = self.tasks
+        try:
+            await m._commit(p, [], [], {})
+        except Exception as e:  # noqa: BLE001 - fenced or broker away: restore, as after any failure
+            fenced = m.transaction_failed(e)
+            m.log.warning("deferred_offsets_commit_failed", task=p, error=f"{type(e).__name__}: {e}",
+                          fenced=fenced)
+            m.restore_after_failure(p)
+            return False
+        m._failing_since.pop(p, None)
+        return True
 
     async def _flush_loop(self) -> None:
         while True:

@@ -3,6 +3,7 @@ checkpoints, exercised on a task manager with a recording producer."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -15,7 +16,7 @@ from services.runtime import commit_loop
 from services.runtime import snapshot as S
 from services.runtime.producers import retrieve_transaction_error
 from services.runtime.record_collector import TaskFailed
-from tests.services.runtime_fakes import manager
+from tests.services.runtime_fakes import RecordingProducer, manager
 
 BETS = TopicPartition(f"t.{T.WAGERING_BETS}", 0)
 CMDS = TopicPartition(f"t.{T.WAGERING_COMMANDS}", 0)
@@ -122,3 +123,41 @@ def test_no_checkpoint_without_a_state_version_or_before_one_is_due():
     assert tasks.commits.checkpoint_records(0, {}) == []  # not due yet
     tasks.version = None
     assert tasks.commits.checkpoint_records(0, {}, force=True) == []
+
+
+class SlowProducer(RecordingProducer):
+    """A recording producer whose offsets take a while, counting the transactions in flight at once."""
+
+    in_flight = 0
+    most = 0
+
+    async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        SlowProducer.in_flight += 1
+        SlowProducer.most = max(SlowProducer.most, SlowProducer.in_flight)
+        try:
+            await asyncio.sleep(0)  # another task's transaction may start meanwhile
+            await asyncio.sleep(0)
+            await super().send_offsets_to_transaction(offsets, group_id)
+        finally:
+            SlowProducer.in_flight -= 1
+
+
+@pytest.mark.asyncio
+async def test_the_flusher_commits_quiet_tasks_concurrently_and_a_failure_restores_only_its_task():
+    """The host's lock is held about one transaction, not one per quiet task (issue 25): three tasks' flushes
+    are in flight at once; the one refused is restored, the others commit."""
+    tasks, _ = manager(ready=(0, 1, 2))
+    tasks.version = None
+    prods = {p: SlowProducer() for p in (0, 1, 2)}
+    prods[1].refuse = ProducerFenced()
+    SlowProducer.in_flight = SlowProducer.most = 0
+    for p, prod in prods.items():
+        tasks.producers[p] = prod  # type: ignore[assignment]
+        tasks.commits.uncommitted[p] = {TopicPartition(BETS.topic, p): 3 + p}
+        tasks.commits.deferred_since[p] = 0.0
+    assert await tasks.commits.flush_deferred(now=10.0) == 2
+    assert SlowProducer.most == 3
+    assert prods[0].offsets == [({TopicPartition(BETS.topic, 0): 3}, "t.wagering")]
+    assert prods[2].offsets == [({TopicPartition(BETS.topic, 2): 5}, "t.wagering")]
+    assert prods[1].offsets == [] and tasks.state[1] == "restoring" and tasks.enqueued == [1]  # type: ignore[attr-defined]
+    assert tasks.commits.uncommitted == {1: {TopicPartition(BETS.topic, 1): 4}}
