@@ -52,7 +52,9 @@ class OwnBroker:
         self.port, self.controller_port = port, ctl
         self.env = {**os.environ, "KAFKA_DATA_DIR": str(data_dir), "KAFKA_PORT": str(port),
                     "KAFKA_CONTROLLER_PORT": str(ctl), "KAFKA_SECURE": "0",
-                    "KAFKA_HEAP_OPTS": "-Xms128m -Xmx512m", "KAFKA_STOP_TIMEOUT": "60"}
+                    "KAFKA_HEAP_OPTS": "-Xms128m -Xmx512m", "KAFKA_STOP_TIMEOUT": "60",
+                    # a JVM started beside three busy workers on two cores took over kafka.sh's 90 s to be ready
+                    "KAFKA_START_TIMEOUT": os.environ.get("KAFKA_START_TIMEOUT", "240")}
 
     @property
     def bootstrap(self) -> str:
