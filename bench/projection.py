@@ -3,9 +3,10 @@
 1. Deals ``--tables`` tables (default 50) for ``--rounds`` rounds each through the four services on the
    in-memory bus, to get realistic event streams (shoe, dealing, wagering, settlement).
 2. Starts the projection service (its own process, ``croupier serve --services projection``) on the real
-   broker under a fresh topic prefix and replays those streams into Kafka, all tables concurrently (opening
-   at staggered moments), each at a dealing pace: ``--card-interval-ms`` (default 500) before each card, a
-   card every half second at every table, several times a live floor's pace.
+   broker under a fresh topic prefix and, once it is ready (its ready file), replays those streams into
+   Kafka, all tables concurrently (opening at staggered moments), each at a dealing pace:
+   ``--card-interval-ms`` (default 500) before each card, a card every half second at every table, several
+   times a live floor's pace.
 3. For every card, the delay from the ``CardDrawn`` record being written (its Kafka timestamp) to the
    public ``OddsUpdated`` for it being written; p50 and p99.
 4. Rebuilds a fresh projection replica from offset zero and reports seconds per 100,000 events read.
