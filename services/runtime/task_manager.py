@@ -327,7 +327,7 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         independent), and without being awaited here: a task's outcome is committed behind its transaction in
         flight (:mod:`services.runtime.commit_queue`), so the next batch is fetched and decided meanwhile.
         Decisions are made one task at a time (:attr:`StreamTask.deciding`). A revocation, a restore's
-        hand-over, the flusher and a stop drain the queue under the host's lock first."""
+        hand-over and a stop drain the queue under the host's lock first (the flusher passes a busy task by)."""
         by_task: dict[int, list[Any]] = {}
         for r in records:
             by_task.setdefault(r.partition, []).append(r)
