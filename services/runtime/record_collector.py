@@ -25,7 +25,6 @@ from services.runtime.producers import stop_quietly
 from services.runtime.settings import Settings
 from services.runtime.snapshot import snapshot_topic
 
-
 #: the largest record batch a task's producer builds (bytes): under the broker's default ``message.max.bytes``
 #: (1 MiB) per batch; a larger single record (a snapshot) still goes alone in a batch of its own size
 TXN_BATCH_BYTES = 512 * 1024

@@ -30,8 +30,8 @@ from services.runtime.ops import readiness
 from services.runtime.settings import Settings
 from services.runtime.tasks import STUCK_AFTER_S, Tasks
 from services.wagering.core import WageringCore
-from tests.services.test_task_commits import Record
 from tests.services.runtime_fakes import committed
+from tests.services.test_task_commits import Record
 
 BETS = f"t.{T.WAGERING_BETS}"
 DLQ = f"t.{T.dlq('wagering')}"

@@ -19,9 +19,9 @@ from aiokafka.errors import ProducerFenced
 
 from contracts import topics as T
 from services.runtime.producers import stop_quietly
+from tests.services.runtime_fakes import committed
 from tests.services.test_dead_letter_bounds import BETS, _tasks
 from tests.services.test_task_commits import Record
-from tests.services.runtime_fakes import committed
 
 
 @contextlib.contextmanager
