@@ -3,9 +3,10 @@
 1. Deals ``--tables`` tables (default 50) for ``--rounds`` rounds each through the four services on the
    in-memory bus, to get realistic event streams (shoe, dealing, wagering, settlement).
 2. Starts the projection service (its own process, ``croupier serve --services projection``) on the real
-   broker under a fresh topic prefix and replays those streams into Kafka, all tables concurrently (opening
-   at staggered moments), each at a dealing pace: ``--card-interval-ms`` (default 500) before each card, a
-   card every half second at every table, several times a live floor's pace.
+   broker under a fresh topic prefix and, once it is ready (its ready file), replays those streams into
+   Kafka, all tables concurrently (opening at staggered moments), each at a dealing pace:
+   ``--card-interval-ms`` (default 500) before each card, a card every half second at every table, several
+   times a live floor's pace.
 3. For every card, the delay from the ``CardDrawn`` record being written (its Kafka timestamp) to the
    public ``OddsUpdated`` for it being written; p50 and p99.
 4. Rebuilds a fresh projection replica from offset zero and reports seconds per 100,000 events read.
@@ -126,6 +127,18 @@ async def watch_odds(settings: Settings, seen: dict[tuple[str, int], float], sto
         await consumer.stop()
 
 
+async def wait_ready(ready: Path, proc: asyncio.subprocess.Process, timeout_s: float = 120.0) -> None:
+    """Wait until the projection process's ready file exists (raises ``RuntimeError`` if the process ends
+    first, ``TimeoutError`` after ``timeout_s`` seconds)."""
+    deadline = time.monotonic() + timeout_s
+    while not ready.exists():
+        if proc.returncode is not None:
+            raise RuntimeError(f"the projection process ended with {proc.returncode} before it was ready")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the projection was not ready after {timeout_s:.0f} s")
+        await asyncio.sleep(0.1)
+
+
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
@@ -186,7 +199,9 @@ async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[s
     watching = asyncio.Event()
     watcher = asyncio.create_task(watch_odds(settings, visible, watching))
     try:
-        await asyncio.sleep(6.0)  # process start, group join and (empty) rebuild
+        # process start, group join and (empty) rebuild: a loaded machine has taken over 20 s, and cards dealt
+        # before would measure the start, not the live path
+        await wait_ready(trace.with_name("ready"), proc)
         t1 = time.perf_counter()
         stagger = random.Random(3)
         interval = args.card_interval_ms / 1000

@@ -4,12 +4,13 @@
 Run by the bench as its own process: ``python bench/projection_trace.py <bootstrap> <topic prefix> <trace file>``.
 It wraps three methods of the runtime (class-level, in this process only; nothing of the service changes):
 
-* ``Tasks.on_records``: **read**, the wall time (ms) a batch holding the card's ``CardDrawn`` reaches the tasks;
+* ``TaskManager.on_records``: **read**, the wall time (ms) a batch holding the card's ``CardDrawn`` reaches the tasks;
 * ``ServiceHost.collect``: **fold** start and end (the fold of the card and the odds it makes due);
-* ``Tasks._commit``: **transaction** start and end, for each ``OddsUpdated`` (public view, trigger ``card``)
+* ``TaskManager._commit``: **transaction** start and end, for each ``OddsUpdated`` (public view, trigger ``card``)
   it carries, with the number of records and whether a checkpoint rode along.
 
-On SIGTERM the service stops and the trace is written, one line per event:
+While the service runs and is ready, a file ``ready`` exists beside the trace file (the bench deals only
+then). On SIGTERM the service stops and the trace is written, one line per event:
 ``read <table> <seq> <ms>``, ``fold <table> <seq> <start ms> <end ms>`` and
 ``txn <table> <step> <start ms> <end ms> <records> <checkpoint 0|1>`` (``seq``: the ``CardDrawn``'s seq in
 ``shoe.events``; ``step``: the ``OddsUpdated``'s, seq − 2).
@@ -32,7 +33,7 @@ from contracts.events import CardDrawn, OddsUpdated  # noqa: E402
 from croupier.serve import serve  # noqa: E402
 from services.runtime.host import ServiceHost  # noqa: E402
 from services.runtime.settings import Settings  # noqa: E402
-from services.runtime.tasks import Tasks  # noqa: E402
+from services.runtime.task_manager import TaskManager  # noqa: E402
 
 LINES: list[str] = []
 
@@ -54,9 +55,9 @@ def _card_of(value: bytes | None) -> tuple[str, int] | None:
 
 def install(shoe_topic: str) -> None:
     """Wrap the three methods (see the module's docstring)."""
-    on_records, collect, commit = Tasks.on_records, ServiceHost.collect, Tasks._commit
+    on_records, collect, commit = TaskManager.on_records, ServiceHost.collect, TaskManager._commit
 
-    async def traced_on_records(self: Tasks, records: Any) -> None:
+    async def traced_on_records(self: TaskManager, records: Any) -> None:
         records = list(records)
         t = _now_ms()
         for r in records:
@@ -73,7 +74,7 @@ def install(shoe_topic: str) -> None:
                 LINES.append(f"fold {card[0]} {card[1]} {t0:.3f} {t1:.3f}")
         return out
 
-    async def traced_commit(self: Tasks, p: int, decisions: list[Any], letters: list[Any], offsets: Any,
+    async def traced_commit(self: TaskManager, p: int, decisions: list[Any], letters: list[Any], offsets: Any,
                             handled: int = 0, force_checkpoint: bool = False) -> None:
         t0 = _now_ms()
         cps = self.checkpoints
@@ -86,16 +87,17 @@ def install(shoe_topic: str) -> None:
                 if isinstance(o, OddsUpdated) and o.trigger == "card" and o.view == "public":
                     LINES.append(f"txn {env.table_id} {o.step} {t0:.3f} {t1:.3f} {n} {int(self.checkpoints > cps)}")
 
-    Tasks.on_records = traced_on_records  # type: ignore[method-assign]
+    TaskManager.on_records = traced_on_records  # type: ignore[method-assign]
     ServiceHost.collect = traced_collect  # type: ignore[method-assign]
-    Tasks._commit = traced_commit  # type: ignore[method-assign]
+    TaskManager._commit = traced_commit  # type: ignore[method-assign]
 
 
 async def main(bootstrap: str, prefix: str, trace: str) -> None:
     settings = replace(Settings.from_env(), bootstrap_servers=bootstrap, topic_prefix=prefix)
     install(settings.topic(T.SHOE_EVENTS))
     try:
-        await serve(["projection"], settings)
+        # the ready file exists once the projection's tasks are restored: the bench starts dealing then
+        await serve(["projection"], settings, ready_file=Path(trace).with_name("ready"))
     finally:
         Path(trace).write_text("\n".join(LINES) + "\n")
 

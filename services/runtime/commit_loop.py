@@ -84,6 +84,15 @@ class CommitLoop:
             self.flusher = asyncio.create_task(self._flush_loop(), name=f"{self.tasks.service}-flush")
         self.since_checkpoint[p] = self.since_checkpoint.get(p, 0) + records
 
+    def _committed(self, p: int, offsets: dict[TopicPartition, int]) -> None:
+        """Task ``p``'s deferred offsets up to ``offsets`` are committed: forget them (all of them, unless
+        some were deferred beyond while the transaction was in flight)."""
+        pending = self.uncommitted.get(p, {})
+        for tp in [tp for tp, off in pending.items() if off <= offsets.get(tp, 0)]:
+            del pending[tp]
+        if not pending:
+            self.forget(p)
+
     def forget(self, p: int) -> None:
         """Drop task ``p``'s deferred offsets (a restore reads them again from the committed offsets)."""
         self.uncommitted.pop(p, None)
@@ -104,7 +113,8 @@ class CommitLoop:
         now = time.monotonic() if now is None else now
         async with m.host.lock:
             due = [p for p, since in sorted(self.deferred_since.items())
-                   if m.state.get(p) == "ready" and now - since >= DEFER_MAX_S and self.uncommitted.get(p)]
+                   if m.state.get(p) == "ready" and now - since >= DEFER_MAX_S and self.uncommitted.get(p)
+                   and not m.queue.busy(p)]  # never two transactions on one producer: the one in flight carries them
             done = await asyncio.gather(*(self._flush_one(p) for p in due))
         return sum(done)
 
@@ -183,16 +193,22 @@ class CommitLoop:
             raise TaskFailed(f"task {p} has no producer")
         if producer_dead(prod):  # never begin a transaction on a fenced producer: restore (a new one)
             raise TaskFailed(f"task {p}: its producer is fenced")
-        deferred = self.uncommitted.get(p)
-        if deferred:  # earlier batches' offsets that caused nothing: committed with this transaction
-            offsets = {**deferred, **offsets}
+        deferred = dict(self.uncommitted.get(p) or {})
+        if deferred:  # other batches' offsets that caused nothing: committed with this transaction
+            offsets = {tp: max(deferred.get(tp, 0), offsets.get(tp, 0)) for tp in {*deferred, *offsets}}
         own = {m.host.core.own_stream, *m.host.core.private_streams}
         checkpoint = self.checkpoint_records(p, offsets, force_checkpoint)
+        runner = m.host.runner
+        # the checkpoint holds the tables as of now: a table changed while its transaction is in flight (the
+        # commit queue decides the next batch meanwhile) is marked again and goes into the next one
+        snapped = {t for t in runner.touched if partition_of(t, m.partitions) == p} if checkpoint else set()
+        runner.touched.difference_update(snapped)
         t0 = time.perf_counter()
         futs: list[tuple[str | None, Any]] = []
         try:
             await m.collector.transaction(prod, p, decisions, letters, checkpoint, offsets, futs)
         except BaseException:
+            runner.touched.update(snapped)
             for _, f in futs:  # the records' futures fail later (ProducerFenced...): their error is the
                 retrieve_later(f)  # transaction's, raised here, never "Future exception was never retrieved"
             retrieve_transaction_error(prod)  # so is the transaction waiter's, which aiokafka leaves unawaited
@@ -200,7 +216,7 @@ class CommitLoop:
         metas = [f.result() for _, f in futs]
         m.host.metrics.transaction(time.perf_counter() - t0, bool(checkpoint))
         if deferred:
-            self.forget(p)
+            self._committed(p, offsets)
         nxt = m.own_next.setdefault(p, {})
         for (stream, _), meta in zip(futs, metas):
             if stream in own:
@@ -210,9 +226,6 @@ class CommitLoop:
             m.snapshot_at[p] = time.time()
             self.last_checkpoint[p] = time.monotonic()
             self.since_checkpoint[p] = 0
-            runner = m.host.runner
-            runner.touched.difference_update([t for t in list(runner.touched)
-                                              if partition_of(t, m.partitions) == p])
         else:
             self.since_checkpoint[p] = self.since_checkpoint.get(p, 0) + handled
 

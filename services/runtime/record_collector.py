@@ -25,6 +25,10 @@ from services.runtime.producers import stop_quietly
 from services.runtime.settings import Settings
 from services.runtime.snapshot import snapshot_topic
 
+#: the largest record batch a task's producer builds (bytes): under the broker's default ``message.max.bytes``
+#: (1 MiB) per batch; a larger single record (a snapshot) still goes alone in a batch of its own size
+TXN_BATCH_BYTES = 512 * 1024
+
 
 class TaskFailed(Exception):
     """A task's transaction failed; the task is being restored (its batch will be re-read)."""
@@ -84,6 +88,11 @@ class RecordCollector:
         prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=self.transactional_id(p),
                                 enable_idempotence=True, acks="all", linger_ms=0,
                                 max_request_size=16 * 1024 * 1024,  # snapshots; the broker caps events
+                                # a transaction's records for one partition in one batch, so one produce
+                                # request: aiokafka keeps one request in flight per broker, and a batch
+                                # of 16 KiB (its default: six OddsUpdated) made a transaction of 40 odds
+                                # wait for seven produce round trips, one after another
+                                max_batch_size=TXN_BATCH_BYTES,
                                 # the broker's transaction verification (KIP-890) answers a produce now
                                 # and then with a transient NOT_ENOUGH_REPLICAS (aiokafka #1172; see
                                 # bench/rawloop.py RetryCount): retry soon

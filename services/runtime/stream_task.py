@@ -97,7 +97,9 @@ class StreamTask:
 
     async def handle_and_commit(self, p: int, recs: list[Any], single: bool = False) -> bool:
         """Handle ``recs`` of task ``p`` and commit what they caused with their offsets (``single``: one
-        record after a failure). False (and the task is being restored) when the transaction failed."""
+        record after a failure, committed before this returns: False, and the task is being restored, when
+        its transaction failed). A batch's outcome is queued, committed behind the task's transaction in flight
+        (:class:`~services.runtime.commit_queue.CommitQueue`, which restores the task if it fails): True."""
         m = self.tasks
         offsets = next_offsets(recs, p)
         lettered = False  # this transaction carries a poison record's dead letter
@@ -112,27 +114,44 @@ class StreamTask:
             m.positions[p].update(offsets)
             m.host.metrics.settle(True)
             return True
-        if not decisions and not letters and not single and m.commits.may_defer(p, len(recs)):
+        if single:  # after a failure: alone, once nothing is in flight
+            await m.queue.drain(p)
+        elif not decisions and not letters and not m.queue.busy(p) and m.commits.may_defer(p, len(recs)):
             m.commits.defer(p, offsets, len(recs))
             m.positions[p].update(offsets)
             m.host.metrics.settle(True)
             return True
+        else:  # committed behind the task's transaction in flight, if any (:mod:`services.runtime.commit_queue`)
+            await m.queue.submit(p, decisions, letters, offsets, len(recs))
+            return True
+        return await self.commit_outcome(p, decisions, letters, offsets, len(recs), first=recs[0], single=single,
+                                         lettered=lettered)
+
+    async def commit_outcome(self, p: int, decisions: list[Decision], letters: list[Any],
+                             offsets: dict[TopicPartition, int], records: int, first: Any = None,
+                             single: bool = False, lettered: bool = False) -> bool:
+        """Commit what ``records`` input records of task ``p`` decided with their ``offsets`` (``first``:
+        the first of them, after a failure the one alone). False (and the task is being restored) when the
+        transaction failed."""
+        m = self.tasks
         try:
-            await m._commit(p, decisions, letters, offsets, len(recs))
+            await m._commit(p, decisions, letters, offsets, records)
         except Exception as e:  # noqa: BLE001 - fenced, broker away, record too large...: restore, re-read
             m.host.metrics.settle(False)
             m.host.uncollect(letters)
             fenced = m.transaction_failed(e)
             m.log.warning("transaction_failed", task=p, error=f"{type(e).__name__}: {e}",
-                          records=len(recs), fenced=fenced)
-            self._strike(p, recs[0], e, single=single, lettered=lettered, fenced=fenced)
+                          records=records, fenced=fenced)
+            if first is not None:
+                self._strike(p, first, e, single=single, lettered=lettered, fenced=fenced)
             self.careful.add(p)
             m.restore_after_failure(p)
             return False
-        m.positions[p].update(offsets)
+        m.positions.setdefault(p, {}).update(offsets)
         m._failing_since.pop(p, None)
-        self.poison.get(p, {}).pop((recs[0].topic, recs[0].offset), None)
-        self.unletterable.get(p, set()).discard((recs[0].topic, recs[0].offset))
+        if first is not None:
+            self.poison.get(p, {}).pop((first.topic, first.offset), None)
+            self.unletterable.get(p, set()).discard((first.topic, first.offset))
         m.host.metrics.settle(True)
         m.host.log_published(decisions)
         return True

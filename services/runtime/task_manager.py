@@ -15,6 +15,8 @@ one member. That member runs **task p** (Kafka Streams' model, and its names):
 * the **record collector** (:mod:`services.runtime.record_collector`): each task's fenced transactional
   producer, and what one transaction writes;
 * the **commit loop** (:mod:`services.runtime.commit_loop`): deferred offsets, checkpoints, the flusher;
+* the **commit queue** (:mod:`services.runtime.commit_queue`): a task's next batches decided while its last
+  transaction commits, and committed together next;
 * the **state restorer** (:mod:`services.runtime.state_restorer`): restore workers, from the latest
   checkpoint and the log's tail, in the background.
 
@@ -35,6 +37,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListen
 from services.runtime import snapshot as S
 from services.runtime.assignor import partition_of
 from services.runtime.commit_loop import CommitLoop
+from services.runtime.commit_queue import CommitQueue
 from services.runtime.host import ServiceHost
 from services.runtime.logging import get_logger
 from services.runtime.metrics import LIVE, ServiceMetrics
@@ -92,6 +95,7 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self.collector = RecordCollector(settings, self.service, group_id)
         self.group = PartitionGroup(self)
         self.commits = CommitLoop(self)
+        self.queue = CommitQueue(self)
         self.restorer = StateRestorer(self)
         self.stream = StreamTask(self)
 
@@ -238,6 +242,7 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         """Stop restoring and close every producer (a graceful stop; the next owner restores, and reads
         again the few input records whose offsets were deferred)."""
         await self.commits.stop()
+        await self.queue.stop()
         await self.restorer.stop()
         await self.collector.close_all()
         self.state.clear()
@@ -267,6 +272,7 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         # checkpoint what changed (Kafka Streams commits on revoke), so whoever gets a task restores little
         self._assigned = False
         async with self.host.lock:
+            await self.queue.drain()  # every transaction in flight committed (or failed) first
             for p in sorted({tp.partition for tp in revoked}):
                 if self.state.get(p) == "restoring":
                     self.state[p] = "revoked"
@@ -285,6 +291,7 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         numbers = {tp.partition for tp in assigned}
         self._group_consumer()
         async with self.host.lock:
+            await self.queue.drain()
             for p in [p for p in self.state if p not in numbers]:
                 await self._drop(p)
             new = []
@@ -317,9 +324,10 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         records are taken in the order of the log's time (:func:`~services.runtime.partition_group.in_log_order`).
 
         The tasks of one batch commit concurrently (each through its own producer: their transactions are
-        independent), so a batch that spans k tasks costs about one transaction's round trips, not k. Their
-        decisions are made one task at a time (:attr:`StreamTask.deciding`). The host's lock is held for the
-        whole batch, so a revocation or a restore's hand-over still waits for every transaction in flight."""
+        independent), and without being awaited here: a task's outcome is committed behind its transaction in
+        flight (:mod:`services.runtime.commit_queue`), so the next batch is fetched and decided meanwhile.
+        Decisions are made one task at a time (:attr:`StreamTask.deciding`). A revocation, a restore's
+        hand-over and a stop drain the queue under the host's lock first (the flusher passes a busy task by)."""
         by_task: dict[int, list[Any]] = {}
         for r in records:
             by_task.setdefault(r.partition, []).append(r)

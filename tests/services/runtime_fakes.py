@@ -123,3 +123,10 @@ def manager(partitions: int = 4, ready: tuple[int, ...] = (0,)) -> tuple[TaskMan
     tasks.enqueued = []  # type: ignore[attr-defined]
     tasks._enqueue = tasks.enqueued.append  # type: ignore[attr-defined,method-assign]
     return tasks, prod
+
+
+async def committed(tasks: TaskManager, records: list[Any]) -> None:
+    """``tasks.on_records(records)``, then wait until what the batch caused is committed (or its transaction
+    failed): the commit queue commits behind the call (:mod:`services.runtime.commit_queue`)."""
+    await tasks.on_records(records)
+    await tasks.queue.drain()

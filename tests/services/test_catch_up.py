@@ -27,6 +27,7 @@ from services.runtime.host import ServiceHost
 from services.runtime.settings import Settings
 from services.runtime.tasks import CATCH_UP_MAX_S, Tasks
 from services.wagering.core import WageringCore
+from tests.services.runtime_fakes import committed
 
 CMDS, BETS = f"t.{T.WAGERING_COMMANDS}", f"t.{T.WAGERING_BETS}"
 
@@ -120,7 +121,7 @@ async def test_no_more_bets_read_before_bets_logged_before_it_waits_for_them():
     # the fetch handed out bet 40 and the call (offset 7); bets 41 and 42 are in the log but not read yet
     consumer = FakeConsumer({cmd: 8, bets: 41}, {cmd: 8, bets: 43})
     tasks, prod = _tasks(consumer)
-    await tasks.on_records([Record(CMDS, 0, 7, 1_000_300), Record(BETS, 0, 40, 1_000_100)])
+    await committed(tasks, [Record(CMDS, 0, 7, 1_000_300), Record(BETS, 0, 40, 1_000_100)])
     assert consumer.asked == [[bets]]
     assert tasks.held == 1
     assert consumer.seeks == [(cmd, 7)]  # the call is read again, after the bets
@@ -136,7 +137,7 @@ async def test_no_more_bets_read_before_bets_logged_before_it_waits_for_them():
         return await collect(batch)
 
     tasks.host.collect = spy  # type: ignore[method-assign]
-    await tasks.on_records([Record(CMDS, 0, 7, 1_000_300), Record(BETS, 0, 41, 1_000_200),
+    await committed(tasks, [Record(CMDS, 0, 7, 1_000_300), Record(BETS, 0, 41, 1_000_200),
                             Record(BETS, 0, 42, 1_000_400)])
     assert consumer.asked == [[bets]]  # the ends were asked once, when the call was first read
     assert tasks.held == 1
@@ -151,7 +152,7 @@ async def test_what_follows_a_waiting_command_is_read_again_too():
     consumer = FakeConsumer({cmd: 10, bets: 51}, {cmd: 10, bets: 52})
     tasks, prod = _tasks(consumer)
     # bet 50 after the call by the log's time (it comes after it in log order), bet 51 not read yet
-    await tasks.on_records([Record(CMDS, 0, 8, 2_000), Record(CMDS, 0, 9, 2_500), Record(BETS, 0, 50, 2_100)])
+    await committed(tasks, [Record(CMDS, 0, 8, 2_000), Record(CMDS, 0, 9, 2_500), Record(BETS, 0, 50, 2_100)])
     assert sorted(consumer.seeks) == sorted([(cmd, 8), (bets, 50)])
     assert prod.offsets == []  # nothing was before the call: nothing taken, nothing committed
     assert tasks.host.dead_letters == 0
@@ -162,7 +163,7 @@ async def test_a_command_whose_other_topic_is_read_far_enough_is_decided_at_once
     cmd, bets = TopicPartition(CMDS, 0), TopicPartition(BETS, 0)
     consumer = FakeConsumer({cmd: 8, bets: 41}, {cmd: 8, bets: 41})
     tasks, prod = _tasks(consumer)
-    await tasks.on_records([Record(CMDS, 0, 7, 1_000_300), Record(BETS, 0, 40, 1_000_100)])
+    await committed(tasks, [Record(CMDS, 0, 7, 1_000_300), Record(BETS, 0, 40, 1_000_100)])
     assert consumer.seeks == [] and tasks.held == 0
     assert prod.offsets == [{cmd: 8, bets: 41}]
     assert tasks._waits[0] == {}
@@ -174,11 +175,11 @@ async def test_a_command_waits_at_most_catch_up_max_s(monkeypatch):
     consumer = FakeConsumer({cmd: 8, bets: 41}, {cmd: 8, bets: 43})
     tasks, prod = _tasks(consumer)
     batch = [Record(CMDS, 0, 7, 1_000_300)]
-    await tasks.on_records(batch)
+    await committed(tasks, batch)
     assert tasks.held == 1 and prod.offsets == []
     later = time.monotonic() + CATCH_UP_MAX_S + 0.1
     monkeypatch.setattr(partition_group.time, "monotonic", lambda: later)
-    await tasks.on_records(batch)  # the bets' partition never came: decided anyway
+    await committed(tasks, batch)  # the bets' partition never came: decided anyway
     assert tasks.held == 1
     assert prod.offsets == [{cmd: 8}]
 
@@ -189,7 +190,7 @@ async def test_a_command_is_decided_at_once_when_the_ends_cannot_be_asked():
     consumer = FakeConsumer({cmd: 8, bets: 41}, {cmd: 8, bets: 43})
     consumer.fail = True
     tasks, prod = _tasks(consumer)
-    await tasks.on_records([Record(CMDS, 0, 7, 1_000_300)])
+    await committed(tasks, [Record(CMDS, 0, 7, 1_000_300)])
     assert tasks.held == 0 and prod.offsets == [{cmd: 8}]
 
 
@@ -202,7 +203,7 @@ async def test_a_command_waits_for_an_unanswered_ends_request_at_most_catch_up_m
     consumer.silent = True
     tasks, prod = _tasks(consumer)
     monkeypatch.setattr(partition_group, "CATCH_UP_MAX_S", 0.05)
-    await asyncio.wait_for(tasks.on_records([Record(CMDS, 0, 7, 1_000_300)]), 5)
+    await asyncio.wait_for(committed(tasks, [Record(CMDS, 0, 7, 1_000_300)]), 5)
     assert tasks.held == 0 and prod.offsets == [{cmd: 8}]
 
 

@@ -30,6 +30,7 @@ from services.runtime.ops import readiness
 from services.runtime.settings import Settings
 from services.runtime.tasks import STUCK_AFTER_S, Tasks
 from services.wagering.core import WageringCore
+from tests.services.runtime_fakes import committed
 from tests.services.test_task_commits import Record
 
 BETS = f"t.{T.WAGERING_BETS}"
@@ -89,7 +90,7 @@ async def _until_advanced(tasks: Tasks, rec: Record, rounds: int = 8) -> int:
     """Read ``rec`` again after every failed transaction (as the restore's seek does); returns the reads."""
     for n in range(1, rounds + 1):
         tasks.state[0] = "ready"
-        await asyncio.wait_for(tasks.on_records([rec]), 10)
+        await asyncio.wait_for(committed(tasks, [rec]), 10)
         if tasks.positions[0].get(TopicPartition(BETS, 0)) == rec.offset + 1:
             return n
     return -1

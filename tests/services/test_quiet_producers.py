@@ -19,6 +19,7 @@ from aiokafka.errors import ProducerFenced
 
 from contracts import topics as T
 from services.runtime.producers import stop_quietly
+from tests.services.runtime_fakes import committed
 from tests.services.test_dead_letter_bounds import BETS, _tasks
 from tests.services.test_task_commits import Record
 
@@ -87,7 +88,7 @@ async def test_a_failed_transactions_record_futures_leave_no_unretrieved_error()
 
     tasks = _tasks(Fenced())
     with _reported() as seen:
-        await tasks.on_records([Record(BETS, 0, 1, b"T1", b"\xff")])  # a dead letter: one record sent
+        await committed(tasks, [Record(BETS, 0, 1, b"T1", b"\xff")])  # a dead letter: one record sent
         assert tasks.state[0] == "restoring" and len(pending) == 1
         pending.pop().set_exception(ProducerFenced())  # the broker's answer, after the transaction failed
         gc.collect()

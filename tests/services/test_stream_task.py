@@ -30,6 +30,7 @@ async def test_an_undecodable_record_is_dead_lettered_in_its_offsets_transaction
     tasks, prod = manager()
     tasks.version = None
     await tasks.stream.process(0, [Rec(BETS, 0, 4)])
+    await tasks.queue.drain()  # committed behind the call (the commit queue)
     assert prod.sent == [(f"t.{T.dlq('wagering')}", 0, None)]
     assert prod.offsets == [({TopicPartition(BETS, 0): 5}, "t.wagering")]
     assert tasks.positions[0] == {TopicPartition(BETS, 0): 5}
@@ -50,7 +51,9 @@ async def test_a_failed_transaction_restores_the_task_and_its_next_records_go_on
     tasks, prod = manager()
     tasks.version = None
     prod.refuse = KafkaConnectionError()
-    assert not await tasks.stream.handle_and_commit(0, [Rec(BETS, 0, 4)])
+    assert await tasks.stream.handle_and_commit(0, [Rec(BETS, 0, 4)])  # queued: committed behind the call
+    assert tasks.state[0] == "ready"
+    await tasks.queue.drain()
     assert tasks.state[0] == "restoring" and tasks.enqueued == [0]  # type: ignore[attr-defined]
     assert 0 in tasks.stream.careful and tasks.aborts == 1 and tasks.fenced == 0
     assert tasks.positions[0] == {}  # never skipped

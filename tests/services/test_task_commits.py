@@ -31,6 +31,7 @@ from services.runtime.settings import Settings
 from services.runtime.tasks import Tasks, partition_of, snapshot_topic
 from services.runtime.translate import table_spec
 from services.settlement.core import SettlementCore
+from tests.services.runtime_fakes import committed
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -91,7 +92,7 @@ async def test_a_batch_of_three_tasks_commits_them_concurrently() -> None:
     topic = f"t.{T.SETTLEMENT_COMMANDS}"
     # undecodable records: each is dead-lettered inside its task's transaction, with its offset
     batch = [Record(topic, p, 10 + p, None, b"\xff not msgpack") for p in (0, 1, 2)]
-    await asyncio.wait_for(tasks.on_records(batch), 10)
+    await asyncio.wait_for(committed(tasks, batch), 10)
     for p, prod in producers.items():
         assert prod.committed == 1
         assert prod.sent == [(f"t.{T.dlq('settlement')}", p)]
@@ -113,7 +114,7 @@ async def test_a_failed_task_is_restored_while_the_others_commit() -> None:
     producers[1].send_offsets_to_transaction = refuse  # type: ignore[method-assign]
     topic = f"t.{T.SETTLEMENT_COMMANDS}"
     batch = [Record(topic, p, 5, None, b"\xff") for p in (0, 1, 2)]
-    await asyncio.wait_for(tasks.on_records(batch), 10)
+    await asyncio.wait_for(committed(tasks, batch), 10)
     assert [producers[p].committed for p in (0, 1, 2)] == [1, 0, 1]
     assert tasks.state == {0: "ready", 1: "restoring", 2: "ready"}
     assert enqueued == [1]
@@ -157,11 +158,11 @@ async def test_offsets_of_a_batch_that_caused_nothing_ride_with_the_next_transac
     tasks, producers = _tasks(3, asyncio.Barrier(1))
     table = _table_on(2, 3)
     inputs, book = _round_records(table, 2)
-    await tasks.on_records(inputs)
+    await committed(tasks, inputs)
     assert producers[2].committed == 0  # folded, nothing decided: no transaction
     dealing = TopicPartition(f"t.{T.DEALING_EVENTS}", 2)
     assert tasks.positions[2] == {dealing: 13}
-    await tasks.on_records([book])  # settles the round: one transaction, with both topics' offsets
+    await committed(tasks, [book])  # settles the round: one transaction, with both topics' offsets
     prod = producers[2]
     assert prod.committed == 1
     assert prod.offsets == [{dealing: 13, TopicPartition(f"t.{T.WAGERING_EVENTS}", 2): 8}]
@@ -177,9 +178,9 @@ async def test_deferred_offsets_are_committed_alone_once_they_are_old(monkeypatc
     tasks, producers = _tasks(3, asyncio.Barrier(1))
     table = _table_on(1, 3)
     inputs, _ = _round_records(table, 1)
-    await tasks.on_records(inputs[:2])
+    await committed(tasks, inputs[:2])
     assert producers[1].committed == 0
-    await tasks.on_records(inputs[2:])  # the first deferral is now "old": committed with this batch, alone
+    await committed(tasks, inputs[2:])  # the first deferral is now "old": committed with this batch, alone
     dealing = TopicPartition(f"t.{T.DEALING_EVENTS}", 1)
     assert producers[1].committed == 1
     assert producers[1].offsets == [{dealing: 13}]
@@ -195,7 +196,7 @@ async def test_a_revocation_commits_the_deferred_offsets(snapshots: bool) -> Non
         tasks._last_checkpoint[0] = time.monotonic()  # none due yet: the batch is deferred
     table = _table_on(0, 3)
     inputs, _ = _round_records(table, 0)
-    await tasks.on_records(inputs)
+    await committed(tasks, inputs)
     assert producers[0].committed == 0
     dealing = TopicPartition(f"t.{T.DEALING_EVENTS}", 0)
     await tasks.on_partitions_revoked({dealing})
@@ -213,7 +214,7 @@ async def test_a_quiet_tasks_deferred_offsets_are_flushed_without_another_batch(
     tasks, producers = _tasks(3, asyncio.Barrier(1))
     table = _table_on(1, 3)
     inputs, _ = _round_records(table, 1)
-    await tasks.on_records(inputs)
+    await committed(tasks, inputs)
     assert await tasks.flush_deferred() == 0  # not old yet
     assert producers[1].committed == 0
     assert await tasks.flush_deferred(now=time.monotonic() + 1.0) == 1
@@ -230,7 +231,7 @@ async def test_a_failed_flush_restores_the_task() -> None:
     tasks._enqueue = enqueued.append  # type: ignore[method-assign]
     table = _table_on(2, 3)
     inputs, _ = _round_records(table, 2)
-    await tasks.on_records(inputs)
+    await committed(tasks, inputs)
 
     async def fenced(offsets: dict[TopicPartition, int], group_id: str) -> None:
         raise RuntimeError("ProducerFenced")
@@ -277,7 +278,7 @@ async def test_no_transaction_begins_on_a_fenced_producer() -> None:
     tasks._enqueue = enqueued.append  # type: ignore[method-assign]
     producers[0]._txn_manager = _Fatal()  # type: ignore[attr-defined]
     topic = f"t.{T.SETTLEMENT_COMMANDS}"
-    await tasks.on_records([Record(topic, 0, 3, None, b"\xff")])
+    await committed(tasks, [Record(topic, 0, 3, None, b"\xff")])
     assert producers[0].committed == 0 and producers[0].sent == []  # not even begun
     assert tasks.state[0] == "restoring" and enqueued == [0]
     assert tasks.positions[0] == {}

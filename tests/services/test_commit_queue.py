@@ -1,0 +1,115 @@
+"""The commit queue (``services/runtime/commit_queue.py``): a task's next batches are decided while its
+transaction is in flight and committed together after it, in order; a failed transaction drops what was
+queued behind it (the restore reads it again); a checkpoint taken while later batches are decided keeps
+their tables for the next one. Exercised on a task manager whose producer holds its transactions open until
+the test lets them commit."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiokafka import TopicPartition
+from aiokafka.errors import KafkaConnectionError
+
+from contracts import topics as T
+from tests.services.runtime_fakes import Rec, RecordingProducer, manager
+
+BETS = f"t.{T.WAGERING_BETS}"
+TP = TopicPartition(BETS, 0)
+CMDS = TopicPartition(f"t.{T.WAGERING_COMMANDS}", 0)
+DLQ = f"t.{T.dlq('wagering')}"
+
+
+@dataclass
+class HeldProducer(RecordingProducer):
+    """A recording producer whose transactions wait for ``release`` before they send their offsets;
+    ``attempts``: the transactions that reached their offsets."""
+
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    attempts: int = 0
+
+    async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        self.attempts += 1
+        await self.release.wait()
+        await super().send_offsets_to_transaction(offsets, group_id)
+
+
+def held_manager() -> tuple[Any, HeldProducer]:
+    tasks, _ = manager()
+    tasks.version = None
+    prod = HeldProducer()
+    tasks.producers[0] = prod
+    return tasks, prod
+
+
+@pytest.mark.asyncio
+async def test_the_next_batches_are_decided_while_a_transaction_commits_and_commit_after_it_together():
+    tasks, prod = held_manager()
+    # undecodable records: each makes a dead letter, an outcome that must be committed with its offset
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 4)]), 5)  # returns with its transaction in flight
+    assert tasks.queue.busy(0) and prod.attempts == 1 and prod.committed == 0
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 5)]), 5)
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 6), Rec(BETS, 0, 7)]), 5)
+    assert tasks.queue.queued[0].records == 3 and tasks.queue.queued[0].batches == 2
+    assert prod.attempts == 1 and tasks.positions[0] == {}  # nothing committed yet, nothing skipped
+    prod.release.set()
+    await tasks.queue.drain()
+    assert prod.committed == 2 and tasks.queue.merged == 1  # the two queued batches in one transaction
+    assert prod.offsets == [({TP: 5}, "t.wagering"), ({TP: 8}, "t.wagering")]
+    assert prod.sent == [(DLQ, 0, None)] * 4
+    assert tasks.positions[0] == {TP: 8} and tasks.state[0] == "ready" and not tasks.queue.busy(0)
+
+
+@pytest.mark.asyncio
+async def test_a_failed_transaction_drops_what_was_queued_behind_it_and_restores_the_task():
+    tasks, prod = held_manager()
+    prod.refuse = KafkaConnectionError()
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 4)]), 5)
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 5)]), 5)
+    assert tasks.host.dead_letters == 2
+    prod.release.set()
+    await tasks.queue.drain()
+    assert prod.attempts == 1 and prod.committed == 0  # the queued batch was never written
+    assert tasks.state[0] == "restoring" and tasks.enqueued == [0] and tasks.queue.queued == {}
+    assert tasks.positions[0] == {} and 0 in tasks.stream.careful
+    # both letters forgotten: the re-read after the restore dead-letters both records again
+    assert tasks.host.dead_letters == 0
+
+
+@pytest.mark.asyncio
+async def test_a_table_changed_while_its_checkpoint_commits_goes_into_the_next_checkpoint():
+    tasks, prod = held_manager()
+    tasks.version = "v1"
+    runner = tasks.host.runner
+    tasks.partitions = 1
+    runner.slot("T1")
+    commit = asyncio.create_task(tasks.commits.commit(0, [], [], {TP: 6}, force_checkpoint=True))
+    while prod.attempts == 0:
+        await asyncio.sleep(0)
+    assert runner.touched == set()  # in the checkpoint being written
+    runner.slot("T2")
+    runner.touched.add("T1")  # T1 changed again after its snapshot
+    prod.release.set()
+    await commit
+    assert tasks.commits.checkpoints == 1 and runner.touched == {"T1", "T2"}
+
+
+@pytest.mark.asyncio
+async def test_offsets_deferred_beyond_a_transaction_in_flight_wait_for_the_next_one():
+    tasks, prod = held_manager()
+    loop = tasks.commits
+    loop.defer(0, {TP: 5}, 1)
+    commit = asyncio.create_task(loop.commit(0, [], [], {CMDS: 3}))
+    while prod.attempts == 0:
+        await asyncio.sleep(0)
+    loop.defer(0, {TP: 9}, 1)
+    prod.release.set()
+    await commit
+    assert prod.offsets == [({TP: 5, CMDS: 3}, "t.wagering")]
+    assert loop.uncommitted == {0: {TP: 9}}
+    await loop.commit(0, [], [], {TP: 7})  # the highest of each partition is committed, never a lower one
+    assert prod.offsets[-1] == ({TP: 9}, "t.wagering") and loop.uncommitted == {}
+    await loop.stop()
