@@ -73,7 +73,7 @@ from services.runtime.sessions import (
     set_cookie_header,
 )
 
-ALL_ROLES = frozenset({"dealer", "bettor", "analyst", "cage", "pit", "surveillance"})
+ALL_ROLES = frozenset({"dealer", "bettor", "analyst", "cage", "pit", "surveillance", "count_team"})
 #: who may open each page
 PAGE_ROLES: Mapping[str, frozenset[str]] = {
     "floor": ALL_ROLES,
@@ -592,6 +592,8 @@ class PitPages:
             nxt = "/surveillance"
         elif nxt == "/" and role == "cage":
             nxt = "/cage"
+        elif nxt == "/" and role == "count_team":
+            nxt = "/cage/desk"
         r = RedirectResponse(nxt, status_code=303)
         r.headers["Set-Cookie"] = set_cookie_header(sid, self.sessions.ttl_s, self._secure(request))
         return r
