@@ -34,6 +34,7 @@ async def test_opener_buy_ins_closer_and_count_through_the_desk():
     dealer, cage, team = [await as_role(pit, r) for r in ("dealer", "cage", "count_team")]
     page = (await dealer.get(f"/cage/desk?table={TABLE}")).text
     assert forms(page) == [f"{TABLE}-record_opener"] and 'value="T7-s1"' in page  # the next shift's id suggested
+    assert f'action="/cage/desk/{TABLE}/record_opener?table={TABLE}"' in page  # the filter kept after a press
     assert forms((await cage.get(f"/cage/desk?table={TABLE}")).text) == []  # no shift: nothing for the cage
     opener = {"actor": "dl-7", "shift_id": "T7-s1", "gaming_day": "2026-01-01", "pit": "pit-3",
               "chips": "25x80", "total": "$2,000"}
@@ -99,10 +100,11 @@ async def test_opener_buy_ins_closer_and_count_through_the_desk():
 
 
 def test_every_reason_the_cage_gives_has_words():
-    import services.cage.core as core
-    import services.cage.counts as counts
+    from pathlib import Path
 
-    src = open(core.__file__).read() + open(counts.__file__).read()
+    from services.cage import core, counts
+
+    src = Path(core.__file__).read_text() + Path(counts.__file__).read_text()
     codes = set(re.findall(r'_reject\(cmd, tag, "([a-z_]+)"', src)) | set(re.findall(r'\("([a-z_]+)", f"', src)) \
         | set(re.findall(r'return "([a-z_]+)", f"', src)) | set(re.findall(r'reason = "([a-z_]+)" if', src))
     codes |= set(re.findall(r'else "([a-z_]+)"', src))

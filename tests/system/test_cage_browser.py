@@ -108,7 +108,6 @@ def server(kafka_bootstrap: str) -> Iterator[CageServer]:
 
 def _fill(driver: Any, form_id: str, **fields: str) -> None:
     from selenium.webdriver.common.by import By
-
     from selenium.webdriver.support.ui import Select
 
     form = driver.find_element(By.ID, form_id)
