@@ -108,7 +108,8 @@ def server(kafka_bootstrap: str) -> Iterator[CageServer]:
 
 def _fill(driver: Any, form_id: str, **fields: str) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     form = driver.find_element(By.ID, form_id)
     for name, value in fields.items():
@@ -118,7 +119,10 @@ def _fill(driver: Any, form_id: str, **fields: str) -> None:
             continue
         box.clear()
         box.send_keys(value)
+    page = driver.find_element(By.TAG_NAME, "html")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    # the answer is a new page: wait for this one to go, so that its outcome is never read as the answer's
+    WebDriverWait(driver, 120).until(staleness_of(page))
 
 
 def _outcome(driver: Any, want: str) -> str:
