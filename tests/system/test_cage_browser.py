@@ -126,9 +126,14 @@ def _fill(driver: Any, form_id: str, **fields: str) -> None:
 
 
 def _outcome(driver: Any, want: str) -> str:
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
 
-    _wait(driver, lambda d: d.find_elements(By.ID, "outcome"), f"the outcome ({want})")
+    try:
+        _wait(driver, lambda d: d.find_elements(By.ID, "outcome"), f"the outcome ({want})")
+    except TimeoutException:
+        raise AssertionError(f"no outcome ({want}) on {driver.current_url}: "
+                             f"{driver.find_element(By.TAG_NAME, 'body').text[:1500]}") from None
     return str(driver.find_element(By.ID, "outcome").get_attribute("data-reason") or
                driver.find_element(By.ID, "outcome").get_attribute("class"))
 

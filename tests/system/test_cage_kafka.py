@@ -15,7 +15,8 @@ from contracts.codecs import decode_event, encode
 from contracts.envelope import Envelope, event_id
 from croupier.audit import audit
 from croupier.log import read_for_audit
-from croupier.replay import TableStory, read_table
+from croupier.parquet import write_directory
+from croupier.replay import TableStory, read_floor, read_table
 from services.cage.core import CageCore
 from services.cage.statement import alerts, statements
 from services.rawlog import read_topic as read_log
@@ -23,7 +24,7 @@ from tests.services.test_cage_floor import clerks, dealers
 from tests.system.test_floor_kafka import Floor
 
 
-async def test_a_two_table_shift_through_the_services_balances(kafka_bootstrap: str):
+async def test_a_two_table_shift_through_the_services_balances(kafka_bootstrap: str, tmp_path):  # type: ignore[no-untyped-def]
     floor = Floor(kafka_bootstrap)
     floor.cores["cage"] = CageCore()
     await floor.start()
@@ -67,6 +68,13 @@ async def test_a_two_table_shift_through_the_services_balances(kafka_bootstrap: 
         ("T1", "cage_out_of_shift", f"cage.events#{seq}"), ("T1", "unattributed_event", f"cage.events#{seq}")], found
     story = TableStory([r.env for r in await read_table(floor.settings, "T1")], "T1")
     assert "cage_out_of_shift" in [m["kind"] for m in story.marks.by_record[f"cage.events#{seq}"]]
+    # the export reads the floor as the replay does: the cage's records are in it, typed tables of their own
+    records = await read_floor(floor.settings)
+    assert {r.env.event_id for r in records if r.env.stream == T.CAGE_EVENTS} == \
+        {e.event_id for e in cage} | {forged.event_id}
+    counts = write_directory(records, tmp_path / "export")
+    assert counts["FillReceived"] == sum(isinstance(e.payload, FillReceived) for e in cage) + 1
+    assert counts["ShiftClosed"] == 2 and counts["DropBoxCounted"] == 2
 
 
 async def _write(settings, env: Envelope) -> None:  # type: ignore[no-untyped-def]
