@@ -10,8 +10,9 @@ path                            roles                answers
                                                      alerts: opener, closer, fills, credits, drop, win, hold %,
                                                      game result, variance (dollars on the page, cents in JSON
                                                      and CSV)
-``/cage/desk`` (``.json``)      dealer, pit, cage    each shift's slips and drop box, with only the actions valid
-                                                     now for the role (:mod:`services.projection.cage_desk`)
+``/cage/desk`` (``.json``)      dealer, pit, cage,   each table's shifts, slips and drop box, who is seated, with
+                                count_team           only the actions valid now for the role
+                                                     (:mod:`services.projection.cage_desk`)
 ``POST /cage/desk/{table}/      as the action        the action's cage command; the page again with what the cage
 {action}``                                           booked, or its refusal's reason code and words (422)
 ``/cage/patrons`` (``.json``)   cage, pit,           rated sessions: buy-in, average bet, rounds, time played,
@@ -44,12 +45,16 @@ from services.cage.patrons import currency, ratings
 from services.cage.statement import GROUPINGS, alerts, csv_text, rollup, statements
 from services.projection.cage_desk import (
     ACTIONS,
+    BUY_IN_METHODS,
     FIELDS,
     FormError,
     actions_now,
     build_command,
     desk_state,
+    opener_defaults,
+    reason_words,
     shift_dict,
+    tables_now,
 )
 from services.runtime.core import command
 
@@ -60,11 +65,11 @@ if TYPE_CHECKING:  # pragma: no cover
 #: who may open each cage page
 CAGE_PAGE_ROLES: Mapping[str, frozenset[str]] = {
     "statement": frozenset({"cage", "pit", "surveillance"}),
-    "desk": frozenset({"dealer", "pit", "cage"}),
+    "desk": frozenset({"dealer", "pit", "cage", "count_team"}),
     "patrons": frozenset({"cage", "pit", "surveillance"}),
     "currency": frozenset({"cage", "surveillance"}),
 }
-CAGE_TITLES = {"statement": "Shift statements", "desk": "Fills, credits and the count", "patrons": "Ratings",
+CAGE_TITLES = {"statement": "Shift statements", "desk": "Table inventory, buy-ins, fills, credits and the count", "patrons": "Ratings",
                "currency": "Currency reporting"}
 #: the topics the cage's pages read (ratings need the shoe, the table's configuration, bets and settlements)
 READS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS, T.CAGE_EVENTS)
@@ -200,14 +205,25 @@ class CagePages:
             return got
         shifts = desk_state(got)
         table = request.query_params.get("table") or ""
+        tables = [t for t in tables_now(got, shifts) if not table or t.table_id == table]
         if table:
             shifts = [s for s in shifts if s.table_id == table]
+        # a table with no shift open: the dealer counts its opener (suggested id, today's gaming day, its pit)
+        openers = [(t, opener_defaults(t, self.clock())) for t in tables
+                   if role == ACTIONS["record_opener"][0] and t.open_shift is None]
+        if outcome is not None and not outcome["ok"]:
+            outcome["words"] = reason_words(outcome["reason"])
         if as_json:
             return JSONResponse({"role": role, "shifts": [{**shift_dict(s), "actions": [
-                {"action": a, "id": i} for a, i in actions_now(s, role)]} for s in shifts]})
+                {"action": a, "id": i} for a, i in actions_now(s, role)]} for s in shifts],
+                "tables": [{"table_id": t.table_id, "seated": [list(x) for x in t.seated],
+                            "open_shift": t.open_shift.shift_id if t.open_shift else None} for t in tables],
+                "openers": [{"table_id": t.table_id, **d} for t, d in openers]})
         rows = [(s, actions_now(s, role)) for s in reversed(shifts)]
+        seated = {t.table_id: t.seated for t in tables}
         return self._page(request, role, "cage_desk.html", status, shifts=rows, actions=ACTIONS, fields=FIELDS,
-                          outcome=outcome, form=form or {}, table=table, failed=failed)
+                          outcome=outcome, form=form or {}, table=table, failed=failed, openers=openers,
+                          seated=seated, methods=BUY_IN_METHODS)
 
     async def act(self, request: Request) -> Response:
         """``POST /cage/desk/{table}/{action}`` (form-encoded): the action's command, sent as the session's

@@ -20,6 +20,8 @@ from services.runtime.settings import Settings
 #: the streams an investigator replays (the shoe's vault is the shoe service's alone)
 EVENT_STREAMS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
 PROJECTION_STREAMS = (T.PROJECTION_LEDGER, T.PROJECTION_ALERTS)
+#: the cage's books (openers, closers, slips, buy-ins, soft counts): read, audited and exported when present
+CAGE_STREAMS = (T.CAGE_EVENTS,)
 
 
 def partition_of(table_id: str, partitions: int = T.PARTITIONS) -> int:
@@ -92,17 +94,18 @@ async def read_vault(settings: Settings, table: str | None = None):  # type: ign
 
 
 async def read_for_audit(settings: Settings, table: str | None = None):  # type: ignore[no-untyped-def]
-    """What the audit reads: events (settlement first, shoe last: whatever a later-read stream holds, the earlier ones' events were
-    caused by, so a live floor's log reads as a consistent cut), records that do not decode, events of types
-    this version does not know."""
+    """What the audit reads: events (the cage's and settlement first, shoe last: whatever a later-read stream
+    holds, the earlier ones' events were caused by, so a live floor's log reads as a consistent cut), records
+    that do not decode, events of types this version does not know."""
     import msgspec
 
     from croupier.audit import UndecodableRecord, UnknownEvent
 
     existing = await visible_topics(settings)
     # only topics that exist: reading a missing one would have the broker auto-create it under a wrong prefix
-    streams = tuple(s for s in (T.SETTLEMENT_EVENTS, T.WAGERING_EVENTS, T.DEALING_EVENTS, T.SHOE_EVENTS)
-                    if settings.topic(s) in existing)
+    # the cage's events first: they are caused by settlement and wagering events (the same consistent cut)
+    streams = tuple(s for s in (T.CAGE_EVENTS, T.SETTLEMENT_EVENTS, T.WAGERING_EVENTS, T.DEALING_EVENTS,
+                                T.SHOE_EVENTS) if settings.topic(s) in existing)
     if not streams:
         return [], [], []
     got = await read_decoded(settings, [settings.topic(s) for s in streams], table)  # each record read once

@@ -18,7 +18,7 @@ from typing import Any
 from contracts.envelope import Envelope
 
 #: the streams the audit reads (the projection's own streams are not the floor's record)
-AUDITED_STREAMS = ("shoe.events", "dealing.events", "wagering.events", "settlement.events")
+AUDITED_STREAMS = ("shoe.events", "dealing.events", "wagering.events", "settlement.events", "cage.events")
 _RECORD = re.compile(r"^[a-z_]+\.[a-z_]+#\d+$")
 
 

@@ -51,13 +51,15 @@ async def _guarded(coro: Awaitable[_R], settings: Any, timeout_s: float) -> _R:
 
 async def read_table(settings: Any, table_id: str, *, timeout_s: float = 300.0) -> list[Any]:
     """Every event of ``table_id`` on the four event streams and, when their topics exist, the projection's
-    ledger and alerts, as :class:`croupier.log.LogRecord`. Reads only topics that exist (a broker that
-    auto-creates topics would otherwise create them under a mistyped prefix). Raises :class:`Unreachable`."""
-    from croupier.log import EVENT_STREAMS, PROJECTION_STREAMS, read_events
+    ledger and alerts and the cage's events, as :class:`croupier.log.LogRecord`. Reads only topics that exist
+    (a broker that auto-creates topics would otherwise create them under a mistyped prefix). Raises
+    :class:`Unreachable`."""
+    from croupier.log import CAGE_STREAMS, EVENT_STREAMS, PROJECTION_STREAMS, read_events
 
     async def run() -> list[Any]:
         existing = await _existing_topics(settings)
-        streams = tuple(s for s in EVENT_STREAMS + PROJECTION_STREAMS if settings.topic(s) in existing)
+        streams = tuple(s for s in EVENT_STREAMS + PROJECTION_STREAMS + CAGE_STREAMS
+                        if settings.topic(s) in existing)
         if not any(s in EVENT_STREAMS for s in streams):
             return []
         return await read_events(settings, table_id, streams)
@@ -68,11 +70,12 @@ async def read_table(settings: Any, table_id: str, *, timeout_s: float = 300.0) 
 async def read_floor(settings: Any, *, timeout_s: float = 600.0) -> list[Any]:
     """Every event of every table, as :func:`read_table` reads one (the same streams, every partition of
     each, read once), in per-stream order. Raises :class:`Unreachable`."""
-    from croupier.log import EVENT_STREAMS, PROJECTION_STREAMS, read_events
+    from croupier.log import CAGE_STREAMS, EVENT_STREAMS, PROJECTION_STREAMS, read_events
 
     async def run() -> list[Any]:
         existing = await _existing_topics(settings)
-        streams = tuple(s for s in EVENT_STREAMS + PROJECTION_STREAMS if settings.topic(s) in existing)
+        streams = tuple(s for s in EVENT_STREAMS + PROJECTION_STREAMS + CAGE_STREAMS
+                        if settings.topic(s) in existing)
         if not any(s in EVENT_STREAMS for s in streams):
             return []
         return await read_events(settings, None, streams)

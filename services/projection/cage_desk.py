@@ -8,13 +8,15 @@ only the actions valid now, by role:
 pit app role    cage command ``role``   actions
 =============== ====================== ==============================================================
 ``pit``         ``supervisor``         request a fill, request a credit (at the table)
-``dealer``      ``dealer``             receive an issued fill into the tray, hand a credit over
+``dealer``      ``dealer``             count the opener and the closer (a supervisor attests each),
+                                       take a buy-in (cash, marker or chips), receive an issued fill
+                                       into the tray, hand a credit over
 ``cage``        ``cage_cashier``       issue a requested fill, receive a handed-over credit, set a
                                        patron's credit line
-``cage``        ``count_team``         remove a closed shift's drop box, enter its soft count (the
-                                       count room reports to the cage; the pit app has no login role
-                                       of its own for it)
+``count_team``  ``count_team``         remove a closed shift's drop box, enter its soft count
 =============== ====================== ==============================================================
+
+A refusal is shown with its reason code and its words (:data:`REASON_WORDS`, :func:`reason_words`).
 
 Amounts are typed in dollars (:func:`baccarat.money.parse_dollars`) and become integer cents; a count is
 typed ``denomination x pieces`` pairs (``25x40, 5x100``: forty $25 chips and a hundred $5), its total
@@ -26,10 +28,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from baccarat.money import InvalidAmount, parse_dollars
 from contracts.cage import (
+    BoughtIn,
+    BuyIn,
     ChipCount,
     CountDropBox,
     CreditHandedOver,
@@ -44,6 +49,8 @@ from contracts.cage import (
     IssueFill,
     ReceiveCredit,
     ReceiveFill,
+    RecordCloser,
+    RecordOpener,
     RemoveDropBox,
     RequestCredit,
     RequestFill,
@@ -53,9 +60,13 @@ from contracts.cage import (
 )
 from contracts.commands import Command
 from contracts.envelope import Envelope
+from contracts.events import PlayerLeft, PlayerSeated
 
 #: each action: (pit app role, cage command role, title); its fields are :data:`FIELDS`
 ACTIONS: Mapping[str, tuple[str, str, str]] = {
+    "record_opener": ("dealer", "dealer", "Record opener"),
+    "buy_in": ("dealer", "dealer", "Buy-in"),
+    "record_closer": ("dealer", "dealer", "Record closer"),
     "request_fill": ("pit", "supervisor", "Request a fill"),
     "request_credit": ("pit", "supervisor", "Request a credit"),
     "issue_fill": ("cage", "cage_cashier", "Issue fill"),
@@ -63,11 +74,14 @@ ACTIONS: Mapping[str, tuple[str, str, str]] = {
     "hand_over_credit": ("dealer", "dealer", "Hand over credit"),
     "receive_credit": ("cage", "cage_cashier", "Receive credit"),
     "set_credit_line": ("cage", "cage_cashier", "Set credit line"),
-    "remove_drop_box": ("cage", "count_team", "Remove drop box"),
-    "count_drop_box": ("cage", "count_team", "Enter soft count"),
+    "remove_drop_box": ("count_team", "count_team", "Remove drop box"),
+    "count_drop_box": ("count_team", "count_team", "Enter soft count"),
 }
 #: the form fields of each action (besides ``actor``, who acts: every form has it)
 FIELDS: Mapping[str, tuple[str, ...]] = {
+    "record_opener": ("shift_id", "gaming_day", "pit", "chips", "total", "supervisor_id"),
+    "buy_in": ("buy_in_id", "seat", "player_id", "method", "amount", "cash"),
+    "record_closer": ("shift_id", "chips", "total", "supervisor_id"),
     "request_fill": ("slip_id", "chips", "total"),
     "request_credit": ("slip_id", "chips", "total"),
     "issue_fill": ("slip_id", "runner_id"),
@@ -78,6 +92,51 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
     "remove_drop_box": ("shift_id",),
     "count_drop_box": ("shift_id", "cash", "cash_total", "markers", "markers_total", "counters"),
 }
+#: the buy-in methods the dealer's form offers, as the cage names them (``services.cage.core.BUY_IN_METHODS``)
+BUY_IN_METHODS = (("cash", "Cash"), ("marker", "Marker"), ("chips", "Chips from elsewhere"))
+#: the hour (UTC) a gaming day starts, as the cage's (``services.cage.patrons``): the opener's default day
+GAMING_DAY_CUTOFF_HOUR = 6
+#: each reason code the desk may show, in words (the cage service's, ``services.cage.core``, and the page's own)
+REASON_WORDS: Mapping[str, str] = {
+    "role_not_permitted": "your role may not do this",
+    "same_person": "the one who counts may not also attest or approve: two people sign",
+    "count_team_too_small": "a soft count needs at least three people of the count team",
+    "invalid_count": "a count with a negative or empty denomination",
+    "count_mismatch": "the chips by denomination do not add up to the total",
+    "invalid_amount": "the amount must be more than zero",
+    "shift_already_opened": "that shift already has its opener",
+    "shift_open": "the table's shift is still open: count its closer first",
+    "table_closed": "no shift is open at this table: count an opener first",
+    "unknown_shift": "no such shift open at this table",
+    "unknown_fill": "no such fill slip",
+    "unknown_credit": "no such credit slip",
+    "fill_not_requested": "the fill was not requested",
+    "fill_not_issued": "the fill has not been issued by the cage yet",
+    "credit_not_requested": "the credit was not requested",
+    "credit_not_handed_over": "the credit has not been handed over at the table yet",
+    "duplicate_slip": "a slip with that number exists already",
+    "credit_exceeds_tray": "the credit is more than the tray holds",
+    "tray_short": "the tray does not hold that many chips: request a fill first",
+    "player_not_seated": "that patron is not seated at that seat",
+    "unknown_method": "a buy-in is in cash, by marker or in chips",
+    "over_credit_line": "the marker would take the patron past the credit line the cage set",
+    "box_not_removed": "the drop box is still at the table: remove it first",
+    "box_already_removed": "the drop box was removed already",
+    "box_already_counted": "the drop box was counted already",
+    "shift_not_closed": "the shift is still open: its closer first",
+    "not_a_cage_command": "not a command the cage takes",
+    "invalid_form": "a field is missing or not what it should be",
+    "unknown_action": "no such action at the cage's desk",
+    "broker_unavailable": "the log could not be reached: nothing was sent",
+    "no_answer": "the cage did not answer in time",
+}
+
+
+def reason_words(code: str) -> str:
+    """``code`` in words (:data:`REASON_WORDS`); an unknown code as itself, underscores as spaces."""
+    return REASON_WORDS.get(code, code.replace("_", " "))
+
+
 _PAIR = re.compile(r"^\s*\$?\s*([0-9][0-9,]*(?:\.[0-9]{1,2})?)\s*[x×*]\s*([0-9]+)\s*$")
 
 
@@ -113,6 +172,7 @@ class ShiftNow:
     open: bool = True
     box: str = "at_table"
     slips: dict[str, SlipNow] = field(default_factory=dict)
+    buy_ins: int = 0
 
 
 def desk_state(events: Iterable[Envelope]) -> list[ShiftNow]:
@@ -128,6 +188,8 @@ def desk_state(events: Iterable[Envelope]) -> list[ShiftNow]:
             continue
         if isinstance(e, ShiftClosed):
             s.open = False
+        elif isinstance(e, BoughtIn):
+            s.buy_ins += 1
         elif isinstance(e, DropBoxRemoved):
             s.box = "removed"
         elif isinstance(e, DropBoxCounted):
@@ -143,6 +205,53 @@ def desk_state(events: Iterable[Envelope]) -> list[ShiftNow]:
             s.slips[e.credit_id] = SlipNow("credit", e.credit_id, e.total_cents,
                                            "handed_over" if isinstance(e, CreditHandedOver) else "received")
     return list(shifts.values())
+
+
+@dataclass
+class TableNow:
+    """A table as the dealer's desk sees it: ``seated`` (seat, player id) registered now (``wagering.events``),
+    ``shifts`` its cage shifts (:class:`ShiftNow`, oldest first)."""
+
+    table_id: str
+    seated: list[tuple[int, str]] = field(default_factory=list)
+    shifts: list[ShiftNow] = field(default_factory=list)
+
+    @property
+    def open_shift(self) -> ShiftNow | None:
+        """The shift open now (an opener, no closer), or None: then the dealer may count an opener."""
+        return next((s for s in self.shifts if s.open), None)
+
+
+def tables_now(events: Iterable[Envelope], shifts: Iterable[ShiftNow]) -> list[TableNow]:
+    """Every table the log names (any event of it, the cage window's ``CAGE`` aside), sorted by id, with who is
+    seated and its ``shifts`` (from :func:`desk_state`)."""
+    seated: dict[str, set[tuple[int, str]]] = {}
+    for env in events:
+        if env.table_id == "CAGE":
+            continue
+        here = seated.setdefault(env.table_id, set())
+        if isinstance(env.payload, PlayerSeated):
+            here.add((env.payload.seat, env.payload.player_id))
+        elif isinstance(env.payload, PlayerLeft):
+            here.discard((env.payload.seat, env.payload.player_id))
+    by_table: dict[str, list[ShiftNow]] = {}
+    for s in shifts:
+        by_table.setdefault(s.table_id, []).append(s)
+        seated.setdefault(s.table_id, set())
+    return [TableNow(t, sorted(seated[t]), by_table.get(t, [])) for t in sorted(seated)]
+
+
+def gaming_day(now: datetime) -> date:
+    """The gaming day of ``now`` (UTC): the calendar day of ``now`` less :data:`GAMING_DAY_CUTOFF_HOUR` hours."""
+    return (now - timedelta(hours=GAMING_DAY_CUTOFF_HOUR)).date()
+
+
+def opener_defaults(table: TableNow, now: datetime) -> dict[str, str]:
+    """The opener form's suggested values at ``table``: the next shift id (``<table>-s<n>``), today's gaming
+    day, the pit of its last shift."""
+    last = table.shifts[-1] if table.shifts else None
+    return {"shift_id": f"{table.table_id}-s{len(table.shifts) + 1}", "gaming_day": gaming_day(now).isoformat(),
+            "pit": last.pit if last else ""}
 
 
 #: the one action valid now on a slip in each (kind, status), none once received
@@ -168,11 +277,13 @@ def actions_now(shift: ShiftNow, role: str) -> list[tuple[str, str]]:
                 out.append((a, slip.slip_id))
         if role == "pit":
             out += [("request_fill", ""), ("request_credit", "")]
+        if role == "dealer":
+            out += [("buy_in", ""), ("record_closer", shift.shift_id)]
         if role == "cage":
             out.append(("set_credit_line", ""))
-    elif role == "cage" and shift.box == "at_table":
+    elif role == "count_team" and shift.box == "at_table":
         out.append(("remove_drop_box", shift.shift_id))
-    elif role == "cage" and shift.box == "removed":
+    elif role == "count_team" and shift.box == "removed":
         out.append(("count_drop_box", shift.shift_id))
     return out
 
@@ -214,6 +325,25 @@ def build_command(action: str, form: Mapping[str, str]) -> Command:
     credit the tray cannot cover) is the cage's to refuse, with its reason code."""
     role = ACTIONS[action][1]
     f = form
+    if action in ("record_opener", "record_closer"):
+        chips, total = parse_count(f.get("chips", ""), "chips"), _dollars(f, "total")
+        shift, sup = _text(f, "shift_id"), _text(f, "supervisor_id")
+        if action == "record_closer":
+            return RecordCloser(shift_id=shift, chips=chips, total_cents=total, supervisor_id=sup, role=role)
+        day = _text(f, "gaming_day")
+        try:
+            date.fromisoformat(day)
+        except ValueError:
+            raise FormError("gaming_day", f"{day[:20]!r} is not a date (YYYY-MM-DD)") from None
+        return RecordOpener(shift_id=shift, gaming_day=day, pit=f.get("pit", "").strip(), chips=chips,
+                            total_cents=total, supervisor_id=sup, role=role)
+    if action == "buy_in":
+        seat = f.get("seat", "").strip()
+        if not seat.isdigit():
+            raise FormError("seat", f"{seat[:10]!r} is not a seat number")
+        return BuyIn(buy_in_id=_text(f, "buy_in_id"), seat=int(seat), player_id=_text(f, "player_id"),
+                     method=_text(f, "method"), amount_cents=_dollars(f, "amount"),
+                     cash=parse_count(f.get("cash", ""), "cash"), role=role)
     if action in ("request_fill", "request_credit"):
         chips, total = parse_count(f.get("chips", ""), "chips"), _dollars(f, "total")
         if action == "request_fill":
@@ -246,6 +376,6 @@ def build_command(action: str, form: Mapping[str, str]) -> Command:
 def shift_dict(s: ShiftNow) -> dict[str, Any]:
     """A shift of :func:`desk_state` for JSON (cents)."""
     return {"table_id": s.table_id, "shift_id": s.shift_id, "gaming_day": s.gaming_day, "pit": s.pit,
-            "open": s.open, "box": s.box,
+            "open": s.open, "box": s.box, "buy_ins": s.buy_ins,
             "slips": [{"kind": x.kind, "slip_id": x.slip_id, "total_cents": x.total_cents, "status": x.status,
                        "next": next_action(x)} for x in s.slips.values()]}

@@ -15,7 +15,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from baccarat.money import format_cents
 
-ALL_ROLES = frozenset({"dealer", "bettor", "analyst", "cage", "pit", "surveillance"})
+ALL_ROLES = frozenset({"dealer", "bettor", "analyst", "cage", "pit", "surveillance", "count_team"})
 #: who may open each page
 PAGE_ROLES: Mapping[str, frozenset[str]] = {
     "floor": ALL_ROLES,

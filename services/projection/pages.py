@@ -310,6 +310,8 @@ class PitPages(PageFragments):
             nxt = "/surveillance"
         elif nxt == "/" and role == "cage":
             nxt = "/cage"
+        elif nxt == "/" and role == "count_team":
+            nxt = "/cage/desk"
         r = RedirectResponse(nxt, status_code=303)
         r.headers["Set-Cookie"] = set_cookie_header(sid, self.sessions.ttl_s, self._secure(request))
         return r

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROLES = ("dealer", "bettor", "analyst", "cage", "pit", "surveillance")
+ROLES = ("dealer", "bettor", "analyst", "cage", "pit", "surveillance", "count_team")
 ENV_PREFIX = "CROUPIER_API_TOKEN_"
 ENV_FILE = "CROUPIER_API_TOKENS_FILE"
 MIN_TOKEN_LENGTH = 16

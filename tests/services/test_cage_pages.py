@@ -37,7 +37,8 @@ from tests.services.helpers import events, floor_bus
 
 TOKENS = {"dealer": "dealer-token-0123456789", "bettor": "bettor-token-0123456789",
           "cage": "cage-token-01234567890", "pit": "pit-token-012345678901",
-          "surveillance": "surveillance-token-0123", "analyst": "analyst-token-01234567"}
+          "surveillance": "surveillance-token-0123", "analyst": "analyst-token-01234567",
+          "count_team": "count-team-token-012345"}
 BASE = "http://pit.test"
 FORM = {"Origin": BASE, "Content-Type": "application/x-www-form-urlencoded"}
 ALL = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS, T.CAGE_EVENTS)
@@ -131,7 +132,8 @@ async def test_fill_request_issue_receive_each_by_its_role_only_when_valid(env):
     pitc, cage, dealer = await as_role(pit, "pit"), await as_role(pit, "cage"), await as_role(pit, "dealer")
     page = (await pitc.get("/cage/desk?table=T9")).text
     assert forms(page) == ["T9-request_fill", "T9-request_credit"]
-    assert forms((await dealer.get("/cage/desk?table=T9")).text) == []  # nothing for the dealer yet
+    till = ["T9-buy_in", "T9-record_closer-T9-s1"]  # the dealer's own, while the shift is open
+    assert forms((await dealer.get("/cage/desk?table=T9")).text) == till  # no slip for the dealer yet
     assert forms((await cage.get("/cage/desk?table=T9")).text) == ["T9-set_credit_line"]
     # a count that does not add up: refused by the cage with its reason, nothing booked
     before = len(bus.topics[T.CAGE_EVENTS])
@@ -152,11 +154,11 @@ async def test_fill_request_issue_receive_each_by_its_role_only_when_valid(env):
     r = await act(dealer, "T9", "request_fill", actor="dl-9", slip_id="F2", chips="25x4", total="100")
     assert (r.status_code, outcome(r)) == (403, "role_not_permitted")
     assert forms((await cage.get("/cage/desk?table=T9")).text) == ["T9-issue_fill-F1", "T9-set_credit_line"]
-    assert forms((await dealer.get("/cage/desk?table=T9")).text) == []
+    assert forms((await dealer.get("/cage/desk?table=T9")).text) == till
     r = await act(cage, "T9", "issue_fill", actor="cashier-1", slip_id="F1", runner_id="sec-1")
     assert outcome(r) == "booked"
     page = (await dealer.get("/cage/desk?table=T9")).text
-    assert forms(page) == ["T9-receive_fill-F1"] and "(open: on its way)" in page  # issued, not received
+    assert forms(page) == ["T9-receive_fill-F1", *till] and "(open: on its way)" in page  # issued, not received
     assert (await pitc.get("/cage/statement.json", headers=bearer("pit"))).json()["statements"][-1]["open_fills"] == 1
     r = await act(dealer, "T9", "receive_fill", actor="dl-9", slip_id="F1", supervisor_id="dl-9")
     assert outcome(r) == "same_person"  # the dealer cannot approve his own receipt
@@ -167,13 +169,13 @@ async def test_fill_request_issue_receive_each_by_its_role_only_when_valid(env):
     assert [type(p) for p in booked] == [FillRequested, FillIssued, FillReceived]
     assert booked[-1].tray_cents == 250_000 and booked[0].chips == chips((2_500, 40), (500, 100))
     assert [p.reason for p in got if isinstance(p, CommandRejected)] == ["count_mismatch", "same_person"]
-    assert forms((await dealer.get("/cage/desk?table=T9")).text) == []  # received: no step left
+    assert forms((await dealer.get("/cage/desk?table=T9")).text) == till  # received: no step left
     # a credit the tray cannot cover ($2,500 held): refused, shown with its reason
     r = await act(pitc, "T9", "request_credit", actor="sup-1", slip_id="C1", chips="100x26", total="2600")
     assert (r.status_code, outcome(r)) == (422, "credit_exceeds_tray") and "the tray holds 250000" in r.text
     r = await act(pitc, "T9", "request_credit", actor="sup-1", slip_id="C1", chips="25x40", total="1000")
     assert outcome(r) == "booked"
-    assert forms((await dealer.get("/cage/desk?table=T9")).text) == ["T9-hand_over_credit-C1"]
+    assert forms((await dealer.get("/cage/desk?table=T9")).text) == ["T9-hand_over_credit-C1", *till]
     assert outcome(await act(dealer, "T9", "hand_over_credit", actor="dl-9", slip_id="C1", runner_id="sec-2")) \
         == "booked"
     assert "T9-receive_credit-C1" in forms((await cage.get("/cage/desk?table=T9")).text)
@@ -195,7 +197,7 @@ async def test_fill_request_issue_receive_each_by_its_role_only_when_valid(env):
 
 async def test_count_team_removes_and_counts_the_box_of_a_closed_shift(env):  # type: ignore[no-untyped-def]
     bus, pit, log = env
-    cage = await as_role(pit, "cage")
+    cage = await as_role(pit, "count_team")
     assert "T9-remove_drop_box-T9-s1" not in forms((await cage.get("/cage/desk?table=T9")).text)  # still open
     await log.send(command("T9", "close-T9", AT, RecordCloser(shift_id="T9-s1", chips=chips((2_500, 40)),
                                                                total_cents=100_000, supervisor_id="sup-1"),
@@ -212,11 +214,13 @@ async def test_count_team_removes_and_counts_the_box_of_a_closed_shift(env):  # 
     counted = [e.payload for e in events(bus, T.CAGE_EVENTS) if isinstance(e.payload, DropBoxCounted)]
     assert counted[-1].counters == ["ct-1", "ct-2", "ct-3"] and counted[-1].drop_cents == 0
     assert forms((await cage.get("/cage/desk?table=T9")).text) == []
-    # the pit may not take the count team's action
-    pitc = await as_role(pit, "pit")
+    # neither the pit nor the cage may take the count team's action, nor see it offered
+    pitc, cashier = await as_role(pit, "pit"), await as_role(pit, "cage")
     assert outcome(await act(pitc, "T9", "remove_drop_box", actor="x", shift_id="T9-s1")) == "role_not_permitted"
-    await cage.aclose()
-    await pitc.aclose()
+    r = await act(cashier, "T9", "count_drop_box", actor="x", shift_id="T9-s1")
+    assert outcome(r) == "role_not_permitted" and "your role may not do this" in r.text
+    for c in (cage, pitc, cashier):
+        await c.aclose()
 
 
 async def test_ratings_and_currency_list(env):  # type: ignore[no-untyped-def]

@@ -46,7 +46,7 @@ def test_ephemeral_tokens_file_is_private_and_readable_back(tmp_path):
     path = tmp_path / "var" / "api-tokens"
     tokens = write_ephemeral_tokens(path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert read_tokens_file(path) == tokens and len(set(tokens.values())) == 6
+    assert read_tokens_file(path) == tokens and len(set(tokens.values())) == 7  # one a role, count_team too
 
 
 def test_two_roles_sharing_one_token_are_refused_at_load(tmp_path):
