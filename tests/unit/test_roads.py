@@ -6,7 +6,6 @@ Notation in comments: Big Road logical columns are numbered n = 1, 2, … and ro
 
 import itertools
 import json
-import timeit
 from collections import Counter
 
 import pytest
@@ -385,12 +384,6 @@ def test_roads_command_json_and_text():
     assert "no marks yet" in roads_command("", as_json=False)
     with pytest.raises(InvalidResult, match="position 3"):
         roads_command("BPQ", as_json=False)
-
-
-def test_ninety_rounds_is_fast():
-    seq = ("BBPTBPPPBTBBBBBBBPPBPTPB" * 4)[:90]
-    per_call = min(timeit.repeat(lambda: roads(seq), number=50, repeat=5)) / 50
-    assert per_call < 0.001
 
 
 # -------------------------------------------------------------------------------------- properties
