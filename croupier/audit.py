@@ -181,7 +181,9 @@ def audit(
             continue
         skipped[k.table_id].append(k)
         counts[k.type_name] += 1
-    report = AuditReport(events=n, tables=len(by_table), discrepancies=[], unknown_types=dict(sorted(counts.items())))
+    # the tables that played (an event on a game stream): the cage window's own key (cage.events alone) is no table
+    played = sum(1 for evs in by_table.values() if any(e.stream != "cage.events" for e in evs))
+    report = AuditReport(events=n, tables=played, discrepancies=[], unknown_types=dict(sorted(counts.items())))
     for tid in sorted(set(by_table) | set(skipped)):
         _audit_table(tid, by_table.get(tid, []), report, shoe_id, skipped.get(tid, []))
     assert report.discrepancies is not None

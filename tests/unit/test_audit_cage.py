@@ -114,3 +114,10 @@ def test_an_edited_closer(log):  # type: ignore[no-untyped-def]
     i = first(log, ShiftClosed)
     envs, where = edited(log, ShiftClosed, tray_variance_cents=log[i].payload.tray_variance_cents + 2_000)
     assert cage_findings(envs) == [("tray_mismatch", where)]
+
+
+def test_the_cage_windows_own_key_is_not_counted_as_a_table(log):  # type: ignore[no-untyped-def]
+    # the cage window's transactions (chips redeemed) are keyed "CAGE" on cage.events alone: no table played there
+    assert {e.table_id for e in log} == {"A1", "CAGE"}  # the shift's patrons redeem chips at the window
+    assert {e.stream for e in log if e.table_id == "CAGE"} == {"cage.events"}
+    assert audit(log).tables == 1
