@@ -26,14 +26,25 @@ async def metadata_of(client: Any, topics: Sequence[str]) -> Any:
     topic's metadata, and a broker holding a few thousand topics answers with tens of kilobytes that aiokafka
     decodes in pure Python (on a CI broker full of test floors: 86 KB and 89 ms of CPU a call, half of an audit
     test's CPU). Raises aiokafka's errors (no broker reachable: ``KafkaConnectionError``, ``NodeNotReadyError``)."""
+    import random
+
     from aiokafka.cluster import ClusterMetadata
+    from aiokafka.errors import KafkaConnectionError, KafkaError
     from aiokafka.protocol.metadata import MetadataRequest
 
-    node = client.get_random_node()
-    if node is None:  # no broker known yet: the bootstrap names them
+    if client.get_random_node() is None:  # no broker known yet: the bootstrap names them
         await client.bootstrap()
-        node = client.get_random_node()
-    response = await client.send(node, MetadataRequest(list(topics), allow_auto_topic_creation=False))
+    nodes = [b.nodeId for b in client.cluster.brokers()]
+    random.shuffle(nodes)  # as aiokafka's own metadata refresh: any live broker answers for the cluster
+    last: Exception = KafkaConnectionError("no broker known")
+    for node in nodes:  # a dead broker of a cluster is skipped (a cluster's broker may be down: issue 25)
+        try:
+            response = await client.send(node, MetadataRequest(list(topics), allow_auto_topic_creation=False))
+            break
+        except (TimeoutError, KafkaError, OSError) as e:
+            last = e
+    else:
+        raise last
     found = ClusterMetadata()
     found.need_all_topic_metadata = True  # a missing topic is an answer here, not an error to log
     found.update_metadata(response)
