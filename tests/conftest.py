@@ -33,6 +33,12 @@ hypothesis_settings.load_profile(hypothesis_profile())
 
 os.environ.pop("CROUPIER_VAULT_KEY_FILE", None)
 os.environ["CROUPIER_VAULT_KEYS"] = TEST_VAULT_KEYS
+#: Test floors get 3 partitions a topic, not the production 12 (CROUPIER_PARTITIONS; a test of several instances
+#: sets its own count): a floor of a few tables spreads over 3 as well as over 12, and the broker and every
+#: consumer's fetch handle a quarter of the partitions. Measured on `test_demo`'s two-table test, own broker:
+#: Python CPU 15.5-16.5 s and broker CPU 13-18 s at 12, 11.8-12.2 s and 9-11 s at 3 (issue 27). Services started
+#: as subprocesses, and ``tests.system.conftest.broker_settings``, read the same variable.
+os.environ.setdefault("CROUPIER_PARTITIONS", "3")
 
 KAFKA_MARKER = "kafka"
 

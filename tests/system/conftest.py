@@ -119,6 +119,7 @@ def broker_settings(bootstrap: str, **fields: object) -> Settings:
     security settings (``KAFKA_SECURITY_PROTOCOL``, ``KAFKA_SASL_*``, ``KAFKA_SSL_CAFILE``) come from it, so the same test runs on
     the plain broker and, as the admin principal, on the secured one (``.ci/run`` runs tests/system on both)."""
     env = Settings.from_env()
+    fields.setdefault("partitions", env.partitions)  # CROUPIER_PARTITIONS: 3 for test floors (tests/conftest.py)
     return Settings(bootstrap_servers=bootstrap, security_protocol=env.security_protocol,  # type: ignore[arg-type]
                     sasl_mechanism=env.sasl_mechanism, sasl_username=env.sasl_username,
                     sasl_password=env.sasl_password, ssl_cafile=env.ssl_cafile, **fields)

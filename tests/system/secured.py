@@ -71,13 +71,15 @@ class SecuredBroker:
     def settings(self, principal: str, prefix: str | None = None) -> Settings:
         """Settings connecting as ``principal`` under the broker's topic prefix, over SASL_SSL with its CA."""
         base = Settings(bootstrap_servers=self.bootstrap, topic_prefix=self.prefix if prefix is None else prefix,
-                        security_protocol="SSL", ssl_cafile=str(self.cafile))
+                        security_protocol="SSL", ssl_cafile=str(self.cafile),
+                        partitions=Settings.from_env().partitions)
         return base.as_principal(principal, self.password(principal))
 
     def clear_settings(self, principal: str) -> Settings:
         """Settings connecting as ``principal`` over SASL_PLAINTEXT to :attr:`clear_port` (no TLS)."""
         assert self.clear_port is not None, "this broker has no SASL_PLAINTEXT listener (KAFKA_CLEAR_PORT)"
-        base = Settings(bootstrap_servers=f"127.0.0.1:{self.clear_port}", topic_prefix=self.prefix)
+        base = Settings(bootstrap_servers=f"127.0.0.1:{self.clear_port}", topic_prefix=self.prefix,
+                        partitions=Settings.from_env().partitions)
         return base.as_principal(principal, self.password(principal))
 
     def kafka_sh(self, *args: str, prefix: str | None = None, timeout: float = 300) -> str:

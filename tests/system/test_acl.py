@@ -29,7 +29,8 @@ async def secured(secured_kafka: SecuredBroker) -> AsyncIterator[SecuredBroker]:
     await admin.start()
     try:
         existing = set(await admin.list_topics())
-        new = [NewTopic(secured_kafka.prefix + n, T.PARTITIONS, 1) for n in USED
+        parts = secured_kafka.settings("admin").partitions  # CROUPIER_PARTITIONS, as the services expect
+        new = [NewTopic(secured_kafka.prefix + n, parts, 1) for n in USED
                if secured_kafka.prefix + n not in existing]
         if new:
             await admin.create_topics(new)
@@ -64,7 +65,7 @@ async def _read_all(settings: Settings, base: str) -> list[bytes]:
                          isolation_level="read_committed")
     await c.start()
     try:
-        tps = [TopicPartition(settings.topic(base), p) for p in range(T.PARTITIONS)]
+        tps = [TopicPartition(settings.topic(base), p) for p in range(settings.partitions)]
         c.assign(tps)
         await c.seek_to_beginning(*tps)
         end = await c.end_offsets(tps)
