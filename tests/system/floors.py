@@ -15,8 +15,9 @@ from baccarat.shoe import ShoeRules
 from baccarat.table import TableConfig
 from contracts.commands import ShoeSpec
 
-#: cards before a short shoe's cutting card: after the burn (up to 11 cards), about 25 rounds
-SHORT_SHOE_CARDS = 140
+#: cards before a short shoe's cutting card: after the burn (up to 11 cards), about 12 rounds (a round takes
+#: 4 to 6 cards, 4.94 on average), so a floor of two tables deals about 25
+SHORT_SHOE_CARDS = 70
 
 
 def short_rules(rules: ShoeRules = ShoeRules(), cards: int = SHORT_SHOE_CARDS) -> ShoeRules:

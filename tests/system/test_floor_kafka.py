@@ -108,7 +108,7 @@ async def test_two_tables_deal_whole_shoes_and_every_settlement_checks_out(floor
                for tid, cfg in tables.items()]
     runs = await asyncio.gather(*(d.run(shoes=1) for d in dealers))
     for r in runs:
-        assert r.rounds >= 20 and r.rejections == ["shoe_complete"], r
+        assert r.rounds >= 10 and r.rejections == ["shoe_complete"], r
     log = await floor.log()
     rep = audit(log)
     assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
@@ -137,28 +137,29 @@ async def test_every_service_restarts_mid_shoe_and_the_shoe_completes(floor: Flo
     real = settlement.tasks._commit
     died = asyncio.Event()
 
-    async def die_on_round_8(p, decisions, letters, offsets, handled=0, **kw):  # type: ignore[no-untyped-def]
-        if any(getattr(e.payload, "round_id", "").endswith("round-8") for d in decisions for e in d.events):
+    async def die_on_round_4(p, decisions, letters, offsets, handled=0, **kw):  # type: ignore[no-untyped-def]
+        if any(getattr(e.payload, "round_id", "").endswith("round-4") for d in decisions for e in d.events):
             died.set()
             raise ConnectionError("settlement process killed")
         await real(p, decisions, letters, offsets, handled, **kw)
 
-    settlement.tasks._commit = die_on_round_8  # type: ignore[method-assign]
-    restarts = {4: "shoe", 12: "dealing", 16: "wagering"}
+    settlement.tasks._commit = die_on_round_4  # type: ignore[method-assign]
+    # a short shoe deals about 12 rounds (tests/system/floors.py): every restart comes before its end
+    restarts = {2: "shoe", 6: "dealing", 8: "wagering"}
     n = 0
     while True:
         n += 1
         rid = f"{shoe_id}-round-{n}"
-        if n == 8:
-            # play round 8 by hand: its settlement never comes from the dying process
+        if n == 4:
+            # play round 4 by hand: its settlement never comes from the dying process
             since = floor.io.log.mark("T1")
-            await floor.io.send(T.DEALING_COMMANDS, command("T1", "open-8", Clock()(), OpenRound(round_id=rid,
+            await floor.io.send(T.DEALING_COMMANDS, command("T1", "open-4", Clock()(), OpenRound(round_id=rid,
                                                                                                shoe_id=shoe_id)))
             await floor.io.wait("T1", lambda e: getattr(e.payload, "round_id", "") == rid
                                 and type(e.payload).__name__ == "BettingOpened", since, 60)
-            await floor.io.send(T.WAGERING_BETS, command("T1", "bet-8", Clock()(), PlaceBet(
+            await floor.io.send(T.WAGERING_BETS, command("T1", "bet-4", Clock()(), PlaceBet(
                 round_id=rid, seat=1, player_id="player-1", wager="banker", amount_cents=10_000)))
-            await floor.io.send(T.WAGERING_COMMANDS, command("T1", "close-8", Clock()(), CloseBetting(round_id=rid)))
+            await floor.io.send(T.WAGERING_COMMANDS, command("T1", "close-4", Clock()(), CloseBetting(round_id=rid)))
             await asyncio.wait_for(died.wait(), 60)
             await floor.stop_service("settlement")
             await floor.start_service("settlement")
@@ -170,7 +171,7 @@ async def test_every_service_restarts_mid_shoe_and_the_shoe_completes(floor: Flo
             await floor.start_service(restarts[n])
         if not await dealer.play_round(shoe_id, rid):
             break
-    assert dealer.run_state.rejections == ["shoe_complete"] and n > 16  # past every restart above
+    assert dealer.run_state.rejections == ["shoe_complete"] and n > 8  # past every restart above
     log = await floor.log()
     rep = audit(log)
     assert rep.clean, [str(d) for d in rep.discrepancies[:10]]

@@ -78,7 +78,7 @@ async def test_a_full_shoe_with_every_service_under_its_own_principal(secured_fl
     dealer = TableDealer(secured_floor.io, "T1", short_shoe(punto_banco_full()), SEATS, random.Random(5), Clock(),
                          timeout=60)
     run = await dealer.run(shoes=1)  # a short shoe (tests/system/floors.py): to its cutting card and the reveal
-    assert run.rounds >= 20 and run.rejections == ["shoe_complete"], run
+    assert run.rounds >= 10 and run.rejections == ["shoe_complete"], run
     rep = audit(await secured_floor.log())
     assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
     assert rep.shoes_verified == 1
