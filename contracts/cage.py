@@ -181,7 +181,9 @@ class RedeemChips(Command, frozen=True, tag="redeem_chips"):
 # ---- cage.events -------------------------------------------------------------------------------------------
 class ShiftOpened(Event, frozen=True, tag="shift_opened"):
     """The opener of ``shift_id``: the tray's count, by the dealer ``counted_by`` and attested by the
-    supervisor ``attested_by``; the shift is open."""
+    supervisor ``attested_by``; the shift is open. ``last_round_id``: the last round whose settlement the cage
+    had booked at the table when the opener was counted ("" for none): the shift's rounds are those settled
+    after it (the audit re-derives the shift's game result from ``settlement.events`` by it)."""
 
     shift_id: EvId
     gaming_day: EvCode
@@ -190,13 +192,16 @@ class ShiftOpened(Event, frozen=True, tag="shift_opened"):
     total_cents: int
     counted_by: EvId
     attested_by: EvId
+    last_round_id: EvId = ""
 
 
 class ShiftClosed(Event, frozen=True, tag="shift_closed"):
     """The closer of ``shift_id`` (counted and attested like the opener) and what the cage expected:
     ``expected_cents`` the tray as every buy-in, settled round, fill, credit and commission collected left
     it; ``game_result_cents`` the shift's game result (Σ ``RoundSettled.table_result`` of its rounds) and
-    ``rounds`` how many; ``tray_variance_cents`` = ``total_cents`` − ``expected_cents``."""
+    ``rounds`` how many; ``tray_variance_cents`` = ``total_cents`` − ``expected_cents``; ``last_round_id``: the
+    last round whose settlement the cage had booked at the table when the closer was counted ("" for none):
+    the shift's rounds are those settled after the opener's ``last_round_id`` up to this one."""
 
     shift_id: EvId
     chips: EvChips
@@ -207,6 +212,7 @@ class ShiftClosed(Event, frozen=True, tag="shift_closed"):
     game_result_cents: int
     rounds: int
     tray_variance_cents: int
+    last_round_id: EvId = ""
 
 
 class FillRequested(Event, frozen=True, tag="fill_requested"):

@@ -15,7 +15,15 @@ record (``cage.events#<seq>``) with its own kind:
   cash and marker buy-ins the shift's ``BoughtIn`` events put in the box, or whose drop variance is not their
   difference; ``count_team_too_small`` for fewer than three counters;
 * ``cage_out_of_shift``: a slip, buy-in or count of a shift that never opened (or after its closer, for a
-  slip or buy-in).
+  slip or buy-in);
+* ``game_result_mismatch`` (when ``settlement.events`` are among the envelopes): a closer whose game result
+  or rounds are not those the table's settlements give for the shift. The shift's rounds are the
+  ``RoundSettled`` of the table, in ``settlement.events`` order, after the round its opener names
+  (``ShiftOpened.last_round_id``: the last one the cage had booked when the opener was counted) up to the
+  one its closer names; their game result is Σ ``table_result`` (stakes taken − payouts + commission
+  accrued, cents), their rounds those not voided (a ``BetSettled`` of category ``round_voided``). An opener
+  or closer naming a round the settlements do not hold is one too. So a closer whose game result was changed (and the statement's
+  count variance with it), or whose rounds were, is found at its record even when its other figures agree.
 
 Sources: the formulas of ``docs/cage.md`` (general US table-games accounting); the statement is
 :func:`services.cage.statement.statements` of the same events, so a statement the audit passes adds up.
@@ -40,9 +48,11 @@ from contracts.cage import (
     ShiftOpened,
 )
 from contracts.envelope import Envelope
+from contracts.events import BetSettled, RoundSettled
 from services.cage.counts import count_problem
 
 CAGE_STREAM = "cage.events"
+SETTLEMENT_STREAM = "settlement.events"
 MIN_COUNTERS = 3
 Add = Callable[[str, str, str, str], None]
 #: each slip step: the step before it it needs, and the slip's kind
@@ -65,15 +75,53 @@ def check_cage(envelopes: Iterable[Envelope], add: Add, table_id: str | None = N
     ``add(table_id, kind, where, detail)`` is called for each finding. Returns how many cage events were
     checked."""
     by_table: dict[str, list[Envelope]] = {}
+    settled: dict[str, list[Envelope]] = {}
     for env in envelopes:
-        if env.stream == CAGE_STREAM and (table_id is None or env.table_id == table_id):
+        if table_id is not None and env.table_id != table_id:
+            continue
+        if env.stream == CAGE_STREAM:
             by_table.setdefault(env.table_id, []).append(env)
+        elif env.stream == SETTLEMENT_STREAM:
+            settled.setdefault(env.table_id, []).append(env)
     n = 0
     for tid, envs in sorted(by_table.items()):
         envs.sort(key=lambda e: e.seq)
         n += len(envs)
         _check_table(tid, envs, add)
+        if settled:  # the settlements were read: each shift's game result re-derived from them
+            _check_game_results(tid, envs, sorted(settled.get(tid, []), key=lambda e: e.seq), add)
     return n
+
+
+def _check_game_results(tid: str, envs: list[Envelope], settled: list[Envelope], add: Add) -> None:
+    """``game_result_mismatch`` findings of ``tid``'s closers (see the module docstring)."""
+    voided = {e.payload.round_id for e in settled
+              if isinstance(e.payload, BetSettled) and e.payload.category == "round_voided"}
+    rounds = [e.payload for e in settled if isinstance(e.payload, RoundSettled)]
+    after = {r.round_id: i + 1 for i, r in enumerate(rounds)}  # a round id -> how many rounds up to it
+    starts: dict[str, int] = {}
+    for env in envs:
+        e, where = env.payload, f"{CAGE_STREAM}#{env.seq}"
+        if not isinstance(e, (ShiftOpened, ShiftClosed)):
+            continue
+        what = "opener" if isinstance(e, ShiftOpened) else "closer"
+        if e.last_round_id and e.last_round_id not in after:
+            add(tid, "game_result_mismatch", where, f"the {what} of shift {e.shift_id} names round "
+                f"{e.last_round_id}, which {SETTLEMENT_STREAM} does not hold settled at {tid}")
+            continue
+        upto = after.get(e.last_round_id, 0)
+        if isinstance(e, ShiftOpened):
+            starts[e.shift_id] = upto
+            continue
+        start = starts.get(e.shift_id)
+        if start is None:
+            continue  # a closer of a shift never opened: cage_out_of_shift
+        mine = rounds[start:upto]
+        result, played = sum(r.table_result for r in mine), sum(1 for r in mine if r.round_id not in voided)
+        if (result, played) != (e.game_result_cents, e.rounds):
+            add(tid, "game_result_mismatch", where, f"the closer of shift {e.shift_id} states a game result of "
+                f"{e.game_result_cents} cents in {e.rounds} rounds; {SETTLEMENT_STREAM} gives {result} cents in "
+                f"{played} rounds (stakes − payouts + commission accrued of its rounds)")
 
 
 def _count(tid: str, where: str, what: str, chips: list[ChipCount], total: int, add: Add) -> None:

@@ -50,12 +50,14 @@ CONSOLE_MARGIN_S = 5.0
 @dataclass
 class PitApp:
     """The composed ASGI ``app``, its live ``feed`` (run it: :meth:`LiveFeed.run`), the ``pages`` and the
-    ``sessions``."""
+    ``sessions``; ``cage_log``: the cage pages' Kafka log when the app made it (its consumer and producer are
+    stopped with the server, :func:`serve_pit`), None when the caller passed its own or there is none."""
 
     app: Any
     feed: LiveFeed
     pages: PitPages
     sessions: Sessions
+    cage_log: Any = None
 
 
 def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *, ready: Callable[[], bool],
@@ -97,12 +99,13 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
                      profiles=profiles, secure=secure_cookies,
                      replay=replay_reader(host.settings) if replay else None,
                      answer_within_ms=int((getattr(gateway, "timeout_s", 10.0) + CONSOLE_MARGIN_S) * 1000))
+    owned: Any = None  # the cage log this app makes (stopped with the server)
     if cage_log is None and replay:
         from croupier.pit_cage import KafkaCageLog
 
         # cage.commands' one writer is the console principal (contracts.topics): send as it where the gateway has it
         console = getattr(getattr(gateway, "bus", None), "writers", {}).get("console")
-        cage_log = KafkaCageLog(host.settings, writer=console)
+        cage_log = owned = KafkaCageLog(host.settings, writer=console)
     cage_routes: list[Any] = []
     if cage_log is not None:
         from datetime import UTC, datetime
@@ -112,7 +115,7 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
         cage_routes = CagePages(pages, cage_log, new_id=lambda: f"pit-cage-{new_request_id()}",
                                 clock=lambda: datetime.now(UTC)).routes()
     app = Starlette(routes=[*cage_routes, *pages.routes(), *routes, Mount("", app=query_api)])
-    return PitApp(SessionAuth(app, sessions), feed, pages, sessions)
+    return PitApp(SessionAuth(app, sessions), feed, pages, sessions, owned)
 
 
 async def serve_pit(pit: PitApp, host: str, port: int, stop: asyncio.Event,
@@ -136,6 +139,9 @@ async def serve_pit(pit: PitApp, host: str, port: int, stop: asyncio.Event,
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if pit.cage_log is not None:  # the cage pages' tail (a consumer) and producer
+            with contextlib.suppress(Exception):
+                await pit.cage_log.stop()
 
 
 async def pit_alone(settings: Settings, port: int, host: str = "127.0.0.1",

@@ -1,11 +1,15 @@
 """The cage's pages' log on Kafka (:class:`croupier.cage_pages.CageLog`): the events they read, at
 each request, and the desk's commands sent to ``cage.commands`` with the cage service's answer awaited.
 
-:class:`KafkaCageLog` reads :data:`croupier.cage_pages.READS` whole on every request (the books
-are looked at, not watched: a statement is re-derived from the log each time, as the audit does), and
-sends each command with an idempotent producer, then reads the table's partition of ``cage.events`` until
-an event caused by the command appears (``causation_id`` = its ``command_id``), for at most
-``answer_timeout_s``. Errors: ``ConnectionError`` (with the broker's words) when Kafka cannot be reached.
+:class:`KafkaCageLog` reads :data:`croupier.cage_pages.READS` through one :class:`services.rawlog.LogTail`:
+the first request reads them from offset zero, every later one only what was appended since (a cursor per
+topic-partition on a consumer kept open), so a request costs what the floor did since the last one, not the
+whole log; what it returns is exactly what a whole read would (the same events, in the same order, up to at
+least the end offsets as of the request). A statement is still re-derived from those events at each request,
+as the audit does. Each command is sent with an idempotent producer; then the same tail is caught up until
+an event caused by the command appears on ``cage.events`` (``causation_id`` = its ``command_id``), for at most
+``answer_timeout_s``. Errors: ``ConnectionError`` (with the broker's words) when Kafka cannot be reached (the
+tail then reads from zero at the next request).
 
 On a secured broker the pit's principal reads the events (``cage.events`` among them) and the commands go to
 ``cage.commands`` as its one writer, the ``console`` principal (``writer``: the gateway's console settings,
@@ -18,10 +22,11 @@ import asyncio
 from typing import Any
 
 from contracts import topics as T
-from contracts.codecs import Undecodable, UnknownMessageType, decode_event, encode
+from contracts.codecs import encode
 from contracts.envelope import CommandEnvelope, Envelope
 from croupier.cage_pages import READS
 from croupier.replay_common import Unreachable
+from services.rawlog import LogTail
 from services.runtime.settings import Settings
 
 #: how long the desk waits for the cage service's answer to a command (s)
@@ -43,15 +48,14 @@ class KafkaCageLog:
         self.read_timeout_s = read_timeout_s
         self._producer: Any = None
         self._lock = asyncio.Lock()
+        self._tail = LogTail(settings, [settings.topic(s) for s in READS])
 
     async def events(self) -> list[Envelope]:
-        from croupier.log import read_events
-        from croupier.replay_read import _existing_topics, _guarded
+        from croupier.replay_read import _guarded
 
         async def run() -> list[Envelope]:
-            existing = await _existing_topics(self.settings)
-            streams = tuple(s for s in READS if self.settings.topic(s) in existing)
-            return [r.env for r in await read_events(self.settings, None, streams)]
+            await self._tail.catch_up()
+            return self._tail.envelopes()
 
         return await self._connection(_guarded(run(), self.settings, self.read_timeout_s))
 
@@ -74,21 +78,12 @@ class KafkaCageLog:
             await asyncio.sleep(POLL_S)
 
     async def _caused(self, cmd: CommandEnvelope) -> list[Envelope]:
-        from services.rawlog import read_topic as read_log
+        """The ``cage.events`` caused by ``cmd`` that the tail holds once caught up."""
+        from croupier.replay_read import _guarded
 
-        out = []
-        recs = await self._connection(read_log(self.settings, self.settings.topic(T.CAGE_EVENTS),
-                                               table_id=cmd.table_id))
-        for rec in recs:
-            if cmd.command_id.encode() not in rec.value:
-                continue  # only the command's answer is decoded
-            try:
-                env = decode_event(rec.value)
-            except (UnknownMessageType, Undecodable):
-                continue
-            if env.causation_id == cmd.command_id and env.table_id == cmd.table_id:
-                out.append(env)
-        return out
+        await self._connection(_guarded(self._tail.catch_up(), self.settings, self.read_timeout_s))
+        return [e for e in self._tail.envelopes() if e.stream == T.CAGE_EVENTS
+                and e.causation_id == cmd.command_id and e.table_id == cmd.table_id]
 
     async def _connection(self, aw: Any) -> Any:
         from aiokafka.errors import KafkaError
@@ -103,7 +98,8 @@ class KafkaCageLog:
             raise ConnectionError(str(e)) from None
 
     async def stop(self) -> None:
-        """Close the producer (if one was started)."""
+        """Close the producer (if one was started) and the tail's consumer."""
+        await self._tail.stop()
         if self._producer is not None:
             await self._producer.stop()
             self._producer = None

@@ -15,6 +15,8 @@ services never import ``croupier``); it imports nothing of the services.
   partition, given ones, or the one a table's key maps to), never creating a topic by reading it.
 * :func:`decode_records` / :func:`read_decoded` sort records by :func:`contracts.codecs.decode_event` (or
   ``decode_command``): :class:`Decoded` (``ok``, ``undecodable``, ``unknown``), each record read once.
+* :class:`LogTail` reads topics from offset zero once and then, at each call, only what was appended since (a
+  cursor per topic-partition on one consumer kept open): the pit's cage pages (:mod:`croupier.pit_cage`).
 """
 
 from __future__ import annotations
@@ -182,3 +184,131 @@ async def read_decoded(settings: Settings, topics: Iterable[str], table_id: str 
         out.undecodable += part.undecodable
         out.unknown += part.unknown
     return out
+
+
+class LogTail:
+    """``topics`` (full names) read from offset zero once, then only what was appended since: one
+    ``read_committed`` consumer (:func:`consumer_for`) kept open, its position on each topic-partition the cursor.
+
+    Each :meth:`catch_up` takes the end offsets of every partition as of the call (one request), fetches from the
+    cursors until each reaches its end, decodes only those new records (:func:`contracts.codecs.decode_event`:
+    what does not decode, or is of an unknown type, is counted in ``skipped`` and left out, as
+    :func:`read_decoded` leaves it out of ``ok``) and appends them to what it holds. :meth:`envelopes` is then
+    exactly what reading the topics whole would give at least up to those ends, in the same order (topics in the
+    order given, partitions one after another, offset order within each). A topic that does not exist yet is
+    looked for again at each call (never created by looking); a topic's partitions are those it had when first
+    found (a floor's topics are created with their partition count, :data:`contracts.topics.PARTITIONS`).
+
+    A read that fails (aiokafka's errors, a timeout, a cancellation) leaves the tail marked broken: the next
+    call stops the consumer and reads from zero again, so a failure never leaves a gap. Calls are serialised
+    (one lock). Memory: the decoded envelopes of the topics, as one whole read holds them.
+    """
+
+    def __init__(self, settings: Settings, topics: Sequence[str]):
+        import asyncio
+
+        self.settings = settings
+        self.topics = tuple(topics)
+        self.skipped = 0
+        self._lock = asyncio.Lock()
+        self._consumer: Any = None
+        self._broken = False
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self._found: dict[str, list[Any]] = {}  # topic -> its TopicPartitions, once it exists
+        self._held: dict[Any, list[Any]] = {}  # TopicPartition -> its envelopes, in offset order
+        self._next: dict[Any, int] = {}  # TopicPartition -> the cursor: the next offset to read
+        self.skipped = 0
+
+    @property
+    def held(self) -> int:
+        """How many envelopes the tail holds (grows with each :meth:`catch_up` that finds new records)."""
+        return sum(len(v) for v in self._held.values())
+
+    async def catch_up(self) -> list[Any]:
+        """Read what was appended since the last call (everything at the first) up to the end offsets as of this
+        call; returns the new envelopes (decoded, in the order of :meth:`envelopes`). Raises aiokafka's errors
+        (the tail then reads from zero at the next call)."""
+        async with self._lock:
+            if self._broken:
+                await self.stop()
+            self._broken = True  # until this read completes
+            new = await self._read_new()
+            self._broken = False
+            return new
+
+    def envelopes(self) -> list[Any]:
+        """Every envelope held, topics in the order given, partitions one after another, offset order."""
+        return [env for topic in self.topics for tp in self._found.get(topic, ()) for env in self._held[tp]]
+
+    async def _read_new(self) -> list[Any]:
+        from aiokafka import TopicPartition
+
+        from services.runtime.kafka import topic_partitions
+
+        if self._consumer is None:
+            self._reset_state()
+            consumer = consumer_for(self.settings)
+            try:
+                await consumer.start()
+            except BaseException:
+                await consumer.stop()
+                raise
+            self._consumer = consumer
+        c = self._consumer
+        appeared = []
+        for topic in self.topics:
+            if topic not in self._found:
+                parts = await topic_partitions(c._client, topic)  # this topic's metadata alone: never creates it
+                if parts:
+                    self._found[topic] = [TopicPartition(topic, p) for p in sorted(parts)]
+                    appeared += self._found[topic]
+        tps = [tp for topic in self.topics for tp in self._found.get(topic, ())]
+        if not tps:
+            return []
+        if appeared:
+            c.assign(tps)  # re-assigning: every cursor is set again (assign forgets positions)
+            c.pause(*tps)
+            for tp in tps:
+                self._held.setdefault(tp, [])
+                if tp not in appeared:
+                    c.seek(tp, self._next[tp])
+            await c.seek_to_beginning(*appeared)
+        # the partitions stay paused between calls: no fetch in flight, so the end offsets' request is
+        # answered at once, not behind a fetch waiting for records that do not come (fetch_max_wait_ms)
+        ends = await c.end_offsets(tps)
+        got: dict[Any, list[Any]] = {}
+        pending = {tp for tp in tps if await c.position(tp) < ends[tp]}
+        c.resume(*pending)
+        try:
+            while pending:
+                batch = await c.getmany(*pending, timeout_ms=FETCH_TIMEOUT_MS)
+                for tp, records in batch.items():
+                    got.setdefault(tp, []).extend(records)  # all of them: the cursor is past every one fetched
+                for tp in list(pending):
+                    if await c.position(tp) >= ends[tp]:
+                        pending.discard(tp)
+                        c.pause(tp)
+        finally:
+            c.pause(*tps)
+        self._next = {tp: await c.position(tp) for tp in tps}
+        new: list[Any] = []
+        for tp in tps:
+            for rec in got.get(tp, ()):
+                try:
+                    env = decode_event(rec.value)
+                except (UnknownMessageType, Undecodable):
+                    self.skipped += 1
+                    continue
+                self._held[tp].append(env)
+                new.append(env)
+        return new
+
+    async def stop(self) -> None:
+        """Close the consumer and forget what is held (a later call reads from zero)."""
+        c, self._consumer = self._consumer, None
+        self._broken = False
+        self._reset_state()
+        if c is not None:
+            await c.stop()

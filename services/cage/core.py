@@ -118,7 +118,9 @@ class CageState:
     ``lines``/``markers``: per player the credit line and the markers outstanding at the table;
     ``round_accrued``: commission accrued in the round being settled (cents); ``round_void``: a bet of the round
     being settled was returned because the round was voided (``BetSettled`` category ``round_voided``): its
-    ``RoundSettled`` is no round of the shift (issue 24, fix 9: as on the pit's figures and in the replay)."""
+    ``RoundSettled`` is no round of the shift (issue 24, fix 9: as on the pit's figures and in the replay);
+    ``last_round``: the id of the last round settled at the table (the opener and closer name it, so the audit
+    can tell which rounds were the shift's)."""
 
     table_id: str
     shift: Shift | None = None
@@ -129,6 +131,7 @@ class CageState:
     markers: dict[str, int] = field(default_factory=dict)
     round_accrued: int = 0
     round_void: bool = False
+    last_round: str = ""
 
     @property
     def open_shift(self) -> Shift | None:
@@ -221,11 +224,11 @@ class CageCore:
         s = state.open_shift
         if isinstance(e, RoundSettled):
             if s is None:  # a round played outside inventory control: no shift to book it to
-                return replace(state, round_accrued=0, round_void=False)
+                return replace(state, round_accrued=0, round_void=False, last_round=e.round_id)
             return replace(_with_shift(state, game_result_cents=s.game_result_cents + e.table_result,
                                        rounds=s.rounds + (0 if state.round_void else 1),
                                        tray_cents=s.tray_cents + e.table_result - state.round_accrued),
-                           round_accrued=0, round_void=False)
+                           round_accrued=0, round_void=False, last_round=e.round_id)
         if isinstance(e, CommissionCollected) and s is not None:
             return _with_shift(state, tray_cents=s.tray_cents + e.amount_cents)
         return state
@@ -263,7 +266,8 @@ class CageCore:
         if bad:
             return _reject(cmd, tag, *bad)
         return [Emit(ShiftOpened(shift_id=c.shift_id, gaming_day=c.gaming_day, pit=c.pit, chips=c.chips,
-                                 total_cents=c.total_cents, counted_by=by, attested_by=c.supervisor_id))]
+                                 total_cents=c.total_cents, counted_by=by, attested_by=c.supervisor_id,
+                                 last_round_id=state.last_round))]
 
     def _record_closer(self, state: CageState, cmd: CommandEnvelope, c: RecordCloser, tag: str,
                        by: str) -> list[Emit | Send]:
@@ -278,7 +282,7 @@ class CageCore:
         return [Emit(ShiftClosed(shift_id=c.shift_id, chips=c.chips, total_cents=c.total_cents, counted_by=by,
                                  attested_by=c.supervisor_id, expected_cents=s.tray_cents,
                                  game_result_cents=s.game_result_cents, rounds=s.rounds,
-                                 tray_variance_cents=c.total_cents - s.tray_cents))]
+                                 tray_variance_cents=c.total_cents - s.tray_cents, last_round_id=state.last_round))]
 
     def _slip_request(self, state: CageState, cmd: CommandEnvelope, slip_id: str, chips: list, total: int,
                       tag: str) -> tuple[str, str] | Shift:

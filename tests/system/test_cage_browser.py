@@ -108,7 +108,6 @@ def server(kafka_bootstrap: str) -> Iterator[CageServer]:
 
 def _fill(driver: Any, form_id: str, **fields: str) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     form = driver.find_element(By.ID, form_id)
@@ -122,7 +121,26 @@ def _fill(driver: Any, form_id: str, **fields: str) -> None:
     page = driver.find_element(By.TAG_NAME, "html")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     # the answer is a new page: wait for this one to go, so that its outcome is never read as the answer's
-    WebDriverWait(driver, 120).until(staleness_of(page))
+    WebDriverWait(driver, 120).until(_gone(page))
+
+
+def _gone(element: Any) -> Any:
+    """Selenium's ``staleness_of``, also when Chromium says the element's node left the document while it was
+    being asked ("does not belong to the document": the new page came in between; seen once the pages
+    answered within milliseconds)."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support.expected_conditions import staleness_of
+
+    stale = staleness_of(element)
+
+    def gone(driver: Any) -> bool:
+        try:
+            return bool(stale(driver))
+        except WebDriverException as e:
+            if "does not belong to the document" in str(e):
+                return True
+            raise
+    return gone
 
 
 def _outcome(driver: Any, want: str) -> str:

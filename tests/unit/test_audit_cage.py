@@ -121,3 +121,31 @@ def test_the_cage_windows_own_key_is_not_counted_as_a_table(log):  # type: ignor
     assert {e.table_id for e in log} == {"A1", "CAGE"}  # the shift's patrons redeem chips at the window
     assert {e.stream for e in log if e.table_id == "CAGE"} == {"cage.events"}
     assert audit(log).tables == 1
+
+
+def test_each_shifts_game_result_is_re_derived_from_the_settlements(log):  # type: ignore[no-untyped-def]
+    from contracts.events import CommissionAccrued, RoundSettled
+
+    closer = log[first(log, ShiftClosed)].payload
+    settled = [e.payload for e in log if isinstance(e.payload, RoundSettled) and e.table_id == "A1"]
+    # the floor's shift: its opener before any round, its closer after the last; every round is the shift's
+    assert log[first(log, ShiftOpened)].payload.last_round_id == "" and closer.last_round_id == settled[-1].round_id
+    assert closer.rounds == len(settled) > 0
+    # stakes taken − payouts (net of commission deducted) + commission accrued
+    accrued = sum(e.payload.amount_cents for e in log if isinstance(e.payload, CommissionAccrued))
+    assert closer.game_result_cents == sum(r.stakes - r.payouts for r in settled) + accrued == -51_750
+    # a closer whose game result was edited by $50 (the tray expected and its variance made to agree): the
+    # statement's count variance hides it; the settlements do not
+    envs, where = edited(log, ShiftClosed, game_result_cents=closer.game_result_cents + 5_000)
+    assert cage_findings(envs) == [("game_result_mismatch", where)]
+    envs, where = edited(log, ShiftClosed, rounds=closer.rounds - 1)
+    assert cage_findings(envs) == [("game_result_mismatch", where)]
+    # a closer that names an earlier round as its last: the rounds after it are not the shift's
+    envs, where = edited(log, ShiftClosed, last_round_id=settled[-2].round_id)
+    assert cage_findings(envs) == [("game_result_mismatch", where)]
+    # an opener naming a round never settled at the table
+    envs, where = edited(log, ShiftOpened, last_round_id="R-NEVER")
+    assert cage_findings(envs) == [("game_result_mismatch", where)]
+    # the cage's events alone (no settlements read): no game result to compare, nothing found
+    cage_only = [e for e in envs if e.stream == T.CAGE_EVENTS]
+    assert [k for k, _ in cage_findings(cage_only)] == []
