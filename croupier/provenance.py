@@ -38,7 +38,8 @@ from datetime import datetime, timezone
 
 from contracts import topics as T
 from contracts.envelope import CommandEnvelope, Envelope
-from contracts.events import BetRejected, CardDrawn, CommandRejected
+from contracts.envelope import sender as sender_of
+from contracts.events import BetRejected, CommandRejected
 
 #: ``flag(table_id, kind, where, detail)``
 Flag = Callable[[str, str, str, str], None]
@@ -129,19 +130,12 @@ def check_provenance(envelopes: Iterable[Envelope], commands: Iterable[CommandRe
     return report
 
 
-def _sender(e: Envelope) -> str:
-    """Who sent the command that caused ``e``: its actor, or for a chemin de fer card read recorded under the
-    Banker who dealt it (``CardDrawn.keyed_by``, 13:69F-4.8(d)) the person who keyed the read."""
-    p = e.payload
-    return p.keyed_by if isinstance(p, CardDrawn) and p.keyed_by else (e.actor or "")
-
-
 def _check_event(e: Envelope, recs: list[CommandRecord], flag: Flag) -> None:
     """One command-caused event against the records of its command (one, or a retry's too)."""
     # the same id may come from two principals (ids are the senders' own): the event's is the one its topic
     # writer sent; of a retry's records, the one whose append time the event took
     mine = [r for r in recs if (route := T.ROUTES.get(r.topic)) is not None and route.writer == e.principal] or recs
-    sender = _sender(e)
+    sender = sender_of(e)  # the actor; a chemin de fer card read's keyer (CardDrawn.keyed_by)
     mine = [r for r in mine if r.command.actor == sender] or mine  # a reused id: the event's sender's
     rec = next((r for r in mine if r.log_append_time and e.occurred_at == r.logged_at), mine[0])
     route = T.ROUTES.get(rec.topic)

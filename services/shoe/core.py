@@ -111,8 +111,10 @@ class ShoeState:
     #: the latest round past "No more bets" (its ``BettingClosed`` on wagering.events): cards are drawn only
     #: for the round in play once it is this one
     no_more_bets: str = ""
-    #: chemin de fer: the Banker of the round in play (``RoundOpened.banker_player_id``), who deals its cards
-    #: (13:69F-4.8(d)): a physical shoe's card read for it is recorded under the Banker; "" at other games
+    #: chemin de fer: the latest round opened and its Banker (``RoundOpened.banker_player_id``), who deals its
+    #: cards (13:69F-4.8(d)): a physical shoe's card read for it is recorded under the Banker, a card read after
+    #: its result too; "" at other games
+    banker_round: str = ""
     banker: str = ""
 
 
@@ -144,11 +146,12 @@ def draw_refusal(state: ShoeState, c: DrawCard) -> tuple[str, str] | None:
 
 def read_by(state: ShoeState, cmd: CommandEnvelope) -> tuple[str | None, str]:
     """Who dealt the card a physical shoe's ``ReadCard`` reports, and who keyed it: ``(actor, keyed_by)`` for
-    its ``CardDrawn``. At chemin de fer the Banker of the round in play deals (13:69F-4.8(d)): the card is
-    recorded under the Banker, and the console's actor who keyed the read (the dealer) is kept as
-    ``keyed_by`` when that is someone else. Elsewhere ``(None, "")``: the command's actor read and dealt it."""
+    its ``CardDrawn``. At chemin de fer the Banker of the round deals (13:69F-4.8(d)): a card read for the
+    latest round opened (in play, or read after its result) is recorded under its Banker, and the console's
+    actor who keyed the read (the dealer) is kept as ``keyed_by`` when that is someone else. Elsewhere
+    ``(None, "")``: the command's actor read and dealt it."""
     c = cmd.payload
-    if not state.banker or not isinstance(c, ReadCard) or c.round_id != state.round_in_play:
+    if not state.banker or not isinstance(c, ReadCard) or c.round_id != state.banker_round:
         return None, ""
     return state.banker, (cmd.actor if cmd.actor != state.banker else "")
 
@@ -250,9 +253,9 @@ class ShoeCore:
         play) and ``BettingClosed`` ("No more bets"); every other input is ignored."""
         e = env.payload
         if isinstance(e, RoundOpened):
-            return replace(state, round_in_play=e.round_id, banker=e.banker_player_id)
+            return replace(state, round_in_play=e.round_id, banker_round=e.round_id, banker=e.banker_player_id)
         if isinstance(e, (RoundResolved, RoundVoided)) and e.round_id == state.round_in_play:
-            return replace(state, round_in_play="", banker="")
+            return replace(state, round_in_play="")
         if isinstance(e, BettingClosed):
             return replace(state, no_more_bets=e.round_id)
         return state
