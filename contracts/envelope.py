@@ -24,7 +24,7 @@ import msgspec
 
 from contracts.bounds import EvId, Id, OptId, OptPlayerId
 from contracts.commands import AnyCommand
-from contracts.events import AnyEvent
+from contracts.events import AnyEvent, CardDrawn
 
 SCHEMA_VERSION = 1
 _EVENT_NS = uuid.UUID("5b0f3c8e-7f52-4f7c-9a0e-3c1d2b6a9e11")
@@ -63,6 +63,14 @@ class Envelope(msgspec.Struct, frozen=True, kw_only=True):
     #: the dealer or player who acted under ``principal`` (the command's ``actor``); None for reactions
     actor: EvId | None = None
     payload: AnyEvent
+
+
+def sender(env: Envelope) -> str:
+    """Who sent the command that caused ``env`` (``""``: none named): its ``actor``, except a chemin de fer card
+    read, recorded under the Banker who deals it (13:69F-4.8(d)) and sent by the person who keyed it at the
+    console (``CardDrawn.keyed_by``)."""
+    p = env.payload
+    return (p.keyed_by if isinstance(p, CardDrawn) else "") or env.actor or ""
 
 
 class CommandEnvelope(msgspec.Struct, frozen=True, kw_only=True):

@@ -92,6 +92,10 @@ class CardDrawn(Event, frozen=True, tag="card_drawn"):
     cutting_card_out: bool = False
     #: where the dealer placed the card, when a physical shoe's reader says (``player`` | ``banker``)
     dealt_to: EvCode = ""
+    #: chemin de fer, a physical shoe's card read: the person who keyed the read at the console (the command's
+    #: actor, the dealer) when it is not the one who dealt the card; the envelope's ``actor`` is then the
+    #: Banker of the round, who deals (13:69F-4.8(d)). ``""``: the envelope's actor keyed it (or a drawn card)
+    keyed_by: EvId = ""
 
 
 class CardReadRefused(Event, frozen=True, tag="card_read_refused"):

@@ -88,7 +88,7 @@ Discrepancy kinds: ``duplicate_seq``, ``bad_event_id``, ``seq_gap``, ``undecodab
 ``curator_on_dealer_table``, ``curator_offer_while_held``, ``curator_mismatch``, ``curator_not_passed``,
 ``curator_kept_on_banker_loss``, ``curator_pass_unfounded``, ``curator_out_of_turn``,
 ``curator_decision_missing``, ``dominant_player_mismatch``, ``option_mismatch``, ``bank_mismatch``,
-``bank_passing``, and the cage's above.
+``bank_passing``, ``card_dealer_mismatch``, and the cage's above.
 """
 
 from __future__ import annotations
@@ -369,6 +369,7 @@ def _audit_table(tid: str, envs: list[Envelope], rep: AuditReport, only_shoe: st
             bk = books.get(rid)
             audit_chemin.check_round(cfg, rid, round_opened.get(rid), bk.bets if bk else None, chem_ev.get(rid, []),
                                      rid in voided, flag)
+            audit_chemin.check_card_reads(rid, round_opened.get(rid), shoes.draws_by_round.get(rid, []), flag)
     chem_rounds = []  # the bank from round to round: every chemin de fer round in the order it opened
     for rid in opened_order:
         cfg_c, op = round_config.get(rid), round_opened.get(rid)

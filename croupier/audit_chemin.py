@@ -16,6 +16,8 @@ Called by :func:`croupier.audit.audit` for every round of a chemin de fer table.
   ``bank_stays_in_play``;
 * a participant's ``OptionDecided`` came from a command whose envelope ``actor`` is the controller
   (``option_mismatch``);
+* a card read at the console is recorded under the round's Banker, who deals (4.8(d)), with the person who
+  keyed it as ``keyed_by`` (:func:`check_card_reads`, ``card_dealer_mismatch``);
 * the bank's settlement (``BankSettled``) is :func:`baccarat.chemin.settle_bank` of the bank, the closed book's
   wagers and the result under the table's rate and rounding (``bank_mismatch``).
 
@@ -38,6 +40,7 @@ from contracts.events import (
     BankSettled,
     BetLine,
     CardDealt,
+    CardDrawn,
     DominantPlayerChosen,
     OptionDecided,
     OptionOffered,
@@ -197,3 +200,18 @@ def check_bank(cfg: TableConfig, rid: str, opened: RoundOpened | None, book: Seq
     if g != [w]:
         flag("bank_mismatch", rid, f"recorded {g}, the rules give {[w]}")
     return want.commission_cents, want.commission_cents if accrued else 0
+
+
+def check_card_reads(rid: str, opened: RoundOpened | None, draws: Sequence[Envelope], flag: Flag) -> None:
+    """A chemin de fer round's card reads (``draws``: its ``CardDrawn`` envelopes): a card read from a physical
+    shoe (a ``CardDrawn`` with an actor, or a ``keyed_by``) is recorded under the round's Banker, who deals
+    (13:69F-4.8(d)), the person who keyed it at the console being its ``keyed_by`` (``card_dealer_mismatch``:
+    a read logged under the dealer, as before issue 28, or under anyone else). A card the shoe service drew
+    itself (a shuffled shoe, for the dealing service's ``DrawCard``) names no actor: its ``CardDealt`` names
+    the Banker."""
+    banker = opened.banker_player_id if opened is not None else ""
+    for e in draws:
+        p = e.payload
+        if isinstance(p, CardDrawn) and (p.keyed_by or e.actor) and e.actor != banker:
+            flag("card_dealer_mismatch", rid, f"card {p.card_number} ({p.card}) keyed by {p.keyed_by!r} is recorded "
+                                              f"under {e.actor!r}, not the round's Banker {banker!r} (13:69F-4.8(d))")

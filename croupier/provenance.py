@@ -12,7 +12,8 @@ Pure, like :mod:`croupier.audit`, which calls :func:`check_provenance`. Checks:
   - the command is in the log (``command_missing``: an event that claims a console's or a bettor's command
     no command topic holds, as a record written straight into an event topic would);
   - its principal is that topic's one writer (``principal_mismatch``) and its actor the command's
-    (``actor_mismatch``);
+    (``actor_mismatch``; a chemin de fer card read is recorded under the Banker who dealt it, and its
+    ``CardDrawn.keyed_by``, the person who keyed it, is then the command's actor);
   - its time is the broker's append time of the command's record (``event_time_mismatch``: a back-dated
     event) and its ``claimed_at``, when it has one, the command's ``issued_at`` (``claim_mismatch``), on a
     ``LogAppendTime`` topic;
@@ -37,6 +38,7 @@ from datetime import datetime, timezone
 
 from contracts import topics as T
 from contracts.envelope import CommandEnvelope, Envelope
+from contracts.envelope import sender as sender_of
 from contracts.events import BetRejected, CommandRejected
 
 #: ``flag(table_id, kind, where, detail)``
@@ -133,7 +135,8 @@ def _check_event(e: Envelope, recs: list[CommandRecord], flag: Flag) -> None:
     # the same id may come from two principals (ids are the senders' own): the event's is the one its topic
     # writer sent; of a retry's records, the one whose append time the event took
     mine = [r for r in recs if (route := T.ROUTES.get(r.topic)) is not None and route.writer == e.principal] or recs
-    mine = [r for r in mine if r.command.actor == (e.actor or "")] or mine  # a reused id: the event's sender's
+    sender = sender_of(e)  # the actor; a chemin de fer card read's keyer (CardDrawn.keyed_by)
+    mine = [r for r in mine if r.command.actor == sender] or mine  # a reused id: the event's sender's
     rec = next((r for r in mine if r.log_append_time and e.occurred_at == r.logged_at), mine[0])
     route = T.ROUTES.get(rec.topic)
     cmd = rec.command
@@ -142,8 +145,9 @@ def _check_event(e: Envelope, recs: list[CommandRecord], flag: Flag) -> None:
     if route is not None and e.principal != route.writer:
         flag(e.table_id, "principal_mismatch", at,
              f"the event names principal {e.principal!r}; {rec.topic}'s one writer is {route.writer!r}")
-    if (e.actor or "") != cmd.actor:
-        flag(e.table_id, "actor_mismatch", at, f"the event names actor {e.actor!r}; the command's is {cmd.actor!r}")
+    if sender != cmd.actor:
+        flag(e.table_id, "actor_mismatch", at, f"the event names actor {e.actor!r}"
+             + (f" (keyed by {sender!r})" if sender != (e.actor or "") else "") + f"; the command's is {cmd.actor!r}")
     if rec.log_append_time:
         if e.occurred_at != rec.logged_at:
             flag(e.table_id, "event_time_mismatch", at,

@@ -252,6 +252,8 @@ class TableStory:
                     "shoe_position": dp.position if isinstance(dp, CardDrawn) else None,
                     "cards_left": dp.cards_left if isinstance(dp, CardDrawn) else None,
                     "cutting_card_out": dp.cutting_card_out if isinstance(dp, CardDrawn) else None,
+                    # chemin de fer: the Banker deals (13:69F-4.8(d)); the dealer who keyed a read, if another
+                    "dealt_by": e.actor, "keyed_by": dp.keyed_by if isinstance(dp, CardDrawn) else "",
                 }, d)
             elif isinstance(p, DominantPlayerChosen):  # chemin de fer, at "No more bets" (13:69F-4.8(c))
                 add(e, 3, 1, _fields(p, "round_id"))
@@ -298,7 +300,8 @@ class TableStory:
             add(d, 4, dp.card_number, {"event": "card", "n": dp.card_number, "card": dp.card, "hand": None,
                                        "hand_position": None, "rule": None, "row": None, "column": None,
                                        "source": None, "why": why, "shoe_position": dp.position,
-                                       "cards_left": dp.cards_left, "cutting_card_out": dp.cutting_card_out})
+                                       "cards_left": dp.cards_left, "cutting_card_out": dp.cutting_card_out,
+                                       "dealt_by": d.actor, "keyed_by": dp.keyed_by})
         keyed.sort(key=lambda x: x[0])
         if total is not None:
             status = "settled"

@@ -48,7 +48,9 @@ def describe(entry: dict[str, Any]) -> tuple[str, str]:
                  + (", cutting card out" if entry["cutting_card_out"] else "")
                  if entry["shoe_position"] is not None else "no CardDrawn")
         hand = f"{entry['hand']} {entry['hand_position']}" if entry["hand"] else "?"
-        return f"card {entry['n']}", f"{entry['card']} to {hand} ({where}) - {entry['why']}"
+        by = (f"; dealt by {entry['dealt_by']}" if entry.get("dealt_by") else "") + (
+            f", keyed by {entry['keyed_by']}" if entry.get("keyed_by") else "")
+        return f"card {entry['n']}", f"{entry['card']} to {hand} ({where}{by}) - {entry['why']}"
     if ev == "points_announced":
         return "points", (f"Player {entry['player_points']}, Banker {entry['banker_points']}"
                           + (" - natural" if entry["natural"] else ""))

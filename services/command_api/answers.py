@@ -12,7 +12,7 @@ import msgspec
 
 from contracts.codecs import Undecodable, UnknownMessageType, decode_command, encode
 from contracts.commands import PassShoe
-from contracts.envelope import CommandEnvelope, Envelope, derived_command_id
+from contracts.envelope import CommandEnvelope, Envelope, derived_command_id, sender
 from contracts.events import (
     BetRejected,
     CardReadRefused,
@@ -111,7 +111,7 @@ def caused_by(planned: Planned, events: Iterable[Envelope]) -> bool:
     want: dict[str, Any] = msgspec.to_builtins(cmd)
     for e in events:
         p = e.payload
-        if e.actor is not None and e.actor != planned.actor:
+        if e.actor is not None and sender(e) != planned.actor:  # a chemin de fer read: its keyer
             return False
         if isinstance(p, CommandRejected):
             if p.command != tag:

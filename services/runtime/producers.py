@@ -28,16 +28,35 @@ def retrieve_later(fut: Any) -> None:
         fut.add_done_callback(seen)
 
 
+def retrieve_batches(prod: Any) -> None:
+    """Mark the error of each of ``prod``'s failed record batches as seen. When a fenced producer's sender task
+    dies, aiokafka's ``fail_all`` sets ``ProducerFenced`` on every pending batch's drain waiter
+    (``MessageAccumulator`` batches' ``_drain_waiter``), which only a ``flush()`` awaits, and ``stop()`` does
+    not flush a producer whose sender is dead: one error-level "Future exception was never retrieved ...
+    ProducerFenced" per batch of the fenced transaction (CI's chaos run, settlement-2, issue 28; reproduced by
+    tests/system/test_fenced_quiet.py). The error is the transaction's, already raised to the task. aiokafka has
+    no public accessor for the batches; nothing happens without them."""
+    acc = getattr(prod, "_message_accumulator", None)
+    batches = [b for q in (getattr(acc, "_batches", None) or {}).values() for b in q]
+    batches += list(getattr(acc, "_pending_batches", None) or ())
+    for b in batches:
+        for fut in (getattr(b, "_drain_waiter", None), getattr(b, "future", None)):
+            if fut is not None:
+                retrieve_later(fut)
+
+
 def retrieve_transaction_error(prod: Any) -> None:
     """Mark the error of ``prod``'s transaction as seen: a fenced producer's sender task dies, and aiokafka's
     ``fatal_error`` sets ``ProducerFenced`` on the transaction's waiter (``_txn_manager._transaction_waiter``).
     Its ``transaction()`` context then leaves without awaiting that waiter (a fatal state cannot abort), so
     asyncio logged it at error level, "Future exception was never retrieved" (the CI's chaos run,
     settlement-2, issue 28). The error is the one the failed ``send_offsets_to_transaction`` or record already
-    raised to the task. aiokafka has no public accessor for the waiter; nothing happens without one."""
+    raised to the task. aiokafka has no public accessor for the waiter; nothing happens without one. The
+    batches' errors are retrieved too (:func:`retrieve_batches`)."""
     waiter = getattr(getattr(prod, "_txn_manager", None), "_transaction_waiter", None)
     if waiter is not None:
         retrieve_later(waiter)
+    retrieve_batches(prod)  # the same error on the failed transaction's record batches
 
 
 async def stop_quietly(prod: Any) -> None:

@@ -7,7 +7,8 @@ a card leaves the shoe only for the round in play once betting is closed (a ``Dr
 or numbered outside 1..6, is refused ``round_not_dealing`` / ``card_out_of_bounds``), and the shoe is not
 closed under a round in play (``CloseShoe`` refused ``round_in_play``: void the round first). Events
 (``shoe.events``): ``ShoeLoaded`` (with the commitment), ``ShoeCut``, ``ShoeBurned``, ``CardDrawn``,
-``CardReadRefused``, ``ShoeClosed`` (the reveal), ``CommandRejected``; and on ``shoe.vault`` (read by this
+``CardReadRefused``, ``ShoeClosed`` (the reveal), ``CommandRejected`` (a chemin de fer card read is recorded under
+the round's Banker, who deals, the dealer who keyed it as ``keyed_by``: :func:`read_by`); and on ``shoe.vault`` (read by this
 service alone) ``ShoeOrderEncrypted``, so a restarted shoe service knows the order it committed to.
 
 The shuffle and the salt are injected (:class:`Entropy`): the app passes ``secrets``-backed ones, tests
@@ -110,6 +111,11 @@ class ShoeState:
     #: the latest round past "No more bets" (its ``BettingClosed`` on wagering.events): cards are drawn only
     #: for the round in play once it is this one
     no_more_bets: str = ""
+    #: chemin de fer: the latest round opened and its Banker (``RoundOpened.banker_player_id``), who deals its
+    #: cards (13:69F-4.8(d)): a physical shoe's card read for it is recorded under the Banker, a card read after
+    #: its result too; "" at other games
+    banker_round: str = ""
+    banker: str = ""
 
 
 @functools.lru_cache(maxsize=64)
@@ -136,6 +142,18 @@ def draw_refusal(state: ShoeState, c: DrawCard) -> tuple[str, str] | None:
         return "round_not_dealing", (f"round {c.round_id} is still taking bets: cards are dealt only after "
                                      "\"No more bets\"")
     return None
+
+
+def read_by(state: ShoeState, cmd: CommandEnvelope) -> tuple[str | None, str]:
+    """Who dealt the card a physical shoe's ``ReadCard`` reports, and who keyed it: ``(actor, keyed_by)`` for
+    its ``CardDrawn``. At chemin de fer the Banker of the round deals (13:69F-4.8(d)): a card read for the
+    latest round opened (in play, or read after its result) is recorded under its Banker, and the console's
+    actor who keyed the read (the dealer) is kept as ``keyed_by`` when that is someone else. Elsewhere
+    ``(None, "")``: the command's actor read and dealt it."""
+    c = cmd.payload
+    if not state.banker or not isinstance(c, ReadCard) or c.round_id != state.banker_round:
+        return None, ""
+    return state.banker, (cmd.actor if cmd.actor != state.banker else "")
 
 
 def _reject(cmd: CommandEnvelope, reason: str, detail: str) -> list[Emit | Send]:
@@ -235,7 +253,7 @@ class ShoeCore:
         play) and ``BettingClosed`` ("No more bets"); every other input is ignored."""
         e = env.payload
         if isinstance(e, RoundOpened):
-            return replace(state, round_in_play=e.round_id)
+            return replace(state, round_in_play=e.round_id, banker_round=e.round_id, banker=e.banker_player_id)
         if isinstance(e, (RoundResolved, RoundVoided)) and e.round_id == state.round_in_play:
             return replace(state, round_in_play="")
         if isinstance(e, BettingClosed):
@@ -368,7 +386,8 @@ class ShoeCore:
                 return [Emit(CardReadRefused(shoe_id=c.shoe_id, round_id=c.round_id, card_number=c.card_number,
                                              card=c.card, reason=str(e)), round_id=c.round_id, shoe_id=c.shoe_id)]
         dealt_to = c.hand if isinstance(c, ReadCard) else ""
+        dealer, keyer = read_by(state, cmd) if isinstance(c, ReadCard) else (None, "")
         return [Emit(CardDrawn(shoe_id=c.shoe_id, round_id=c.round_id, card_number=c.card_number, card=str(card),
                                position=shoe.position - 1, cards_left=shoe.cards_left, cutting_card_out=reached,
-                               dealt_to=dealt_to),
-                     round_id=c.round_id, shoe_id=c.shoe_id)]
+                               dealt_to=dealt_to, keyed_by=keyer),
+                     round_id=c.round_id, shoe_id=c.shoe_id, actor=dealer)]

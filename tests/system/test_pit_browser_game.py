@@ -3,8 +3,8 @@ console offers only what the table's state allows (:mod:`services.projection.con
 
 * Chemin de fer, physical shoe (13:69F-4.8): the dealer opens the round with the Banker and the bank; the
   betting terminal of p-1 goes banco; "No more bets"; the Dominant Player and "Cards" are shown; the dealer
-  reads each card, which the console sends **as the Banker** (the ``CardDrawn`` actor is the Banker: issue
-  28's leftover); the Player's Hand at 5 is an option, decided at the terminal (stand). A second round: the
+  keys each card read, which the shoe service records **under the Banker** who deals (the ``CardDrawn`` actor
+  is the Banker, the dealer who keyed it its ``keyed_by``: issue 28's leftover); the Player's Hand at 5 is an option, decided at the terminal (stand). A second round: the
   option is not decided, and the table clock's "option expired" on the console applies the table's default.
 * A curator table (13:69F-3.6(b), 3.11(a)): the dealer offers the shoe to seat 1; after the round the shoe
   passes: by rule when the Banker's Hand lost, else by the curator's own option on the console.
@@ -63,10 +63,10 @@ def _text(d: Any, element_id: str) -> str:
     return str(got[0].text) if got else ""
 
 
-def _card_actors(srv: PitServer, table: str) -> list[tuple[str, str]]:
-    """``(card, actor)`` of every ``CardDrawn`` of ``table`` on the shoe's events topic."""
-    return [(env.payload.card, env.actor or "") for env in log_events(srv, table, T.SHOE_EVENTS)
-            if isinstance(env.payload, CardDrawn)]
+def _card_actors(srv: PitServer, table: str) -> list[tuple[str, str, str]]:
+    """``(card, actor, keyed_by)`` of every ``CardDrawn`` of ``table`` on the shoe's events topic."""
+    return [(env.payload.card, env.actor or "", env.payload.keyed_by)
+            for env in log_events(srv, table, T.SHOE_EVENTS) if isinstance(env.payload, CardDrawn)]
 
 
 def _send(d: Any, action: str, **fields: str) -> str:
@@ -152,9 +152,9 @@ def test_a_chemin_de_fer_round_with_a_banco_an_option_decided_at_the_terminal_an
     bank = _text(d, f"bank-{CF}")
     assert bank.startswith("Bank settled: won $1,000.00"), bank
     _shot(d, "chemin-settled.png")
-    # issue 28: every physical card read was sent as the Banker who deals (4.8(d)), not the dealer
+    # issue 28: every physical card read is recorded under the Banker who deals (4.8(d)), keyed by the dealer
     actors = _card_actors(server, CF)
-    assert actors == [(c, "p-2") for c in ("2c", "Kh", "3d", "7s")], actors
+    assert actors == [(c, "p-2", "dealer-ana") for c in ("2c", "Kh", "3d", "7s")], actors
 
     # round 2: the Banker keeps the bank (all of it up again); no decision in time: the table's default
     kept = re.search(r"the bank is now \$([\d,]+\.\d\d)", bank)
