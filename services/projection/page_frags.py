@@ -59,6 +59,10 @@ class PageFragments:
             status = "No shoe"
         elif live.shoe_closed and live.shoe_id == shoe.shoe_id:
             status = "Shoe closed"
+        elif live.shoe_finished and live.shoe_id == shoe.shoe_id and (
+                r is None or r.shoe_id != shoe.shoe_id or r.status in ("settled", "voided")):
+            # the cutting card is out and the last round is over (ShoeFinished): no round until it is closed
+            status = "Shoe finished: the cutting card is out, no further round (to be closed)"
         elif r is None or r.shoe_id != shoe.shoe_id:  # none yet, or not seen since this server started
             status = "Between rounds" if results else "Shoe loaded: no round yet"
             r = None

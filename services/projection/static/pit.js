@@ -123,17 +123,29 @@
       function (el) { return fillable(el) && !el.value && !el.dataset.auto; });
     (field || form.querySelector("button[type=submit]")).focus();
   }
-  var shownNext = null;
+  var shownNext = null, shownRound = null;
+  // A form's answer is about the step it was sent at: once the table has moved on it is stale, so it is
+  // emptied when its form is offered again (the Open round form between the rounds) or, for a form offered
+  // all along (the seating), when another round or shoe comes up. A request still waiting keeps its line;
+  // "Last:" above the forms keeps the last answer whatever the form.
+  function clearAnswer(f) {
+    var out = f.querySelector("output.answer");
+    if (out && !/\bpending\b/.test(out.className)) { out.className = "answer"; out.textContent = ""; }
+  }
   function steps() {
     var round = document.querySelector("[data-valid]");
     var forms = document.querySelectorAll("form.act");
     if (!round || !forms.length) return;
     var valid = round.dataset.valid.split(" ").filter(Boolean), next = round.dataset.next;
     var myPlayers = ((document.getElementById("my-bets") || {dataset: {}}).dataset.players || "").split(" ");
+    var where = (round.dataset.shoeId || "") + "/" + (round.dataset.roundId || "");
+    var movedOn = shownRound !== null && where !== shownRound;
+    shownRound = where;
     forms.forEach(function (f) {
       var on = valid.indexOf(f.dataset.action) >= 0;
       // a terminal decides an option only for a player of its own (the Dominant Player, or the Banker)
       if (f.dataset.action === "decide_option" && myPlayers.indexOf(round.dataset.optionPlayer) < 0) on = false;
+      if (on && (f.hidden || movedOn)) clearAnswer(f);
       f.hidden = !on;
       f.classList.toggle("next", f.dataset.action === next);
     });
