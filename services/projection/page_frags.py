@@ -24,6 +24,7 @@ from services.projection.pit_views import (
     cage_view,
     closed_shoes,
     cutoff_of,
+    day_of,
     floor_view,
     irregularities,
     is_held,
@@ -199,7 +200,11 @@ class PageFragments:
         view_day = day or self.today()
         figures = cage_view(table_id, s, view_day, self.settings) if is_held(self.tables().values(), view_day) \
             else None
+        # a voided round's bets are returned without action: the figures count it in neither the rounds nor the
+        # drop (services/projection/pit_state.py), as the replay's totals do; it is said apart
+        voided = day_of(s, view_day).voided_total if figures is not None else 0
         return self._t("frag_cage.html", table_id=table_id, balances=balances, figures=figures, view_day=view_day,
+                       voided=voided,
                        csv=f"/cage/hourly.csv?{urllib.parse.urlencode({'gaming_day': view_day, 'table_id': table_id})}",
                        result=s.ledger.table_result(table_id, shoe_id=shoe, gaming_day=day),
                        entries=[{"kind": e.kind, "round_id": e.round_id or "", "seat": e.seat or "",
