@@ -33,6 +33,11 @@ from services.projection.pit_views import (
 from services.projection.roadsvg import scoreboard
 
 
+#: the surveillance page's alert rows (newest first): the page shows them 20 at a time, filtered by table and
+#: player in the browser (``pit.js``); ``/alerts`` has every alert held
+ALERT_ROWS = 500
+
+
 class PageFragments:
     """The HTML parts of the pit's pages over ``tables()`` (``{table id: ProjectionState}`` now) and the live
     ``feed``; the attributes are set by :class:`services.projection.pages.PitPages`, which serves them."""
@@ -176,7 +181,8 @@ class PageFragments:
 
     def alerts_frag(self) -> str:
         """Surveillance only: players of the gaming day ranked by expected gain (raised at the threshold), the
-        alerts the state holds (newest first, 50), the shoes closed (commitment and cards verified), the voided
+        alerts the state holds (newest first, the latest :data:`ALERT_ROWS`, each row with its table and player for
+        the page's filter and paging, its full round id a link to the round's replay), the shoes closed (commitment and cards verified), the voided
         rounds and irregularities (:mod:`services.projection.pit_views`)."""
         alerts: list[dict[str, Any]] = []
         states = self._configured()
@@ -187,7 +193,8 @@ class PageFragments:
                                "expected_gain_cents": a.expected_gain_cents, "cards_left": a.cards_left})
         day = self.today()
         ranked = player_ranking(states, day, self.settings.raise_threshold_cents)
-        return self._t("frag_alerts.html", alerts=list(reversed(alerts))[:50], total=len(alerts), players=ranked[:20],
+        return self._t("frag_alerts.html", alerts=list(reversed(alerts))[:ALERT_ROWS], total=len(alerts),
+                       players=ranked[:20],
                        raised=sum(p["raised"] for p in ranked), threshold=self.settings.raise_threshold_cents,
                        day=day, shoes=closed_shoes(states, day), irregular=irregularities(states, day))
 

@@ -71,6 +71,39 @@
     }
   }
 
+  // ---- surveillance: the alerts 20 at a time, newest first, filtered by table and player -------------
+  // The rows are pushed whole by the live feed; the filter and the page stay as the watcher set them.
+  var ALERTS_PER_PAGE = 20, alertsPage = 0;
+  var alertsFilter = document.getElementById("alerts-filter");
+  function pageAlerts() {
+    if (!alertsFilter) return;
+    var table = document.getElementById("alerts-filter-table").value.trim().toLowerCase();
+    var player = document.getElementById("alerts-filter-player").value.trim().toLowerCase();
+    var rows = Array.prototype.slice.call(document.querySelectorAll("#alerts-list tr.alert"));
+    var match = rows.filter(function (r) {
+      return r.dataset.table.toLowerCase().indexOf(table) >= 0 && r.dataset.player.toLowerCase().indexOf(player) >= 0;
+    });
+    var pages = Math.max(1, Math.ceil(match.length / ALERTS_PER_PAGE));
+    alertsPage = Math.min(alertsPage, pages - 1);
+    var from = alertsPage * ALERTS_PER_PAGE, to = Math.min(from + ALERTS_PER_PAGE, match.length);
+    rows.forEach(function (r) { r.hidden = true; });
+    match.slice(from, to).forEach(function (r) { r.hidden = false; });
+    var filtered = table || player;
+    document.getElementById("alerts-page").textContent = match.length
+      ? "alerts " + (from + 1) + "-" + to + " of " + match.length + (filtered ? " matching" : "") +
+        " (page " + (alertsPage + 1) + " of " + pages + ")"
+      : (rows.length ? "no alert matches" : "no alert");
+    document.getElementById("alerts-newer").disabled = alertsPage === 0;
+    document.getElementById("alerts-older").disabled = alertsPage >= pages - 1;
+  }
+  if (alertsFilter) {
+    alertsFilter.addEventListener("submit", function (ev) { ev.preventDefault(); });
+    alertsFilter.addEventListener("input", function () { alertsPage = 0; pageAlerts(); });
+    document.getElementById("alerts-newer").addEventListener("click", function () { alertsPage -= 1; pageAlerts(); });
+    document.getElementById("alerts-older").addEventListener("click", function () { alertsPage += 1; pageAlerts(); });
+    pageAlerts();
+  }
+
   function connect() {
     es = new EventSource(stream);
     es.addEventListener("open", function () { lost = false; showBanner(); });
@@ -89,6 +122,7 @@
     });
     es.addEventListener("frag", function (e) {
       apply(JSON.parse(e.data));
+      pageAlerts();
       autofill();
       steps();
       document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
