@@ -124,18 +124,22 @@ class PageFragments:
         return self._t("frag_table_card.html", t=self.summary(table_id, s, self.feed.table(table_id)),
                        boards=self._boards(s, compact=True), f=figures)
 
-    def floor_cards(self, tables: list[str], money: bool) -> list[tuple[str, str]]:
-        """``(table id, card)`` of the given tables; with money figures for a ledger role."""
+    def floor_cards(self, tables: list[str], money: bool) -> tuple[list[tuple[str, str]], str | None]:
+        """``(table id, card)`` of the given tables, with money figures for a ledger role, and for that role
+        the floor's totals line (the gaming day's and the shift's drop, win and hold over every table, as the
+        query API's ``/floor`` totals), both from one :func:`floor_view`; None for the other roles."""
         rows: dict[str, Any] = {}
+        totals = None
         if money:  # the rows of these tables only (a live frame re-renders the tables that changed)
-            got = floor_view(self._configured(), self.clock(), self.settings, money=True, only=tables, totals=False)
+            got = floor_view(self._configured(), self.clock(), self.settings, money=True, only=tables)
             rows = {r["table_id"]: r for r in got["tables"]}
+            totals = self._t("frag_floor_totals.html", v=got)
         out = []
         for t in tables:
             html = self.table_card(t, rows.get(t))
             if html is not None:
                 out.append((t, html))
-        return out
+        return out, totals
 
     def console_frags(self, table_id: str, view: str) -> dict[str, str]:
         """The console's live parts of one table: ``{element id: html}``."""
@@ -226,8 +230,11 @@ class PageFragments:
         out: list[str] = []
         kind = key[0]
         if kind == "floor":
-            for t, html in self.floor_cards(tables, money=key[1]):
+            cards, totals = self.floor_cards(tables, money=key[1])
+            for t, html in cards:
                 out.append(frame("frag", {"id": f"table-{t}", "html": html, "parent": "tables"}))
+            if totals is not None and cards:  # the day's and shift's totals line follows the tables
+                out.append(frame("frag", {"id": "floor-totals", "html": totals}))
         elif kind == "console":
             table_id, view = key[1], key[2]
             if table_id in tables:

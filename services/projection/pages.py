@@ -159,8 +159,8 @@ class PitPages(PageFragments):
             return refused
         assert role is not None
         money = role in MONEY_ROLES
-        cards = [html for _, html in self.floor_cards(sorted(self.tables()), money)]
-        totals = self.floor_figures(True) if money else None
+        got, totals = self.floor_cards(sorted(self.tables()), money)
+        cards = [html for _, html in got]
         return self._page("floor.html", request, role, cards=cards, stream="/live/floor", totals=totals)
 
     async def console_by_id(self, request: Request) -> Response:
