@@ -32,7 +32,6 @@ from services.projection.pit_views import (
 )
 from services.projection.roadsvg import scoreboard
 
-
 #: the surveillance page's alert rows (newest first): the page shows them 20 at a time, filtered by table and
 #: player in the browser (``pit.js``); ``/alerts`` has every alert held
 ALERT_ROWS = 500
