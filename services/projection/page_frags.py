@@ -24,12 +24,17 @@ from services.projection.pit_views import (
     cage_view,
     closed_shoes,
     cutoff_of,
+    day_of,
     floor_view,
     irregularities,
     is_held,
     player_ranking,
 )
 from services.projection.roadsvg import scoreboard
+
+#: the surveillance page's alert rows (newest first): the page shows them 20 at a time, filtered by table and
+#: player in the browser (``pit.js``); ``/alerts`` has every alert held
+ALERT_ROWS = 500
 
 
 class PageFragments:
@@ -59,6 +64,10 @@ class PageFragments:
             status = "No shoe"
         elif live.shoe_closed and live.shoe_id == shoe.shoe_id:
             status = "Shoe closed"
+        elif live.shoe_finished and live.shoe_id == shoe.shoe_id and (
+                r is None or r.shoe_id != shoe.shoe_id or r.status in ("settled", "voided")):
+            # the cutting card is out and the last round is over (ShoeFinished): no round until it is closed
+            status = "Shoe finished: the cutting card is out, no further round (to be closed)"
         elif r is None or r.shoe_id != shoe.shoe_id:  # none yet, or not seen since this server started
             status = "Between rounds" if results else "Shoe loaded: no round yet"
             r = None
@@ -114,18 +123,22 @@ class PageFragments:
         return self._t("frag_table_card.html", t=self.summary(table_id, s, self.feed.table(table_id)),
                        boards=self._boards(s, compact=True), f=figures)
 
-    def floor_cards(self, tables: list[str], money: bool) -> list[tuple[str, str]]:
-        """``(table id, card)`` of the given tables; with money figures for a ledger role."""
+    def floor_cards(self, tables: list[str], money: bool) -> tuple[list[tuple[str, str]], str | None]:
+        """``(table id, card)`` of the given tables, with money figures for a ledger role, and for that role
+        the floor's totals line (the gaming day's and the shift's drop, win and hold over every table, as the
+        query API's ``/floor`` totals), both from one :func:`floor_view`; None for the other roles."""
         rows: dict[str, Any] = {}
+        totals = None
         if money:  # the rows of these tables only (a live frame re-renders the tables that changed)
-            got = floor_view(self._configured(), self.clock(), self.settings, money=True, only=tables, totals=False)
+            got = floor_view(self._configured(), self.clock(), self.settings, money=True, only=tables)
             rows = {r["table_id"]: r for r in got["tables"]}
+            totals = self._t("frag_floor_totals.html", v=got)
         out = []
         for t in tables:
             html = self.table_card(t, rows.get(t))
             if html is not None:
                 out.append((t, html))
-        return out
+        return out, totals
 
     def console_frags(self, table_id: str, view: str) -> dict[str, str]:
         """The console's live parts of one table: ``{element id: html}``."""
@@ -171,7 +184,8 @@ class PageFragments:
 
     def alerts_frag(self) -> str:
         """Surveillance only: players of the gaming day ranked by expected gain (raised at the threshold), the
-        alerts the state holds (newest first, 50), the shoes closed (commitment and cards verified), the voided
+        alerts the state holds (newest first, the latest :data:`ALERT_ROWS`, each row with its table and player for
+        the page's filter and paging, its full round id a link to the round's replay), the shoes closed (commitment and cards verified), the voided
         rounds and irregularities (:mod:`services.projection.pit_views`)."""
         alerts: list[dict[str, Any]] = []
         states = self._configured()
@@ -182,7 +196,8 @@ class PageFragments:
                                "expected_gain_cents": a.expected_gain_cents, "cards_left": a.cards_left})
         day = self.today()
         ranked = player_ranking(states, day, self.settings.raise_threshold_cents)
-        return self._t("frag_alerts.html", alerts=list(reversed(alerts))[:50], total=len(alerts), players=ranked[:20],
+        return self._t("frag_alerts.html", alerts=list(reversed(alerts))[:ALERT_ROWS], total=len(alerts),
+                       players=ranked[:20],
                        raised=sum(p["raised"] for p in ranked), threshold=self.settings.raise_threshold_cents,
                        day=day, shoes=closed_shoes(states, day), irregular=irregularities(states, day))
 
@@ -195,7 +210,11 @@ class PageFragments:
         view_day = day or self.today()
         figures = cage_view(table_id, s, view_day, self.settings) if is_held(self.tables().values(), view_day) \
             else None
+        # a voided round's bets are returned without action: the figures count it in neither the rounds nor the
+        # drop (services/projection/pit_state.py), as the replay's totals do; it is said apart
+        voided = day_of(s, view_day).voided_total if figures is not None else 0
         return self._t("frag_cage.html", table_id=table_id, balances=balances, figures=figures, view_day=view_day,
+                       voided=voided,
                        csv=f"/cage/hourly.csv?{urllib.parse.urlencode({'gaming_day': view_day, 'table_id': table_id})}",
                        result=s.ledger.table_result(table_id, shoe_id=shoe, gaming_day=day),
                        entries=[{"kind": e.kind, "round_id": e.round_id or "", "seat": e.seat or "",
@@ -210,8 +229,11 @@ class PageFragments:
         out: list[str] = []
         kind = key[0]
         if kind == "floor":
-            for t, html in self.floor_cards(tables, money=key[1]):
+            cards, totals = self.floor_cards(tables, money=key[1])
+            for t, html in cards:
                 out.append(frame("frag", {"id": f"table-{t}", "html": html, "parent": "tables"}))
+            if totals is not None and cards:  # the day's and shift's totals line follows the tables
+                out.append(frame("frag", {"id": "floor-totals", "html": totals}))
         elif kind == "console":
             table_id, view = key[1], key[2]
             if table_id in tables:

@@ -159,8 +159,8 @@ class PitPages(PageFragments):
             return refused
         assert role is not None
         money = role in MONEY_ROLES
-        cards = [html for _, html in self.floor_cards(sorted(self.tables()), money)]
-        totals = self.floor_figures(True) if money else None
+        got, totals = self.floor_cards(sorted(self.tables()), money)
+        cards = [html for _, html in got]
         return self._page("floor.html", request, role, cards=cards, stream="/live/floor", totals=totals)
 
     async def console_by_id(self, request: Request) -> Response:
@@ -352,7 +352,8 @@ class PitPages(PageFragments):
     def scoreboard(self, table_id: str, odds: bool = True) -> dict[str, Any] | None:
         """What the table-side screen shows (public: no player, no bet): the game, the main wagers' limits
         (cents), the last results (newest last), the shoe's progress (cards out of the shoe's cards), the
-        five roads as SVG; with ``odds`` the next round's odds of the **public** view (the cards seen at the
+        five roads as SVG, ``closed`` / ``finished`` (the cutting card out and the shoe's last round dealt,
+        ``ShoeFinished``: no further round until it is closed); with ``odds`` the next round's odds of the **public** view (the cards seen at the
         table, the burn unseen: never the surveillance view's true composition), none once the shoe is
         closed. None for a table not open."""
         s = self._state(table_id)
@@ -369,7 +370,8 @@ class PitPages(PageFragments):
                 "last": [{"B": "Banker", "P": "Player", "T": "Tie"}[r] for r in results[-SCOREBOARD_LAST:]],
                 "rounds": len(results), "cards_out": shoe.cards_out if shoe else 0, "cards": total,
                 "progress_pct": round(100 * shoe.cards_out / total) if shoe and total else 0,
-                "closed": live.shoe_closed, "boards": self._boards(s, compact=False),
+                "closed": live.shoe_closed, "finished": live.shoe_finished and not live.shoe_closed,
+                "boards": self._boards(s, compact=False),
                 "shoe_id": shoe.shoe_id if shoe else "",
                 "odds": self._odds(s, "public") if odds and shoe and not (live.shoe_closed or live.shoe_finished)
                 else None}

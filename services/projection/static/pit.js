@@ -71,6 +71,39 @@
     }
   }
 
+  // ---- surveillance: the alerts 20 at a time, newest first, filtered by table and player -------------
+  // The rows are pushed whole by the live feed; the filter and the page stay as the watcher set them.
+  var ALERTS_PER_PAGE = 20, alertsPage = 0;
+  var alertsFilter = document.getElementById("alerts-filter");
+  function pageAlerts() {
+    if (!alertsFilter) return;
+    var table = document.getElementById("alerts-filter-table").value.trim().toLowerCase();
+    var player = document.getElementById("alerts-filter-player").value.trim().toLowerCase();
+    var rows = Array.prototype.slice.call(document.querySelectorAll("#alerts-list tr.alert"));
+    var match = rows.filter(function (r) {
+      return r.dataset.table.toLowerCase().indexOf(table) >= 0 && r.dataset.player.toLowerCase().indexOf(player) >= 0;
+    });
+    var pages = Math.max(1, Math.ceil(match.length / ALERTS_PER_PAGE));
+    alertsPage = Math.min(alertsPage, pages - 1);
+    var from = alertsPage * ALERTS_PER_PAGE, to = Math.min(from + ALERTS_PER_PAGE, match.length);
+    rows.forEach(function (r) { r.hidden = true; });
+    match.slice(from, to).forEach(function (r) { r.hidden = false; });
+    var filtered = table || player;
+    document.getElementById("alerts-page").textContent = match.length
+      ? "alerts " + (from + 1) + "-" + to + " of " + match.length + (filtered ? " matching" : "") +
+        " (page " + (alertsPage + 1) + " of " + pages + ")"
+      : (rows.length ? "no alert matches" : "no alert");
+    document.getElementById("alerts-newer").disabled = alertsPage === 0;
+    document.getElementById("alerts-older").disabled = alertsPage >= pages - 1;
+  }
+  if (alertsFilter) {
+    alertsFilter.addEventListener("submit", function (ev) { ev.preventDefault(); });
+    alertsFilter.addEventListener("input", function () { alertsPage = 0; pageAlerts(); });
+    document.getElementById("alerts-newer").addEventListener("click", function () { alertsPage -= 1; pageAlerts(); });
+    document.getElementById("alerts-older").addEventListener("click", function () { alertsPage += 1; pageAlerts(); });
+    pageAlerts();
+  }
+
   function connect() {
     es = new EventSource(stream);
     es.addEventListener("open", function () { lost = false; showBanner(); });
@@ -89,6 +122,7 @@
     });
     es.addEventListener("frag", function (e) {
       apply(JSON.parse(e.data));
+      pageAlerts();
       autofill();
       steps();
       document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
@@ -123,17 +157,29 @@
       function (el) { return fillable(el) && !el.value && !el.dataset.auto; });
     (field || form.querySelector("button[type=submit]")).focus();
   }
-  var shownNext = null;
+  var shownNext = null, shownRound = null;
+  // A form's answer is about the step it was sent at: once the table has moved on it is stale, so it is
+  // emptied when its form is offered again (the Open round form between the rounds) or, for a form offered
+  // all along (the seating), when another round or shoe comes up. A request still waiting keeps its line;
+  // "Last:" above the forms keeps the last answer whatever the form.
+  function clearAnswer(f) {
+    var out = f.querySelector("output.answer");
+    if (out && !/\bpending\b/.test(out.className)) { out.className = "answer"; out.textContent = ""; }
+  }
   function steps() {
     var round = document.querySelector("[data-valid]");
     var forms = document.querySelectorAll("form.act");
     if (!round || !forms.length) return;
     var valid = round.dataset.valid.split(" ").filter(Boolean), next = round.dataset.next;
     var myPlayers = ((document.getElementById("my-bets") || {dataset: {}}).dataset.players || "").split(" ");
+    var where = (round.dataset.shoeId || "") + "/" + (round.dataset.roundId || "");
+    var movedOn = shownRound !== null && where !== shownRound;
+    shownRound = where;
     forms.forEach(function (f) {
       var on = valid.indexOf(f.dataset.action) >= 0;
       // a terminal decides an option only for a player of its own (the Dominant Player, or the Banker)
       if (f.dataset.action === "decide_option" && myPlayers.indexOf(round.dataset.optionPlayer) < 0) on = false;
+      if (on && (f.hidden || movedOn)) clearAnswer(f);
       f.hidden = !on;
       f.classList.toggle("next", f.dataset.action === next);
     });
