@@ -23,6 +23,7 @@ Two engines give the same counts (the tests compare them on random compositions 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from typing import Any
 
@@ -164,7 +165,7 @@ class LiveOdds:
         if composition == current:
             return
         if len(composition) == _VALUES:
-            gone = [c - n for c, n in zip(current, composition)]
+            gone = list(map(operator.sub, current, composition))
             k = sum(gone)
             if 0 < k <= max_cards and min(gone) >= 0:
                 if isinstance(t, tuple):
@@ -173,9 +174,12 @@ class LiveOdds:
                             self.remove(v)
                 else:  # the counts are checked here: the tracker's own checks would only repeat them
                     remove = t.remove
-                    for v, g in enumerate(gone):
-                        for _ in range(g):
-                            remove(v)
+                    if k == 1:  # one card (the usual step): its value, then one update
+                        remove(gone.index(1))
+                    else:
+                        for v, g in enumerate(gone):
+                            for _ in range(g):
+                                remove(v)
                     self._n -= k
                 return
         comp = Composition.of(composition)

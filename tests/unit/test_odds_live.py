@@ -206,3 +206,23 @@ def test_portable_integer_loop_equals_the_reference() -> None:
     for v, result in zip(shuffled_shoe(1, 9)[:40], results[1:]):
         counts[v] -= 1
         assert result == reference(tuple(counts))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_follow_whole_shoe_in_steps_of_one_two_three_and_jumps(engine: str) -> None:
+    """``follow`` (the projection's per-card entry): one card, a burn and a card, three cards, and jumps past
+    ``max_cards`` (a full evaluation) over a whole 2-deck shoe, equal to the reference at every step."""
+    shoe = shuffled_shoe(2, seed=261)
+    counts = list(Composition.full(2).counts)
+    live = LiveOdds(counts, engine=engine)
+    rng = random.Random(262)
+    steps = 0
+    while sum(counts) - 6 > 20:
+        k = rng.choice((1, 1, 1, 2, 3, 17))  # 17 > max_cards=16: taken by one full evaluation
+        for _ in range(k):
+            counts[shoe.pop()] -= 1
+        live.follow(tuple(counts))
+        assert live.composition == tuple(counts) and live.total == sum(counts)
+        assert live.column_counts() == reference(tuple(counts))
+        steps += 1
+    assert steps > 15
