@@ -38,6 +38,17 @@ class LoopbackCapture:
         except (AttributeError, OSError) as e:
             raise CaptureUnavailable(f"cannot capture on lo ({type(e).__name__}: {e}): needs Linux and root "
                                      "(or CAP_NET_RAW)") from None
+        # the socket gets every frame on lo (the filter on ports is ours, in Python): with four test workers and
+        # a broker on lo, the default 208 KiB buffer overflowed and frames were dropped (the contrast's write
+        # went unseen, CI of 2026-12-04); 32 MiB where the caller may force it (root), else what the limit allows
+        for opt in (getattr(socket, "SO_RCVBUFFORCE", None), socket.SO_RCVBUF):
+            if opt is None:
+                continue
+            try:
+                self._sock.setsockopt(socket.SOL_SOCKET, opt, 32 * 1024 * 1024)
+                break
+            except OSError:
+                continue
         self._sock.settimeout(0.1)
 
     def __enter__(self) -> "LoopbackCapture":

@@ -381,10 +381,12 @@
   autofill();
   steps();
 
-  // A chemin de fer option's countdown to its deadline (the log's time; this browser's clock).
+  // A chemin de fer option's countdown to its deadline (the log's time; this browser's clock). Whole seconds
+  // rounded up: "deadline passed" only once it has (rounded, it showed up to half a second early, and the
+  // dealer's expiry sent then was refused option_not_expired).
   setInterval(function () {
     document.querySelectorAll(".countdown[data-deadline]").forEach(function (el) {
-      var left = Math.round((Date.parse(el.dataset.deadline) - Date.now()) / 1000);
+      var left = Math.ceil((Date.parse(el.dataset.deadline) - Date.now()) / 1000);
       el.textContent = left > 0 ? "(" + left + " s left)" : "(deadline passed)";
     });
   }, 500);
