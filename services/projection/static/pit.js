@@ -75,14 +75,23 @@
   // The rows are pushed whole by the live feed; the filter and the page stay as the watcher set them.
   var ALERTS_PER_PAGE = 20, alertsPage = 0;
   var alertsFilter = document.getElementById("alerts-filter");
+  // What the watcher typed picks one table (or player) when it names one of the rows' exactly, so "T1" is
+  // T1 and not T10 too; else every row whose id starts with it (a table) or holds it (a player).
+  function alertMatcher(rows, key, typed, prefix) {
+    if (!typed) return function () { return true; };
+    var exact = rows.some(function (r) { return r.dataset[key].toLowerCase() === typed; });
+    return function (r) {
+      var v = r.dataset[key].toLowerCase();
+      return exact ? v === typed : (prefix ? v.indexOf(typed) === 0 : v.indexOf(typed) >= 0);
+    };
+  }
   function pageAlerts() {
     if (!alertsFilter) return;
     var table = document.getElementById("alerts-filter-table").value.trim().toLowerCase();
     var player = document.getElementById("alerts-filter-player").value.trim().toLowerCase();
     var rows = Array.prototype.slice.call(document.querySelectorAll("#alerts-list tr.alert"));
-    var match = rows.filter(function (r) {
-      return r.dataset.table.toLowerCase().indexOf(table) >= 0 && r.dataset.player.toLowerCase().indexOf(player) >= 0;
-    });
+    var byTable = alertMatcher(rows, "table", table, true), byPlayer = alertMatcher(rows, "player", player, false);
+    var match = rows.filter(function (r) { return byTable(r) && byPlayer(r); });
     var pages = Math.max(1, Math.ceil(match.length / ALERTS_PER_PAGE));
     alertsPage = Math.min(alertsPage, pages - 1);
     var from = alertsPage * ALERTS_PER_PAGE, to = Math.min(from + ALERTS_PER_PAGE, match.length);
