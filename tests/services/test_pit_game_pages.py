@@ -78,6 +78,9 @@ async def test_the_scoreboard_shows_the_public_odds_never_the_surveillance_view(
     async with client(pit) as c:  # the screen beside the table: no session
         html = (await c.get(f"/scoreboard/{T}/board")).text
         assert f"from the {sum(pub.composition)} cards not yet seen at the table" in html
+        # the shoe's progress to the card (a few cards of 416 are under 5 %: the bar is not empty)
+        out = s.shoe.cards_out
+        assert 0 < out < 21 and f'<progress class="sb-progress" max="416" value="{out}"' in html
         shown = re.findall(r"<p class=\"(?:positive)?\"><b>([\w ]+)</b> ([\d.]+) %", html)
         assert shown == [(w.wager.replace("_", " ").capitalize(), f"{w.p_win * 100:.3f}") for w in pub.wagers]
         assert str(sum(surv.composition)) + " cards" not in html
