@@ -31,7 +31,7 @@ def _events(table: str, n: int) -> list:  # type: ignore[type-arg]
                    actor="sup-1")
         else:
             d.send(SetCreditLine(player_id=f"p{i}", line_cents=100_000 * (i + 1), role="cage_cashier"),
-                   actor="cc-1")
+                   actor="cc-1", table="CAGE")
     assert len(d.log) == n + 1
     return d.log
 
