@@ -1,5 +1,7 @@
 """The cage's commands and events: table inventory (opener, closer), fills, credits, buy-ins, markers, the
-drop box and the soft count (``cage.commands`` / ``cage.events``, keyed by table id).
+drop box and the soft count (``cage.commands`` / ``cage.events``, keyed by table id; the cage window's own
+key ``CAGE`` holds the casino-wide credit lines and markers outstanding; a marker buy-in's steps between the
+table and ``CAGE`` travel on ``cage.markers``, written by the cage service alone).
 
 Terms (``docs/cage.md``; general US practice): the **opener** and **closer** are the counts of a table's chip
 tray when a shift starts and ends, by the dealer and attested by a floor supervisor; a **fill** brings chips
@@ -21,9 +23,12 @@ from typing import Annotated
 
 import msgspec
 
-from contracts.bounds import Code, EvCode, EvId, Id, OptPlayerId, PlayerId, _doc
+from contracts.bounds import Code, EvCode, EvId, Id, OptPlayerId, PlayerId, Text, _doc
 from contracts.base import Command, Event
 
+#: the key of the cage window's own transactions (chips redeemed, credit lines, the markers outstanding): one
+#: key, so one partition and one task decide every credit of the casino in turn
+CAGE_KEY = "CAGE"
 #: denominations in one count (chips: 12 colours at most on a tray; notes: $1 … $100)
 MAX_DENOMINATIONS = 16
 #: people named on one count (the count team: at least three, a few more allowed)
@@ -122,8 +127,9 @@ class ReceiveCredit(Command, frozen=True, tag="receive_credit"):
 
 
 class SetCreditLine(Command, frozen=True, tag="set_credit_line"):
-    """The cage sets ``player_id``'s credit line at the table to ``line_cents`` (``role`` ``cage_cashier``):
-    markers issued to the patron at the table may total that much."""
+    """The cage sets ``player_id``'s casino-wide credit line to ``line_cents`` (``role`` ``cage_cashier``):
+    the markers outstanding in his name, at every table together, may total that much. Sent keyed by the
+    cage's own id ``CAGE`` (refused ``cage_only`` at a table's key)."""
 
     player_id: PlayerId
     line_cents: int
@@ -168,7 +174,8 @@ class CountDropBox(Command, frozen=True, tag="count_drop_box"):
 
 class RedeemChips(Command, frozen=True, tag="redeem_chips"):
     """The cage pays ``player_id`` ``amount_cents`` in ``method`` (``cash`` | ``marker_redemption``: the chips
-    repay an outstanding marker) for chips (``role`` ``cage_cashier``); sent keyed by the cage's own id."""
+    repay his outstanding markers, refused ``over_outstanding`` beyond them) for chips (``role``
+    ``cage_cashier``); sent keyed by the cage's own id ``CAGE``."""
 
     redemption_id: Id
     player_id: PlayerId
@@ -176,6 +183,34 @@ class RedeemChips(Command, frozen=True, tag="redeem_chips"):
     method: Code = "cash"
     role: Code = "cage_cashier"
     card_number: OptPlayerId = ""
+
+
+# ---- cage.markers (the cage service's own commands: a marker buy-in's steps) ------------------------------
+class DrawMarker(Command, frozen=True, tag="draw_marker"):
+    """Step 2 of a marker buy-in, sent by the cage service keyed ``CAGE`` (on ``cage.markers``) when table
+    ``table_id`` reserved the chips of buy-in ``buy_in_id``: may ``player_id`` sign a marker of
+    ``amount_cents`` on his casino-wide line? Answered by ``MarkerIssued`` or a ``CommandRejected``
+    ``over_credit_line`` at ``CAGE``, and a :class:`SettleMarker` back to the table either way."""
+
+    table_id: Id
+    buy_in_id: Id
+    player_id: PlayerId
+    amount_cents: int
+    role: Code = "cage"
+
+
+class SettleMarker(Command, frozen=True, tag="settle_marker"):
+    """Step 3 of a marker buy-in, sent by the cage service keyed by the table (on ``cage.markers``): the
+    marker of buy-in ``buy_in_id`` was ``issued`` (the table books ``BoughtIn``; ``outstanding_cents`` the
+    patron's markers outstanding casino-wide after it) or not (the table refuses the buy-in with ``reason``
+    and ``detail`` and releases the reserved chips)."""
+
+    buy_in_id: Id
+    issued: bool
+    outstanding_cents: int = 0
+    reason: Code = ""
+    detail: Text = ""
+    role: Code = "cage"
 
 
 # ---- cage.events -------------------------------------------------------------------------------------------
@@ -278,7 +313,8 @@ class CreditReceived(Event, frozen=True, tag="credit_received"):
 
 
 class CreditLineSet(Event, frozen=True, tag="credit_line_set"):
-    """``player_id``'s credit line at the table is ``line_cents`` (set by the cage cashier ``by``)."""
+    """``player_id``'s credit line is ``line_cents`` (set by the cage cashier ``by``): casino-wide when at
+    ``CAGE``; logs written before casino-wide lines hold it at a table's key too (per table then)."""
 
     player_id: EvId
     line_cents: int
@@ -288,7 +324,8 @@ class CreditLineSet(Event, frozen=True, tag="credit_line_set"):
 class BoughtIn(Event, frozen=True, tag="bought_in"):
     """``player_id`` at ``seat`` bought ``amount_cents`` of chips in ``method`` (``cash`` | ``marker`` |
     ``chips``) during ``shift_id``; ``tray_cents`` the tray expected after it; a marker's ``marker_balance_cents``
-    is the patron's outstanding markers at the table after it."""
+    is the patron's outstanding markers casino-wide after it (as ``MarkerIssued`` at ``CAGE`` said; at the
+    table in logs written before casino-wide lines)."""
 
     buy_in_id: EvId
     shift_id: EvId
@@ -299,6 +336,32 @@ class BoughtIn(Event, frozen=True, tag="bought_in"):
     tray_cents: int
     by: EvId
     marker_balance_cents: int = 0
+
+
+class MarkerRequested(Event, frozen=True, tag="marker_requested"):
+    """Step 1 of a marker buy-in at the table: ``player_id`` at ``seat`` asks for ``amount_cents`` of chips by
+    marker ``buy_in_id`` during ``shift_id``; the chips are reserved in the tray (no other buy-in or credit
+    may take them) until the cage answers. Nothing is booked: the tray expected and the drop box change at
+    the ``BoughtIn``, or not at all (the buy-in's ``CommandRejected``, which releases the reservation)."""
+
+    buy_in_id: EvId
+    shift_id: EvId
+    seat: int
+    player_id: EvId
+    amount_cents: int
+    by: EvId
+
+
+class MarkerIssued(Event, frozen=True, tag="marker_issued"):
+    """At ``CAGE``: ``player_id`` may sign marker ``buy_in_id`` of ``amount_cents`` at table ``table_id``;
+    ``outstanding_cents`` his markers outstanding casino-wide after it, within ``line_cents``."""
+
+    table_id: EvId
+    buy_in_id: EvId
+    player_id: EvId
+    amount_cents: int
+    outstanding_cents: int
+    line_cents: int
 
 
 class DropBoxRemoved(Event, frozen=True, tag="drop_box_removed"):
@@ -325,17 +388,20 @@ class DropBoxCounted(Event, frozen=True, tag="drop_box_counted"):
 
 
 class ChipsRedeemed(Event, frozen=True, tag="chips_redeemed"):
-    """The cage paid ``player_id`` ``amount_cents`` for chips (``method`` ``cash`` | ``marker_redemption``)."""
+    """The cage paid ``player_id`` ``amount_cents`` for chips (``method`` ``cash`` | ``marker_redemption``);
+    a marker redemption's ``marker_balance_cents`` is his markers outstanding casino-wide after it."""
 
     redemption_id: EvId
     player_id: EvId
     amount_cents: int
     method: EvCode
     by: EvId
+    marker_balance_cents: int = 0
 
 
 CAGE_COMMANDS = (RecordOpener, RecordCloser, RequestFill, IssueFill, ReceiveFill, RequestCredit, HandOverCredit,
-                 ReceiveCredit, SetCreditLine, BuyIn, RemoveDropBox, CountDropBox, RedeemChips)
+                 ReceiveCredit, SetCreditLine, BuyIn, RemoveDropBox, CountDropBox, RedeemChips, DrawMarker,
+                 SettleMarker)
 CAGE_EVENTS = (ShiftOpened, ShiftClosed, FillRequested, FillIssued, FillReceived, CreditRequested,
                CreditHandedOver, CreditReceived, CreditLineSet, BoughtIn, DropBoxRemoved, DropBoxCounted,
-               ChipsRedeemed)
+               ChipsRedeemed, MarkerRequested, MarkerIssued)

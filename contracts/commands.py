@@ -195,7 +195,7 @@ class CollectCommission(Command, frozen=True, tag="collect_commission"):
 
 from contracts.cage import (  # noqa: E402  (the cage's commands)
     BuyIn, CountDropBox, HandOverCredit, IssueFill, ReceiveCredit, ReceiveFill, RecordCloser, RecordOpener,
-    RedeemChips, RemoveDropBox, RequestCredit, RequestFill, SetCreditLine,
+    RedeemChips, RemoveDropBox, RequestCredit, RequestFill, SetCreditLine, DrawMarker, SettleMarker,
 )
 
 AnyCommand = Union[
@@ -203,11 +203,12 @@ AnyCommand = Union[
     CloseBetting, CollectCommission, ReadBurn, SeatPlayer, LeaveSeat, OfferShoe, KeepShoe, PassShoe,
     ExpireOption, DecideOption,
     RecordOpener, RecordCloser, RequestFill, IssueFill, ReceiveFill, RequestCredit, HandOverCredit, ReceiveCredit,
-    SetCreditLine, BuyIn, RemoveDropBox, CountDropBox, RedeemChips,
+    SetCreditLine, BuyIn, RemoveDropBox, CountDropBox, RedeemChips, DrawMarker, SettleMarker,
 ]
 ShoeCommand = Union[LoadShoe, DrawCard, ReadCard, CloseShoe, ReadBurn]
 DealingCommand = Union[OpenTable, OpenRound, VoidRound, OfferShoe, KeepShoe, PassShoe, ExpireOption, DecideOption]
 WageringCommand = Union[PlaceBet, WithdrawBet, CloseBetting, SeatPlayer, LeaveSeat]
 SettlementCommand = Union[CollectCommission]
 CageCommand = Union[RecordOpener, RecordCloser, RequestFill, IssueFill, ReceiveFill, RequestCredit, HandOverCredit,
-                    ReceiveCredit, SetCreditLine, BuyIn, RemoveDropBox, CountDropBox, RedeemChips]
+                    ReceiveCredit, SetCreditLine, BuyIn, RemoveDropBox, CountDropBox, RedeemChips, DrawMarker,
+                    SettleMarker]

@@ -581,7 +581,7 @@ class AdvantageBetFlagged(Event, frozen=True, tag="advantage_bet_flagged"):
 
 from contracts.cage import (  # noqa: E402  (the cage's events)
     BoughtIn, ChipsRedeemed, CreditHandedOver, CreditLineSet, CreditReceived, CreditRequested, DropBoxCounted,
-    DropBoxRemoved, FillIssued, FillReceived, FillRequested, ShiftClosed, ShiftOpened,
+    DropBoxRemoved, FillIssued, FillReceived, FillRequested, MarkerIssued, MarkerRequested, ShiftClosed, ShiftOpened,
 )
 
 AnyEvent = Union[
@@ -594,5 +594,6 @@ AnyEvent = Union[
     BetSettled, CommissionAccrued, CommissionCollected, RoundSettled,
     OddsUpdated, LedgerPosted, AdvantageBetFlagged,
     ShiftOpened, ShiftClosed, FillRequested, FillIssued, FillReceived, CreditRequested, CreditHandedOver,
-    CreditReceived, CreditLineSet, BoughtIn, DropBoxRemoved, DropBoxCounted, ChipsRedeemed,
+    CreditReceived, CreditLineSet, BoughtIn, DropBoxRemoved, DropBoxCounted, ChipsRedeemed, MarkerRequested,
+    MarkerIssued,
 ]

@@ -35,6 +35,9 @@ SETTLEMENT_EVENTS: Final = "settlement.events"
 #: the cage's commands (opener, closer, fills, credits, buy-ins, markers, drop boxes, soft count) and events
 CAGE_COMMANDS: Final = "cage.commands"
 CAGE_EVENTS: Final = "cage.events"
+#: the cage service's own commands between a table and the cage window's key ``CAGE``: a marker buy-in's
+#: ``DrawMarker`` (table -> CAGE) and ``SettleMarker`` (CAGE -> table); its one writer is the cage service
+CAGE_MARKERS: Final = "cage.markers"
 PROJECTION_ODDS: Final = "projection.odds"
 PROJECTION_LEDGER: Final = "projection.ledger"
 PROJECTION_ALERTS: Final = "projection.alerts"
@@ -74,6 +77,7 @@ COMMAND_ROUTES: Final = (
                                            "receive_fill", "request_credit", "hand_over_credit", "receive_credit",
                                            "set_credit_line", "buy_in", "remove_drop_box", "count_drop_box",
                                            "redeem_chips")),
+    CommandTopic(CAGE_MARKERS, "cage", ("draw_marker", "settle_marker"), attributed=False),
 )
 ROUTES: Final = {r.name: r for r in COMMAND_ROUTES}
 #: command tag -> the one topic that carries it

@@ -24,6 +24,13 @@ record (``cage.events#<seq>``) with its own kind:
   accrued, cents), their rounds those not voided (a ``BetSettled`` of category ``round_voided``). An opener
   or closer naming a round the settlements do not hold is one too. So a closer whose game result was changed (and the statement's
   count variance with it), or whose rounds were, is found at its record even when its other figures agree.
+* ``marker_mismatch`` (casino-wide credit, when the log holds the cage key's ``MarkerIssued`` or a table's
+  ``MarkerRequested``; the whole floor, not one table): Σ ``MarkerIssued`` at ``CAGE`` against the tables'
+  marker ``BoughtIn``, one to one (a marker booked at a table that the cage never issued, or of another
+  amount or patron; a marker issued that no table booked), and each patron's outstanding at ``CAGE`` followed
+  from his markers and repayments (``outstanding_cents`` of each ``MarkerIssued`` the one before plus its
+  amount, within its line; ``marker_balance_cents`` of each marker redemption the one before less its
+  amount, never below zero).
 
 Sources: the formulas of ``docs/cage.md`` (general US table-games accounting); the statement is
 :func:`services.cage.statement.statements` of the same events, so a statement the audit passes adds up.
@@ -35,7 +42,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from contracts.cage import (
+    CAGE_KEY,
     BoughtIn,
+    ChipsRedeemed,
     ChipCount,
     CreditHandedOver,
     CreditReceived,
@@ -44,6 +53,8 @@ from contracts.cage import (
     FillIssued,
     FillReceived,
     FillRequested,
+    MarkerIssued,
+    MarkerRequested,
     ShiftClosed,
     ShiftOpened,
 )
@@ -90,7 +101,52 @@ def check_cage(envelopes: Iterable[Envelope], add: Add, table_id: str | None = N
         _check_table(tid, envs, add)
         if settled:  # the settlements were read: each shift's game result re-derived from them
             _check_game_results(tid, envs, sorted(settled.get(tid, []), key=lambda e: e.seq), add)
+    if table_id is None:
+        _check_markers(by_table, add)
     return n
+
+
+def _check_markers(by_table: dict[str, list[Envelope]], add: Add) -> None:
+    """``marker_mismatch`` findings: the cage key's markers against the tables' (see the module docstring)."""
+    cage = by_table.get(CAGE_KEY, [])
+    if not any(isinstance(e.payload, (MarkerIssued, MarkerRequested)) for envs in by_table.values() for e in envs):
+        return  # a log written before casino-wide credit: markers were per table
+    issued: dict[tuple[str, str], Envelope] = {}
+    outstanding: dict[str, int] = {}
+    for e in cage:
+        p, where = e.payload, f"{CAGE_STREAM}#{e.seq}"
+        if isinstance(p, MarkerIssued):
+            issued[(p.table_id, p.buy_in_id)] = e
+            want = outstanding.get(p.player_id, 0) + p.amount_cents
+            if p.outstanding_cents != want or want > p.line_cents or p.amount_cents <= 0:
+                add(CAGE_KEY, "marker_mismatch", where,
+                    f"marker {p.buy_in_id} of {p.amount_cents} cents states {p.player_id}'s outstanding "
+                    f"{p.outstanding_cents} (line {p.line_cents}); his markers and repayments make {want}")
+            outstanding[p.player_id] = want
+        elif isinstance(p, ChipsRedeemed) and p.method == "marker_redemption":
+            want = outstanding.get(p.player_id, 0) - p.amount_cents
+            if p.marker_balance_cents != want or want < 0:
+                add(CAGE_KEY, "marker_mismatch", where,
+                    f"a repayment of {p.amount_cents} cents states {p.player_id}'s outstanding "
+                    f"{p.marker_balance_cents}; his markers and repayments make {want}")
+            outstanding[p.player_id] = max(want, 0)
+    for tid, envs in sorted(by_table.items()):
+        if tid == CAGE_KEY:
+            continue
+        for e in envs:
+            p = e.payload
+            if not (isinstance(p, BoughtIn) and p.method == "marker"):
+                continue
+            got = issued.pop((tid, p.buy_in_id), None)
+            if got is None or (got.payload.amount_cents, got.payload.player_id) != (p.amount_cents, p.player_id):
+                said = "the cage issued none" if got is None else (
+                    f"the cage issued {got.payload.amount_cents} cents to {got.payload.player_id} "
+                    f"({CAGE_STREAM}#{got.seq})")
+                add(tid, "marker_mismatch", f"{CAGE_STREAM}#{e.seq}",
+                    f"marker {p.buy_in_id} of {p.amount_cents} cents booked to {p.player_id}: {said}")
+    for (tid, bid), e in sorted(issued.items()):
+        add(CAGE_KEY, "marker_mismatch", f"{CAGE_STREAM}#{e.seq}",
+            f"marker {bid} of {e.payload.amount_cents} cents issued for {tid}: no BoughtIn there")
 
 
 def _check_game_results(tid: str, envs: list[Envelope], settled: list[Envelope], add: Add) -> None:

@@ -38,6 +38,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from contracts import topics as T
+from contracts.cage import CAGE_KEY
 from contracts.codecs import Undecodable, decode_command, encode
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import CommandRejected
@@ -49,6 +50,7 @@ from services.projection.cage_desk import (
     FIELDS,
     FormError,
     actions_now,
+    answer_of,
     build_command,
     desk_state,
     opener_defaults,
@@ -83,8 +85,10 @@ class CageLog(Protocol):
         ...
 
     async def send(self, cmd: CommandEnvelope) -> list[Envelope]:
-        """Send ``cmd`` to ``cage.commands`` and return the ``cage.events`` it caused (a ``CommandRejected``
-        when refused); [] when no answer came in time. Raises ``ConnectionError``."""
+        """Send ``cmd`` to ``cage.commands`` and return the ``cage.events`` answering it (a ``CommandRejected``
+        when refused; a marker buy-in's ``BoughtIn`` or refusal once the cage's key decided it:
+        :func:`services.projection.cage_desk.answer_of`); [] when no answer came in time. Raises
+        ``ConnectionError``."""
         ...
 
 
@@ -103,7 +107,7 @@ class MemoryCageLog:
     async def send(self, cmd: CommandEnvelope) -> list[Envelope]:
         self.bus.send(T.CAGE_COMMANDS, cmd)
         await self.bus.pump()
-        return [e for e in await self.events() if e.stream == T.CAGE_EVENTS and e.causation_id == cmd.command_id]
+        return answer_of(await self.events(), cmd) or []
 
 
 def statement_json(events: list[Envelope], by: str | None) -> dict[str, Any]:
@@ -246,7 +250,9 @@ class CagePages:
             actor = form.get("actor", "").strip()
             if not actor:
                 raise FormError("actor", "required: who you are (your employee id)")
-            cmd = command(table_id, self.new_id(), self.clock(), build_command(action, form), actor=actor)
+            # a credit line is casino-wide: decided at the cage's key whichever table's desk set it
+            key = CAGE_KEY if action == "set_credit_line" else table_id
+            cmd = command(key, self.new_id(), self.clock(), build_command(action, form), actor=actor)
             decode_command(encode(cmd))  # the wire's bounds (ids' patterns and lengths) checked before it is sent
         except Undecodable as e:
             return await self._desk_page(request, role, status=422, form=form, failed=(table_id, action), outcome={

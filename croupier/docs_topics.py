@@ -93,8 +93,11 @@ TOPIC_SUMMARY: dict[str, str] = {
     T.CAGE_COMMANDS: ("The cage's commands from the pit, the cage and the count room: opener and closer, fill and "
                       "credit slips step by step, credit lines, buy-ins (cash, marker, chips), drop box removal "
                       "and soft count, chips redeemed at the cage."),
+    T.CAGE_MARKERS: ("The cage service's own commands for a marker buy-in's steps: a table's DrawMarker to the "
+                     "cage's key CAGE (the casino-wide credit line decides), CAGE's SettleMarker back to the table."),
     T.CAGE_EVENTS: ("Each table's inventory by shift: opener, closer (with the tray expected and the shift's game "
-                    "result), fills, credits, buy-ins, markers, drop boxes counted."),
+                    "result), fills, credits, buy-ins, markers (requested at the table, issued at CAGE), drop boxes counted; at CAGE the "
+                    "casino-wide credit lines, markers issued and chips redeemed."),
     T.PROJECTION_ODDS: "Exact odds of the next round, public and surveillance views, after every shoe change.",
     T.PROJECTION_LEDGER: "The cage ledger's balanced journal entries.",
     T.PROJECTION_ALERTS: "Surveillance alerts: bets on wagers whose exact EV was positive.",

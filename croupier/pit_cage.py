@@ -26,6 +26,7 @@ from contracts.codecs import encode
 from contracts.envelope import CommandEnvelope, Envelope
 from croupier.cage_pages import READS
 from croupier.replay_common import Unreachable
+from services.projection.cage_desk import answer_of
 from services.rawlog import LogTail
 from services.runtime.settings import Settings
 
@@ -78,12 +79,12 @@ class KafkaCageLog:
             await asyncio.sleep(POLL_S)
 
     async def _caused(self, cmd: CommandEnvelope) -> list[Envelope]:
-        """The ``cage.events`` caused by ``cmd`` that the tail holds once caught up."""
+        """The ``cage.events`` answering ``cmd`` that the tail holds once caught up ([] while none:
+        :func:`services.projection.cage_desk.answer_of`)."""
         from croupier.replay_read import _guarded
 
         await self._connection(_guarded(self._tail.catch_up(), self.settings, self.read_timeout_s))
-        return [e for e in self._tail.envelopes() if e.stream == T.CAGE_EVENTS
-                and e.causation_id == cmd.command_id and e.table_id == cmd.table_id]
+        return answer_of(self._tail.envelopes(), cmd) or []
 
     async def _connection(self, aw: Any) -> Any:
         from aiokafka.errors import KafkaError

@@ -1,4 +1,6 @@
-"""A cage service core driven alone (no bus): commands in, its events out, inputs fed by hand."""
+"""A cage service core driven alone (no bus): commands in, its events out, inputs fed by hand. The commands
+the core sends itself (a marker buy-in's ``DrawMarker`` to ``CAGE`` and ``SettleMarker`` back, on
+``cage.markers``) are decided at once, in order, as the bus would deliver them."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ def chips(*pairs: tuple[int, int]) -> list[ChipCount]:
 
 
 class Desk:
-    """One cage core; ``send`` decides a command (ids c1, c2 …) and folds its events."""
+    """One cage core (every key: the table ``table_id``, other tables, ``CAGE``); ``send`` decides a command
+    (ids c1, c2 …) and folds its events, then the commands it sent, until none is left."""
 
     def __init__(self, table_id: str = "T1"):
         self.table_id = table_id
@@ -29,28 +32,43 @@ class Desk:
         self.inputs: dict[str, int] = {}
         self.log: list[Envelope] = []
 
-    def send(self, payload, actor: str = "dealer-1", cid: str | None = None) -> list[Event]:  # type: ignore[no-untyped-def]
-        """The events the command caused (a ``CommandRejected`` when refused)."""
+    def send(self, payload, actor: str = "dealer-1", cid: str | None = None,  # type: ignore[no-untyped-def]
+             table: str | None = None) -> list[Event]:
+        """The events the command caused at its key (``table``, default :attr:`table_id`), the marker
+        steps' included (a ``CommandRejected`` when refused); every key's events go to :attr:`log`."""
         self.n += 1
-        d = self.runner.decide(command(self.table_id, cid or f"c{self.n}", AT, payload, actor=actor),
-                               route=T.ROUTES[T.CAGE_COMMANDS])
-        self.runner.commit(d)
-        self.log.extend(d.events)
-        return [e.payload for e in d.events]
+        key = table or self.table_id
+        todo = [(command(key, cid or f"c{self.n}", AT, payload, actor=actor), T.CAGE_COMMANDS)]
+        out: list[Event] = []
+        while todo:
+            cmd, topic = todo.pop(0)
+            d = self.runner.decide(cmd, route=T.ROUTES[topic])
+            self.runner.commit(d)
+            self.log.extend(d.events)
+            out += [e.payload for e in d.events if e.table_id == key]
+            todo += [(s.command, s.topic) for s in d.sends]
+        return out
 
-    def refused(self, payload, actor: str = "dealer-1") -> str:  # type: ignore[no-untyped-def]
-        """The reason code of a refused command (fails if it was not refused or booked anything)."""
-        before = self.state
-        out = self.send(payload, actor)
+    def refused(self, payload, actor: str = "dealer-1", table: str | None = None) -> str:  # type: ignore[no-untyped-def]
+        """The reason code of a refused command (fails if it was not refused or booked anything at any key;
+        a marker buy-in's ``MarkerRequested``, its reservation released by the refusal, aside)."""
+        before = {t: s.state for t, s in self.runner.tables.items()}
+        out = [e for e in self.send(payload, actor, table=table) if type(e).__name__ != "MarkerRequested"]
         assert len(out) == 1 and isinstance(out[0], CommandRejected), out
-        assert self.state == before, "a refused command booked something"
+        assert {t: s.state for t, s in self.runner.tables.items() if t in before} == before, \
+            "a refused command booked something"
         return out[0].reason
 
-    def feed(self, payload: Event, stream: str) -> None:
-        """An input event of another service (``wagering.events``, ``settlement.events``)."""
-        self.inputs[stream] = n = self.inputs.get(stream, 0) + 1
-        self.runner.absorb_input(Envelope(event_id=event_id(stream, self.table_id, n), stream=stream,
-                                          table_id=self.table_id, seq=n, causation_id="x", correlation_id="x",
+    def at(self, table: str) -> CageState:
+        """The cage state at key ``table`` (``CAGE``: the credit lines and markers outstanding)."""
+        return self.runner.slot(table).state
+
+    def feed(self, payload: Event, stream: str, table: str | None = None) -> None:
+        """An input event of another service (``wagering.events``, ``settlement.events``) at ``table``."""
+        key = table or self.table_id
+        self.inputs[f"{key}/{stream}"] = n = self.inputs.get(f"{key}/{stream}", 0) + 1
+        self.runner.absorb_input(Envelope(event_id=event_id(stream, key, n), stream=stream,
+                                          table_id=key, seq=n, causation_id="x", correlation_id="x",
                                           occurred_at=AT, payload=payload))
 
     @property

@@ -79,10 +79,11 @@ GRANTS: tuple[Grant, ...] = (
              sends=_written_by("dealing"), note="the only writer of shoe.draws (its DrawCard commands)"),
     _service("wagering", (T.WAGERING_EVENTS,), (T.WAGERING_COMMANDS, T.WAGERING_BETS, T.DEALING_EVENTS)),
     _service("settlement", (T.SETTLEMENT_EVENTS,), (T.SETTLEMENT_COMMANDS, T.DEALING_EVENTS, T.WAGERING_EVENTS)),
-    _service("cage", (T.CAGE_EVENTS,), (T.CAGE_COMMANDS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS,
-                                        T.PROJECTION_LEDGER),
+    _service("cage", (T.CAGE_EVENTS,), (T.CAGE_COMMANDS, T.CAGE_MARKERS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS,
+                                        T.PROJECTION_LEDGER), sends=_written_by("cage"),
              note="the cage service (table inventory, fills, credits, drop, soft count), which also pays from "
-                  "settlements and the ledger"),
+                  "settlements and the ledger; the only writer of cage.markers (a marker buy-in's steps between "
+                  "a table and the casino-wide credit at CAGE)"),
     _service("projection", (T.PROJECTION_ODDS, T.PROJECTION_LEDGER, T.PROJECTION_ALERTS), EVENTS,
              note="also the query API's replica groups (which restore from projection.snapshots)"),
     Grant("console", "role", read=EVENTS, write=_written_by("console"), groups=True,

@@ -19,15 +19,28 @@ another shift is open), ``table_closed`` (a fill, credit or buy-in with no shift
 ``unknown_fill`` / ``unknown_credit`` / ``fill_not_issued`` / ``credit_not_handed_over`` / ``duplicate_slip``
 (a slip out of its order), ``credit_exceeds_tray`` / ``tray_short`` (more chips than the tray holds),
 ``player_not_seated``, ``unknown_method``, ``over_credit_line`` (a marker past the line the cage set),
-``box_not_removed`` / ``box_already_counted`` / ``shift_not_closed``.
+``box_not_removed`` / ``box_already_counted`` / ``shift_not_closed``; ``cage_only`` (a credit line, or a
+marker's draw, at a table's key: they are decided at :data:`~contracts.cage.CAGE_KEY`), ``marker_pending``
+(a closer while a marker buy-in awaits the cage's answer), ``unknown_buy_in`` (a marker settled that the
+table never reserved), ``over_outstanding`` (a marker redemption beyond the patron's markers outstanding).
+
+**Casino-wide credit** (``docs/cage.md``). The key ``CAGE`` holds every patron's line and his markers
+outstanding at all tables together; a marker buy-in is three decisions, each of one key, chained by
+:class:`~services.runtime.core.Send` on ``cage.markers``: the table reserves the chips
+(``MarkerRequested``) and sends ``DrawMarker`` keyed ``CAGE``; ``CAGE`` issues the marker (``MarkerIssued``)
+when outstanding + amount ≤ line, else refuses it ``over_credit_line``, and sends ``SettleMarker`` keyed
+by the table; the table books ``BoughtIn`` or refuses the buy-in (its ``CommandRejected``, the reservation
+released). One key is one task: two tables' markers can never both pass on the same headroom.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 
 from contracts import topics as T
 from contracts.cage import (
+    CAGE_KEY,
     BoughtIn,
     BuyIn,
     ChipsRedeemed,
@@ -37,12 +50,15 @@ from contracts.cage import (
     CreditReceived,
     CreditRequested,
     DropBoxCounted,
+    DrawMarker,
     DropBoxRemoved,
     FillIssued,
     FillReceived,
     FillRequested,
     HandOverCredit,
     IssueFill,
+    MarkerIssued,
+    MarkerRequested,
     ReceiveCredit,
     ReceiveFill,
     RecordCloser,
@@ -52,6 +68,7 @@ from contracts.cage import (
     RequestCredit,
     RequestFill,
     SetCreditLine,
+    SettleMarker,
     ShiftClosed,
     ShiftOpened,
 )
@@ -67,7 +84,7 @@ from contracts.events import (
 )
 from services.cage.counts import count_problem
 from services.history import History
-from services.runtime.core import Emit, Send
+from services.runtime.core import Emit, Send, command
 
 #: which role may send which cage command (the command's ``role``; the actor is the envelope's)
 ROLES: dict[str, frozenset[str]] = {
@@ -78,6 +95,8 @@ ROLES: dict[str, frozenset[str]] = {
     "set_credit_line": frozenset({"cage_cashier"}), "buy_in": frozenset({"dealer"}),
     "remove_drop_box": frozenset({"count_team", "security"}), "count_drop_box": frozenset({"count_team"}),
     "redeem_chips": frozenset({"cage_cashier"}),
+    # the cage service's own commands (``cage.markers``, which only its principal may write)
+    "draw_marker": frozenset({"cage"}), "settle_marker": frozenset({"cage"}),
 }
 #: the smallest count team (the actor and the counters named, distinct people): general practice is three
 MIN_COUNT_TEAM = 3
@@ -91,6 +110,19 @@ class Slip:
 
     total_cents: int
     status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Chips a table holds back for a marker buy-in until ``CAGE`` answers (``MarkerRequested``):
+    ``command_id`` the buy-in's (its refusal names it), the seat, patron, amount (cents), shift and dealer."""
+
+    command_id: str
+    seat: int
+    player_id: str
+    amount_cents: int
+    shift_id: str
+    by: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +147,8 @@ class CageState:
     id opened here (a second opener is refused); ``boxes``: per shift whose box is not counted yet, the
     drop expected (cash + markers bought in) and whether it was removed (1) or not (0) as ``[cents, removed]``;
     ``seated``: ``"<seat>:<player>"`` registered at the table (``PlayerSeated``/``PlayerLeft``);
-    ``lines``/``markers``: per player the credit line and the markers outstanding at the table;
+    ``lines``/``markers``: at ``CAGE``, per player the casino-wide credit line and the markers outstanding
+    (cents); ``reserved``: per buy-in id, the chips held back for a marker buy-in awaiting ``CAGE``;
     ``round_accrued``: commission accrued in the round being settled (cents); ``round_void``: a bet of the round
     being settled was returned because the round was voided (``BetSettled`` category ``round_voided``): its
     ``RoundSettled`` is no round of the shift (issue 24, fix 9: as on the pit's figures and in the replay);
@@ -129,6 +162,7 @@ class CageState:
     seated: dict[str, int] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
     markers: dict[str, int] = field(default_factory=dict)
+    reserved: dict[str, Reservation] = field(default_factory=dict)
     round_accrued: int = 0
     round_void: bool = False
     last_round: str = ""
@@ -137,6 +171,11 @@ class CageState:
     def open_shift(self) -> Shift | None:
         """The shift open now (None when the table is closed)."""
         return self.shift if self.shift is not None and not self.shift.closed else None
+
+    @property
+    def reserved_cents(self) -> int:
+        """The chips held back for marker buy-ins awaiting the cage's answer, cents."""
+        return sum(r.amount_cents for r in self.reserved.values())
 
 
 def _reject(cmd: CommandEnvelope, tag: str, reason: str, detail: str) -> list[Emit | Send]:
@@ -155,7 +194,7 @@ class CageCore:
     state_type = CageState
     own_stream = T.CAGE_EVENTS
     private_streams: tuple[str, ...] = ()
-    command_streams = (T.CAGE_COMMANDS,)
+    command_streams = (T.CAGE_COMMANDS, T.CAGE_MARKERS)
     same_time_first: tuple[str, ...] = ()
     catch_up: tuple[tuple[str, str], ...] = ()
     input_streams = (T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
@@ -167,6 +206,20 @@ class CageCore:
     def evolve(self, state: CageState, env: Envelope) -> CageState:
         e = env.payload
         s = state.shift
+        if isinstance(e, CreditLineSet):
+            return replace(state, lines={**state.lines, e.player_id: e.line_cents})
+        if isinstance(e, MarkerIssued):
+            return replace(state, markers={**state.markers, e.player_id: e.outstanding_cents})
+        if isinstance(e, ChipsRedeemed):
+            if e.method != "marker_redemption":
+                return state
+            return replace(state, markers={**state.markers, e.player_id: e.marker_balance_cents})
+        if isinstance(e, CommandRejected):
+            if e.command != "buy_in" or not state.reserved:
+                return state
+            # a marker buy-in refused by the cage: its reservation released, nothing booked
+            return replace(state, reserved={k: r for k, r in state.reserved.items()
+                                            if r.command_id != e.command_id})
         if isinstance(e, ShiftOpened):
             return replace(state, shifts=state.shifts.put(e.shift_id),
                            shift=Shift(e.shift_id, e.gaming_day, e.pit, e.total_cents, e.total_cents),
@@ -189,17 +242,17 @@ class CageCore:
                                tray_cents=s.tray_cents - e.total_cents)
         if isinstance(e, CreditReceived):
             return _with_shift(state, credits={**s.credits, e.credit_id: Slip(e.total_cents, "received")})
-        if isinstance(e, CreditLineSet):
-            return replace(state, lines={**state.lines, e.player_id: e.line_cents})
+        if isinstance(e, MarkerRequested):
+            return replace(state, reserved={**state.reserved, e.buy_in_id: Reservation(
+                env.causation_id, e.seat, e.player_id, e.amount_cents, e.shift_id, e.by)})
         if isinstance(e, BoughtIn):
             state = _with_shift(state, tray_cents=e.tray_cents)
+            if e.buy_in_id in state.reserved:
+                state = replace(state, reserved={k: r for k, r in state.reserved.items() if k != e.buy_in_id})
             if e.method == "chips":
                 return state
             box = state.boxes.get(e.shift_id, [0, 0])
-            state = replace(state, boxes={**state.boxes, e.shift_id: [box[0] + e.amount_cents, box[1]]})
-            if e.method == "marker":
-                state = replace(state, markers={**state.markers, e.player_id: e.marker_balance_cents})
-            return state
+            return replace(state, boxes={**state.boxes, e.shift_id: [box[0] + e.amount_cents, box[1]]})
         if isinstance(e, DropBoxRemoved):
             box = state.boxes.get(e.shift_id, [0, 0])
             return replace(state, boxes={**state.boxes, e.shift_id: [box[0], 1]})
@@ -276,6 +329,9 @@ class CageCore:
             return _reject(cmd, tag, "unknown_shift", f"shift {c.shift_id} is not open at {state.table_id}")
         if c.supervisor_id == by:
             return _reject(cmd, tag, "same_person", "the closer is counted by the dealer and attested by another")
+        if state.reserved:
+            return _reject(cmd, tag, "marker_pending", f"marker buy-in {', '.join(sorted(state.reserved))} awaits "
+                                                       "the cage's answer: the closer after it")
         bad = count_problem(c.chips, c.total_cents)
         if bad:
             return _reject(cmd, tag, *bad)
@@ -340,9 +396,10 @@ class CageCore:
         s = self._slip_request(state, cmd, c.credit_id, c.chips, c.total_cents, tag)
         if not isinstance(s, Shift):
             return _reject(cmd, tag, *s)
-        if c.total_cents > s.tray_cents:
+        if c.total_cents > s.tray_cents - state.reserved_cents:
             return _reject(cmd, tag, "credit_exceeds_tray",
-                           f"credit of {c.total_cents} cents, the tray holds {s.tray_cents}")
+                           f"credit of {c.total_cents} cents, the tray holds {s.tray_cents - state.reserved_cents} "
+                           "not reserved")
         return [Emit(CreditRequested(credit_id=c.credit_id, shift_id=s.shift_id, chips=c.chips,
                                      total_cents=c.total_cents, by=by))]
 
@@ -352,9 +409,10 @@ class CageCore:
         if isinstance(r[0], str):
             return _reject(cmd, tag, *r)  # type: ignore[arg-type]
         s, slip = r
-        if slip.total_cents > s.tray_cents:
+        if slip.total_cents > s.tray_cents - state.reserved_cents:
             return _reject(cmd, tag, "credit_exceeds_tray",
-                           f"credit of {slip.total_cents} cents, the tray holds {s.tray_cents}")
+                           f"credit of {slip.total_cents} cents, the tray holds "
+                           f"{s.tray_cents - state.reserved_cents} not reserved")
         return [Emit(CreditHandedOver(credit_id=c.credit_id, shift_id=s.shift_id, total_cents=slip.total_cents,
                                       by=by, runner_id=c.runner_id, tray_cents=s.tray_cents - slip.total_cents))]
 
@@ -369,6 +427,9 @@ class CageCore:
 
     def _set_credit_line(self, state: CageState, cmd: CommandEnvelope, c: SetCreditLine, tag: str,
                          by: str) -> list[Emit | Send]:
+        if state.table_id != CAGE_KEY:
+            return _reject(cmd, tag, "cage_only", f"credit lines are casino-wide: set at {CAGE_KEY}, not at "
+                                                  f"{state.table_id}")
         if c.line_cents < 0:
             return _reject(cmd, tag, "invalid_amount", f"credit line of {c.line_cents} cents")
         return [Emit(CreditLineSet(player_id=c.player_id, line_cents=c.line_cents, by=by))]
@@ -388,20 +449,67 @@ class CageCore:
             if bad:
                 return _reject(cmd, tag, *bad)
         tray = s.tray_cents
-        balance = 0
         if c.method != "chips":
-            if c.amount_cents > tray:
-                return _reject(cmd, tag, "tray_short", f"{c.amount_cents} cents of chips, the tray holds {tray}")
+            free = tray - state.reserved_cents
+            if c.amount_cents > free:
+                return _reject(cmd, tag, "tray_short", f"{c.amount_cents} cents of chips, the tray holds {free}"
+                                                       + (" not reserved" if state.reserved else ""))
             tray -= c.amount_cents
         if c.method == "marker":
-            line = state.lines.get(c.player_id, 0)
-            balance = state.markers.get(c.player_id, 0) + c.amount_cents
-            if balance > line:
-                return _reject(cmd, tag, "over_credit_line",
-                               f"markers would total {balance} cents, the credit line is {line}")
+            if c.buy_in_id in state.reserved:
+                return _reject(cmd, tag, "duplicate_slip", f"marker {c.buy_in_id} awaits the cage's answer")
+            # step 1 of 3: the chips reserved; the cage's key decides the credit (step 2)
+            draw = DrawMarker(table_id=state.table_id, buy_in_id=c.buy_in_id, player_id=c.player_id,
+                              amount_cents=c.amount_cents)
+            return [Emit(MarkerRequested(buy_in_id=c.buy_in_id, shift_id=s.shift_id, seat=c.seat,
+                                         player_id=c.player_id, amount_cents=c.amount_cents, by=by)),
+                    Send(T.CAGE_MARKERS, command(CAGE_KEY, marker_command_id("draw", state.table_id, c.buy_in_id, cmd.command_id),
+                                                 cmd.issued_at, draw, correlation_id=cmd.command_id, actor=""))]
         return [Emit(BoughtIn(buy_in_id=c.buy_in_id, shift_id=s.shift_id, seat=c.seat, player_id=c.player_id,
-                              method=c.method, amount_cents=c.amount_cents, tray_cents=tray, by=by,
-                              marker_balance_cents=balance))]
+                              method=c.method, amount_cents=c.amount_cents, tray_cents=tray, by=by))]
+
+    def _draw_marker(self, state: CageState, cmd: CommandEnvelope, c: DrawMarker, tag: str,
+                     by: str) -> list[Emit | Send]:
+        """Step 2 of a marker buy-in, at ``CAGE``: issue the marker within the patron's casino-wide line, or
+        refuse it ``over_credit_line``; either way answer the table (step 3)."""
+        if state.table_id != CAGE_KEY:
+            return _reject(cmd, tag, "cage_only", f"markers are drawn at {CAGE_KEY}, not at {state.table_id}")
+        line = state.lines.get(c.player_id, 0)
+        outstanding = state.markers.get(c.player_id, 0)
+        after = outstanding + c.amount_cents
+        settle_id = marker_command_id("settle", c.table_id, c.buy_in_id, cmd.command_id)
+        if c.amount_cents <= 0 or after > line:
+            reason, detail = (("invalid_amount", f"{c.amount_cents} cents") if c.amount_cents <= 0 else
+                              ("over_credit_line", f"markers outstanding would total {after} cents, the credit line "
+                                                   f"is {line} ({outstanding} outstanding at the tables)"))
+            answer = SettleMarker(buy_in_id=c.buy_in_id, issued=False, reason=reason, detail=detail)
+            return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason=reason, detail=detail)),
+                    Send(T.CAGE_MARKERS, command(c.table_id, settle_id, cmd.issued_at, answer,
+                                                 correlation_id=cmd.correlation_id, actor=""))]
+        answer = SettleMarker(buy_in_id=c.buy_in_id, issued=True, outstanding_cents=after)
+        return [Emit(MarkerIssued(table_id=c.table_id, buy_in_id=c.buy_in_id, player_id=c.player_id,
+                                  amount_cents=c.amount_cents, outstanding_cents=after, line_cents=line)),
+                Send(T.CAGE_MARKERS, command(c.table_id, settle_id, cmd.issued_at, answer,
+                                             correlation_id=cmd.correlation_id, actor=""))]
+
+    def _settle_marker(self, state: CageState, cmd: CommandEnvelope, c: SettleMarker, tag: str,
+                       by: str) -> list[Emit | Send]:
+        """Step 3 of a marker buy-in, at the table: book it (``BoughtIn``) or refuse the buy-in with the
+        cage's reason, the reservation released either way."""
+        r = state.reserved.get(c.buy_in_id)
+        if r is None:
+            return _reject(cmd, tag, "unknown_buy_in", f"no marker buy-in {c.buy_in_id} awaits the cage at "
+                                                       f"{state.table_id}")
+        if not c.issued:
+            return [Emit(CommandRejected(command_id=r.command_id, command="buy_in", reason=c.reason or
+                                         "over_credit_line", detail=c.detail))]
+        s = state.open_shift
+        if s is None or s.shift_id != r.shift_id:  # never: a closer waits for every reservation
+            return [Emit(CommandRejected(command_id=r.command_id, command="buy_in", reason="table_closed",
+                                         detail=f"shift {r.shift_id} is not open at {state.table_id}"))]
+        return [Emit(BoughtIn(buy_in_id=c.buy_in_id, shift_id=r.shift_id, seat=r.seat, player_id=r.player_id,
+                              method="marker", amount_cents=r.amount_cents, tray_cents=s.tray_cents - r.amount_cents,
+                              by=r.by, marker_balance_cents=c.outstanding_cents))]
 
     def _remove_drop_box(self, state: CageState, cmd: CommandEnvelope, c: RemoveDropBox, tag: str,
                          by: str) -> list[Emit | Send]:
@@ -442,5 +550,24 @@ class CageCore:
             return _reject(cmd, tag, "invalid_amount", f"{c.amount_cents} cents")
         if c.method not in ("cash", "marker_redemption"):
             return _reject(cmd, tag, "unknown_method", f"{c.method!r} is not cash or marker_redemption")
+        balance = 0
+        if c.method == "marker_redemption":
+            outstanding = state.markers.get(c.player_id, 0)
+            if c.amount_cents > outstanding:  # the outstanding never goes below zero
+                return _reject(cmd, tag, "over_outstanding",
+                               f"{c.amount_cents} cents repaid, {c.player_id} owes {outstanding} in markers"
+                               + ("" if state.table_id == CAGE_KEY else f" at {state.table_id} (markers are "
+                                                                          f"repaid at {CAGE_KEY})"))
+            balance = outstanding - c.amount_cents
         return [Emit(ChipsRedeemed(redemption_id=c.redemption_id, player_id=c.player_id,
-                                   amount_cents=c.amount_cents, method=c.method, by=by))]
+                                   amount_cents=c.amount_cents, method=c.method, by=by,
+                                   marker_balance_cents=balance))]
+
+
+def marker_command_id(step: str, table_id: str, buy_in_id: str, cause: str) -> str:
+    """The deterministic command id of a marker buy-in's ``step`` (``draw`` | ``settle``) for ``buy_in_id``
+    at ``table_id``, caused by command ``cause`` (the ``BuyIn``, the ``DrawMarker``): ``<step>-marker-`` and
+    16 hex digits of BLAKE2b. A re-send is dropped by its id; a buy-in refused and asked again under the same
+    buy-in id (a new command) draws anew."""
+    digest = hashlib.blake2b(f"{table_id}\x00{buy_in_id}\x00{cause}".encode(), digest_size=8).hexdigest()
+    return f"{step}-marker-{digest}"

@@ -2,7 +2,8 @@
 
 A :class:`CageClerk` rides along a :class:`~services.floor.dealer.TableDealer` (its ``cage``): it opens the
 shift with an opener (the dealer counts, a supervisor attests), has the cage set each rated patron's credit
-line, and before each round makes sure every patron holds the chips he bets (a buy-in, by cash or by marker
+line (casino-wide, at the cage's key; a marker the line no longer allows, his markers at other tables having
+used it, becomes a cash buy-in), and before each round makes sure every patron holds the chips he bets (a buy-in, by cash or by marker
 within the line, in whole $25) and that the tray can pay the round's worst case (a fill, requested, issued,
 received); after the round it pays and takes chips as the ``BetSettled`` events say and credits the chips
 above :attr:`high_water` times its par back to the cage. At the end it collects accrued commission, counts the closer,
@@ -22,10 +23,13 @@ from typing import TYPE_CHECKING
 
 from contracts import topics as T
 from contracts.cage import (
+    CAGE_KEY,
+    BoughtIn,
     BuyIn,
     CountDropBox,
     HandOverCredit,
     IssueFill,
+    MarkerRequested,
     ReceiveCredit,
     ReceiveFill,
     RecordCloser,
@@ -49,8 +53,8 @@ if TYPE_CHECKING:  # pragma: no cover
 CHIPS = (100_000, 50_000, 10_000, 2_500, 500, 100)
 #: note denominations in a drop box (cents): $100, $50, $20, $10, $5, $1
 NOTES = (10_000, 5_000, 2_000, 1_000, 500, 100)
-#: the table id the cage window's own transactions (chips redeemed) are keyed by
-CAGE_ID = "CAGE"
+#: the table id the cage window's own transactions (chips redeemed, credit lines) are keyed by
+CAGE_ID = CAGE_KEY
 #: buy-ins are whole multiples of this (cents): $25
 UNIT = 2_500
 #: the most a bet can win per unit staked, by wager (the rest pay at most 1 to 1 or less): a fill covers it
@@ -101,11 +105,21 @@ class CageClerk:
         self._worst = 0
 
     async def _do(self, d: TableDealer, payload: Command, actor: str) -> Envelope:
-        """Send a cage command as ``actor`` and wait for the cage's answer (its event, or a refusal)."""
+        """Send a cage command as ``actor`` and wait for the cage's answer (its event, or a refusal). A marker
+        buy-in's answer is its third step (``docs/cage.md``): the ``BoughtIn`` or the buy-in's refusal,
+        caused by the cage's ``SettleMarker`` and correlated to the buy-in's command id; its
+        ``MarkerRequested`` only reserves the chips while the cage's key decides."""
         since = d.io.log.mark(d.table_id)
         cid = await d._send(T.CAGE_COMMANDS, payload, actor=actor)
-        env = await d.io.wait(d.table_id, lambda e: e.causation_id == cid and e.stream == T.CAGE_EVENTS, since,
-                              d.timeout)
+
+        def answer(e: Envelope) -> bool:
+            if e.stream != T.CAGE_EVENTS:
+                return False
+            if e.causation_id == cid:
+                return not isinstance(e.payload, MarkerRequested)
+            return e.correlation_id == cid and isinstance(e.payload, (BoughtIn, CommandRejected))
+
+        env = await d.io.wait(d.table_id, answer, since, d.timeout)
         if isinstance(env.payload, CommandRejected):
             self.tally.refused.append(env.payload.reason)
         return env
@@ -130,8 +144,18 @@ class CageClerk:
         self.stacks.setdefault(player_id, 0)
         if player_id not in self.signed:
             self.signed[player_id] = 0
-            await self._do(d, SetCreditLine(player_id=player_id, line_cents=self.credit_line_cents),
-                           self._staff(d)["cashier"])
+            await self._at_cage(d, f"{self.shift_id}:line:{player_id}", SetCreditLine(
+                player_id=player_id, line_cents=self.credit_line_cents))
+
+    async def _at_cage(self, d: TableDealer, cid: str, payload: Command) -> Envelope:
+        """Send a command of the cage window (keyed :data:`CAGE_ID`: credit lines, chips redeemed) as the
+        cashier, under the deterministic id ``cid``, and wait for its answer."""
+        since = d.io.log.mark(CAGE_ID)
+        await d.io.send(T.CAGE_COMMANDS, command(CAGE_ID, cid, d.clock(), payload, actor=self._staff(d)["cashier"]))
+        env = await d.io.wait(CAGE_ID, lambda e: e.causation_id == cid, since, d.timeout)
+        if isinstance(env.payload, CommandRejected):
+            self.tally.refused.append(env.payload.reason)
+        return env
 
     async def _fill(self, d: TableDealer, cents: int) -> None:
         s = self._staff(d)
@@ -166,6 +190,9 @@ class CageClerk:
         env = await self._do(d, BuyIn(buy_in_id=f"{self.shift_id}-buyin-{self._slips}",
                                       seat=self.seats.get(player_id, 0), player_id=player_id, method=method,
                                       amount_cents=cents, cash=cash), self._staff(d)["dealer"])
+        if isinstance(env.payload, CommandRejected) and env.payload.reason == "over_credit_line":
+            # his markers at other tables used the line up (it is casino-wide): he pays cash
+            return await self._buy_in(d, player_id, cents, cash_only=True)
         if isinstance(env.payload, CommandRejected):
             return
         self.tray -= cents
@@ -232,11 +259,8 @@ class CageClerk:
                 if cents <= 0:
                     continue
                 cid = f"{self.shift_id}:redeem:{pid}:{method}"
-                since = d.io.log.mark(CAGE_ID)
-                await d.io.send(T.CAGE_COMMANDS, command(CAGE_ID, cid, d.clock(), RedeemChips(
-                    redemption_id=cid.replace(":", "-"), player_id=pid, amount_cents=cents, method=method),
-                    actor=self._staff(d)["cashier"]))
-                await d.io.wait(CAGE_ID, lambda e, cid=cid: e.causation_id == cid, since, d.timeout)
+                await self._at_cage(d, cid, RedeemChips(redemption_id=cid.replace(":", "-"), player_id=pid,
+                                                        amount_cents=cents, method=method))
             self.stacks[pid] = 0
 
     async def close_shift(self, d: TableDealer) -> None:

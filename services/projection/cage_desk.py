@@ -47,6 +47,7 @@ from contracts.cage import (
     FillRequested,
     HandOverCredit,
     IssueFill,
+    MarkerRequested,
     ReceiveCredit,
     ReceiveFill,
     RecordCloser,
@@ -58,9 +59,10 @@ from contracts.cage import (
     ShiftClosed,
     ShiftOpened,
 )
+from contracts import topics as T
 from contracts.commands import Command
-from contracts.envelope import Envelope
-from contracts.events import PlayerLeft, PlayerSeated
+from contracts.envelope import CommandEnvelope, Envelope
+from contracts.events import CommandRejected, PlayerLeft, PlayerSeated
 
 #: each action: (pit app role, cage command role, title); its fields are :data:`FIELDS`
 ACTIONS: Mapping[str, tuple[str, str, str]] = {
@@ -73,7 +75,7 @@ ACTIONS: Mapping[str, tuple[str, str, str]] = {
     "receive_fill": ("dealer", "dealer", "Receive fill"),
     "hand_over_credit": ("dealer", "dealer", "Hand over credit"),
     "receive_credit": ("cage", "cage_cashier", "Receive credit"),
-    "set_credit_line": ("cage", "cage_cashier", "Set credit line"),
+    "set_credit_line": ("cage", "cage_cashier", "Set credit line (casino-wide)"),
     "remove_drop_box": ("count_team", "count_team", "Remove drop box"),
     "count_drop_box": ("count_team", "count_team", "Enter soft count"),
 }
@@ -119,7 +121,12 @@ REASON_WORDS: Mapping[str, str] = {
     "tray_short": "the tray does not hold that many chips: request a fill first",
     "player_not_seated": "that patron is not seated at that seat",
     "unknown_method": "a buy-in is in cash, by marker or in chips",
-    "over_credit_line": "the marker would take the patron past the credit line the cage set",
+    "over_credit_line": "the marker would take the patron's markers outstanding at all tables together past "
+                        "the credit line the cage set",
+    "cage_only": "credit lines and markers are decided at the cage (casino-wide), not at a table",
+    "marker_pending": "a marker buy-in is waiting for the cage's answer: count the closer after it",
+    "unknown_buy_in": "no marker buy-in of that number is waiting for the cage at this table",
+    "over_outstanding": "the repayment is more than the patron's markers outstanding",
     "box_not_removed": "the drop box is still at the table: remove it first",
     "box_already_removed": "the drop box was removed already",
     "box_already_counted": "the drop box was counted already",
@@ -379,3 +386,20 @@ def shift_dict(s: ShiftNow) -> dict[str, Any]:
             "open": s.open, "box": s.box, "buy_ins": s.buy_ins,
             "slips": [{"kind": x.kind, "slip_id": x.slip_id, "total_cents": x.total_cents, "status": x.status,
                        "next": next_action(x)} for x in s.slips.values()]}
+
+
+def answer_of(events: Iterable[Envelope], cmd: CommandEnvelope) -> list[Envelope] | None:
+    """The ``cage.events`` answering ``cmd`` (a ``CommandRejected`` when refused), or None while it is not
+    answered yet. Most commands are answered by the events they caused at their key; a marker buy-in is
+    answered in its third step: its ``MarkerRequested`` (caused by the ``BuyIn``) only holds the chips while
+    ``CAGE`` decides, and the ``BoughtIn`` or the buy-in's ``CommandRejected`` comes caused by the cage's
+    ``SettleMarker``, correlated to the buy-in's command id (``services.cage.core``)."""
+    caused = [e for e in events if e.stream == T.CAGE_EVENTS and e.table_id == cmd.table_id
+              and (e.causation_id == cmd.command_id
+                   or (e.correlation_id == cmd.command_id and isinstance(e.payload, (BoughtIn, CommandRejected))))]
+    if not any(e.causation_id == cmd.command_id for e in caused):
+        return None
+    if any(isinstance(e.payload, MarkerRequested) for e in caused):
+        final = [e for e in caused if e.causation_id != cmd.command_id]
+        return final or None
+    return caused

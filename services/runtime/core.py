@@ -60,7 +60,9 @@ class Emit:
 
 @dataclass(frozen=True, slots=True)
 class Send:
-    """A command for another service (base topic name from :mod:`contracts.topics`)."""
+    """A command for another service, or for another key of this one (base topic name from
+    :mod:`contracts.topics`): written to the partition of ``command.table_id``, keyed by it, in the
+    decision's transaction (the cage's marker buy-in goes from a table to ``CAGE`` and back)."""
 
     topic: str
     command: CommandEnvelope

@@ -39,8 +39,8 @@ class _BusPublisher:
         key = T.key(decision.table_id)
         for env in decision.events:
             self.bus.append(env.stream, key, encode(env))
-        for send in decision.sends:
-            self.bus.append(send.topic, key, encode(send.command))
+        for send in decision.sends:  # keyed by the table it is for (the cage's marker steps cross keys)
+            self.bus.append(send.topic, T.key(send.command.table_id), encode(send.command))
 
     async def dead_letter(self, letter: DeadLetter) -> None:
         self.bus.append(T.dlq(letter.service), letter.key.encode() if letter.key else None, encode(letter))

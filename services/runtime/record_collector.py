@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from contracts import topics as T
 from contracts.codecs import encode
+from services.runtime.assignor import partition_of
 from services.runtime.core import Decision
 from services.runtime.producers import stop_quietly
 from services.runtime.settings import Settings
@@ -129,9 +130,11 @@ class RecordCollector:
                 key = T.key(d.table_id)
                 for env in d.events:
                     futs.append((env.stream, await prod.send(s.topic(env.stream), encode(env), key=key, partition=p)))
-                for send in d.sends:
-                    futs.append((None, await prod.send(s.topic(send.topic), encode(send.command), key=key,
-                                                       partition=p)))
+                for send in d.sends:  # a command for another table goes to that table's partition (same txn)
+                    to = send.command.table_id
+                    futs.append((None, await prod.send(
+                        s.topic(send.topic), encode(send.command), key=T.key(to),
+                        partition=p if to == d.table_id else partition_of(to, s.partitions))))
             for letter in letters:
                 key = letter.key.encode() if letter.key else None
                 futs.append((None, await prod.send(s.topic(T.dlq(self.service)), encode(letter), key=key,

@@ -89,11 +89,12 @@ class Shift:
                                                 chips=chips_for(opener, DENOMS), total_cents=opener,
                                                 supervisor_id="sup"))
         for p in range(3):
-            self.send(T.CAGE_COMMANDS, SetCreditLine(player_id=f"p{p}", line_cents=50_000), actor="cashier")
+            self.send(T.CAGE_COMMANDS, SetCreditLine(player_id=f"p{p}", line_cents=50_000), actor="cashier",
+                      table="CAGE")  # casino-wide lines: at the cage's key
 
-    def send(self, topic: str, payload, actor: str = "dealer") -> str:  # type: ignore[no-untyped-def]
+    def send(self, topic: str, payload, actor: str = "dealer", table: str = "T1") -> str:  # type: ignore[no-untyped-def]
         self.n += 1
-        self.bus.send(topic, command("T1", f"c{self.n}", AT, payload, actor=actor))
+        self.bus.send(topic, command(table, f"c{self.n}", AT, payload, actor=actor))
         return f"c{self.n}"
 
     async def buy_in(self, p: int, method: str, cents: int) -> None:

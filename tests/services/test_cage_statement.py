@@ -129,7 +129,7 @@ async def play_the_shift(f: Floor, table: str = "T1", closer: int = 35_500, cash
     await f.open_table(table, "S1", 100_000, "P1", ((1, "alice"), (2, "bob")))
     f.cage(table, BuyIn(buy_in_id="B1", seat=1, player_id="alice", method="cash", amount_cents=50_000,
                         cash=chips((10_000, 5))), "dealer-1")
-    f.cage(table, SetCreditLine(player_id="bob", line_cents=100_000), "cashier-1")
+    f.cage("CAGE", SetCreditLine(player_id="bob", line_cents=100_000), "cashier-1")
     f.cage(table, BuyIn(buy_in_id="M1", seat=2, player_id="bob", method="marker", amount_cents=30_000), "dealer-1")
     await f.fill(table, "F1", 50_000)
     await f.round(table, ((1, "alice", "player", 20_000), (2, "bob", "banker", 10_000)), BANKER_NATURAL_9)

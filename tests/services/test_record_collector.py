@@ -78,3 +78,30 @@ async def test_closing_a_task_stops_its_producer_and_forgets_it():
     await c.close(1)
     assert prod.stopped and c.producers == {}
     await c.close(1)  # nothing without one
+
+
+@pytest.mark.asyncio
+async def test_a_command_for_another_key_goes_to_that_keys_partition_in_the_same_transaction():
+    """The cage's marker buy-in: a table's task sends ``DrawMarker`` keyed ``CAGE``. It must land on CAGE's
+    partition under CAGE's key (before, every send went to the sending task's partition under the table's key,
+    where the cage's ``CAGE`` task never reads it and the table's task dead-letters it ``misrouted``); a
+    command for the same table (the dealing service's ``DrawCard``) stays on the task's own partition."""
+    from contracts.cage import DrawMarker
+    from contracts.commands import DrawCard
+    from services.runtime.assignor import partition_of
+    from services.runtime.core import Decision, Send, command
+    from tests.cagedesk import AT
+
+    s = settings()
+    c = RecordCollector(s, "cage", "g")
+    prod = RecordingProducer()
+    p = partition_of("T1", s.partitions)
+    assert partition_of("CAGE", s.partitions) != p  # else the test could not tell
+    draw = command("CAGE", "d1", AT, DrawMarker(table_id="T1", buy_in_id="M1", player_id="bob", amount_cents=100),
+                   actor="")
+    card = command("T1", "c1", AT, DrawCard(shoe_id="S", round_id="R", card_number=1), actor="")
+    await c.transaction(prod, p, [Decision("T1", (), (Send(T.CAGE_MARKERS, draw), Send(T.SHOE_DRAWS, card)))],
+                        [], [], {}, [])
+    assert prod.sent == [(f"t.{T.CAGE_MARKERS}", partition_of("CAGE", s.partitions), b"CAGE"),
+                         (f"t.{T.SHOE_DRAWS}", p, b"T1")]
+    assert prod.committed == 1

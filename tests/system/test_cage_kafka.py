@@ -10,7 +10,7 @@ import asyncio
 from datetime import UTC, datetime
 
 from contracts import topics as T
-from contracts.cage import FillReceived
+from contracts.cage import BoughtIn, FillReceived, MarkerIssued
 from contracts.codecs import decode_event, encode
 from contracts.envelope import Envelope, event_id
 from croupier.audit import audit
@@ -49,6 +49,12 @@ async def test_a_two_table_shift_through_the_services_balances(kafka_bootstrap: 
     by = {r.table_id: r for r in rows}
     assert by["T1"].fill_slips >= 1 and by["T2"].credit_slips >= 1
     assert alerts(rows) == []
+    # casino-wide credit: every marker booked at a table was issued at CAGE (another partition than T1's at 3
+    # partitions: the cage's Send crossed partitions inside the transaction), and none issued went unbooked
+    issued = sorted((e.payload.table_id, e.payload.buy_in_id) for e in cage if isinstance(e.payload, MarkerIssued))
+    booked = sorted((e.table_id, e.payload.buy_in_id) for e in cage
+                    if isinstance(e.payload, BoughtIn) and e.payload.method == "marker")
+    assert issued == booked and {t for t, _ in issued} == {"T1", "T2"}, (issued, booked)
     assert sorted(e.event_id for e in log if e.stream == T.CAGE_EVENTS) == sorted(e.event_id for e in cage)
     rep = audit(log, undecodable=undecodable, unknown=unknown)
     assert rep.clean, [str(d) for d in rep.discrepancies[:10]]
@@ -74,7 +80,7 @@ async def test_a_two_table_shift_through_the_services_balances(kafka_bootstrap: 
         {e.event_id for e in cage} | {forged.event_id}
     counts = write_directory(records, tmp_path / "export")
     assert counts["FillReceived"] == sum(isinstance(e.payload, FillReceived) for e in cage) + 1
-    assert counts["ShiftClosed"] == 2 and counts["DropBoxCounted"] == 2
+    assert counts["ShiftClosed"] == 2 and counts["DropBoxCounted"] == 2 and counts["MarkerIssued"] == len(issued)
 
 
 async def _write(settings, env: Envelope) -> None:  # type: ignore[no-untyped-def]

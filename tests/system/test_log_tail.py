@@ -11,7 +11,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from contracts import topics as T
-from contracts.cage import RecordOpener, RequestFill, SetCreditLine
+from contracts.cage import RecordOpener, RequestCredit, RequestFill
 from contracts.codecs import encode
 from croupier.log import read_events
 from services.rawlog import LogTail
@@ -30,8 +30,8 @@ def _events(table: str, n: int) -> list:  # type: ignore[type-arg]
             d.send(RequestFill(fill_id=f"f{i}", chips=chips((2_500, 4)), total_cents=10_000, role="supervisor"),
                    actor="sup-1")
         else:
-            d.send(SetCreditLine(player_id=f"p{i}", line_cents=100_000 * (i + 1), role="cage_cashier"),
-                   actor="cc-1")
+            d.send(RequestCredit(credit_id=f"c{i}", chips=chips((100, i + 1)), total_cents=100 * (i + 1),
+                                 role="supervisor"), actor="sup-1")  # every event at the table's key
     assert len(d.log) == n + 1
     return d.log
 

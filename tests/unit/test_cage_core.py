@@ -10,6 +10,7 @@ from contracts.cage import (
     BoughtIn,
     BuyIn,
     CountDropBox,
+    DrawMarker,
     DropBoxCounted,
     FillReceived,
     HandOverCredit,
@@ -18,15 +19,18 @@ from contracts.cage import (
     ReceiveFill,
     RecordCloser,
     RecordOpener,
+    RedeemChips,
     RemoveDropBox,
     RequestCredit,
     RequestFill,
     SetCreditLine,
+    SettleMarker,
     ShiftClosed,
 )
 from contracts.events import CommissionAccrued, CommissionCollected, PlayerLeft, PlayerSeated, RoundSettled
 from services.cage.counts import chips_for, count_problem
-from tests.cagedesk import Desk, chips
+from services.runtime.core import command
+from tests.cagedesk import AT, Desk, chips
 
 OPENER = RecordOpener(shift_id="S1", gaming_day="2026-01-01", pit="P1", chips=chips((2_500, 20), (500, 100)),
                       total_cents=100_000, supervisor_id="sup-1")
@@ -127,8 +131,12 @@ def test_buy_in_refusals_and_markers_within_the_line():
     # no credit line: no marker; a line of $500: two markers of $300 are one too many
     assert d.refused(BuyIn(buy_in_id="M1", seat=1, player_id="alice", method="marker", amount_cents=30_000)) \
         == "over_credit_line"
-    assert d.refused(SetCreditLine(player_id="alice", line_cents=50_000, role="dealer")) == "role_not_permitted"
-    d.send(SetCreditLine(player_id="alice", line_cents=50_000, role="cage_cashier"), actor="cashier-1")
+    assert d.refused(SetCreditLine(player_id="alice", line_cents=50_000, role="dealer"), table="CAGE") \
+        == "role_not_permitted"
+    # a credit line is casino-wide: set at the cage's key, not at a table's
+    assert d.refused(SetCreditLine(player_id="alice", line_cents=50_000), actor="cashier-1") == "cage_only"
+    d.send(SetCreditLine(player_id="alice", line_cents=50_000, role="cage_cashier"), actor="cashier-1",
+           table="CAGE")
     out = d.send(BuyIn(buy_in_id="M1", seat=1, player_id="alice", method="marker", amount_cents=30_000))
     assert [(e.tray_cents, e.marker_balance_cents) for e in out if isinstance(e, BoughtIn)] == [(70_000, 30_000)]
     assert d.refused(BuyIn(buy_in_id="M2", seat=1, player_id="alice", method="marker", amount_cents=30_000)) \
@@ -189,4 +197,87 @@ def test_drop_box_removal_and_soft_count():
 def test_every_cage_command_has_its_roles(tag):
     from services.cage.core import ROLES
     assert ROLES[tag]
-    assert set(ROLES) == set(T.ROUTES[T.CAGE_COMMANDS].commands)
+    assert set(ROLES) == set(T.ROUTES[T.CAGE_COMMANDS].commands) | set(T.ROUTES[T.CAGE_MARKERS].commands)
+
+
+def test_casino_wide_credit_is_decided_at_the_cage_key():
+    """CAGE's decide step: a $500 line, markers at two tables against it, a repayment that makes room,
+    a repayment beyond the outstanding refused (it never goes below zero)."""
+    d = Desk("T1")
+    for t in ("T1", "T2"):
+        d.send(OPENER, table=t)
+        d.feed(PlayerSeated(seat=1, player_id="alice"), T.WAGERING_EVENTS, table=t)
+    d.send(SetCreditLine(player_id="alice", line_cents=50_000), actor="cashier-1", table="CAGE")
+
+    def marker(table: str, bid: str, cents: int) -> list:
+        return d.send(BuyIn(buy_in_id=bid, seat=1, player_id="alice", method="marker", amount_cents=cents),
+                      table=table)
+
+    out = marker("T1", "M1", 30_000)
+    assert [type(e).__name__ for e in out] == ["MarkerRequested", "BoughtIn"]
+    assert (out[1].tray_cents, out[1].marker_balance_cents) == (70_000, 30_000)
+    assert d.at("CAGE").markers == {"alice": 30_000} and d.at("T1").reserved == {}
+    # $300 at T2 would make $600 outstanding across the two tables: refused, nothing booked at T2 or CAGE
+    assert d.refused(BuyIn(buy_in_id="M2", seat=1, player_id="alice", method="marker", amount_cents=30_000),
+                     table="T2") == "over_credit_line"
+    draw = [e.payload for e in d.log if e.table_id == "CAGE"][-1]
+    assert (draw.command, draw.reason) == ("draw_marker", "over_credit_line") and "60000" in draw.detail
+    assert (d.at("T2").shift.tray_cents, d.at("T2").boxes["S1"], d.at("T2").reserved) == (100_000, [0, 0], {})
+    assert d.at("CAGE").markers == {"alice": 30_000}
+    # $200 fits the line exactly
+    assert marker("T2", "M3", 20_000)[-1].marker_balance_cents == 50_000
+    assert d.at("CAGE").markers == {"alice": 50_000} and d.at("T2").boxes["S1"] == [20_000, 0]
+    # a repayment at the window: the outstanding falls, a new marker passes again
+    repay = RedeemChips(redemption_id="R1", player_id="alice", amount_cents=25_000, method="marker_redemption")
+    (paid,) = d.send(repay, actor="cashier-1", table="CAGE")
+    assert (paid.marker_balance_cents, d.at("CAGE").markers) == (25_000, {"alice": 25_000})
+    assert d.refused(RedeemChips(redemption_id="R2", player_id="alice", amount_cents=25_001,
+                                 method="marker_redemption"), actor="cashier-1", table="CAGE") == "over_outstanding"
+    assert d.refused(RedeemChips(redemption_id="R2", player_id="bob", amount_cents=100, method="marker_redemption"),
+                     actor="cashier-1", table="CAGE") == "over_outstanding"  # nothing owed: never below zero
+    assert marker("T1", "M4", 25_000)[-1].marker_balance_cents == 50_000
+    (paid,) = d.send(RedeemChips(redemption_id="R3", player_id="alice", amount_cents=50_000,
+                                 method="marker_redemption"), actor="cashier-1", table="CAGE")
+    assert paid.marker_balance_cents == 0 and d.at("CAGE").markers == {"alice": 0}
+    # the line can be lowered; the markers' steps belong to their keys
+    d.send(SetCreditLine(player_id="alice", line_cents=10_000), actor="cashier-1", table="CAGE")
+    assert d.refused(BuyIn(buy_in_id="M5", seat=1, player_id="alice", method="marker", amount_cents=12_500),
+                     table="T1") == "over_credit_line"
+    route = T.ROUTES[T.CAGE_MARKERS]
+    wrong = d.runner.decide(command("T1", "x1", AT, DrawMarker(table_id="T1", buy_in_id="M6", player_id="alice",
+                                                                  amount_cents=100), actor=""), route=route)
+    stray = d.runner.decide(command("T1", "x2", AT, SettleMarker(buy_in_id="M9", issued=True), actor=""),
+                            route=route)
+    assert [(e.payload.command, e.payload.reason) for e in wrong.events + stray.events] == \
+        [("draw_marker", "cage_only"), ("settle_marker", "unknown_buy_in")]
+    # a console may not send the cage's own commands (cage.commands does not carry them)
+    forged = d.runner.decide(command("CAGE", "x3", AT, DrawMarker(table_id="T1", buy_in_id="M7", player_id="alice",
+                                                                  amount_cents=100)), route=T.ROUTES[T.CAGE_COMMANDS])
+    assert [e.payload.reason for e in forged.events] == ["wrong_topic"]
+
+
+def test_a_marker_awaiting_the_cage_holds_its_chips_and_the_closer():
+    d = open_desk()
+    d.send(SetCreditLine(player_id="alice", line_cents=100_000), actor="cashier-1", table="CAGE")
+    step1 = d.runner.decide(command("T1", "b1", AT, BuyIn(buy_in_id="M1", seat=1, player_id="alice",
+                                                           method="marker", amount_cents=60_000)),
+                            route=T.ROUTES[T.CAGE_COMMANDS])
+    d.runner.commit(step1)
+    (send,) = step1.sends
+    assert (send.topic, send.command.table_id, send.command.correlation_id) == (T.CAGE_MARKERS, "CAGE", "b1")
+    assert d.state.reserved_cents == 60_000 and d.state.shift.tray_cents == 100_000  # held, not booked
+    assert d.refused(BuyIn(buy_in_id="B2", seat=1, player_id="alice", method="cash", amount_cents=50_000)) \
+        == "tray_short"
+    assert d.refused(RequestCredit(credit_id="C1", chips=chips((10_000, 5)), total_cents=50_000), actor="sup-1") \
+        == "credit_exceeds_tray"
+    assert d.refused(RecordCloser(shift_id="S1", chips=OPENER.chips, total_cents=100_000, supervisor_id="sup-1")) \
+        == "marker_pending"
+    step2 = d.runner.decide(send.command, route=T.ROUTES[T.CAGE_MARKERS])
+    d.runner.commit(step2)
+    step3 = d.runner.decide(step2.sends[0].command, route=T.ROUTES[T.CAGE_MARKERS])
+    d.runner.commit(step3)
+    (booked,) = [e for e in step3.events]
+    assert isinstance(booked.payload, BoughtIn) and booked.correlation_id == "b1"
+    assert (d.state.reserved, d.state.shift.tray_cents) == ({}, 40_000)
+    # delivered twice (a re-send after a restore): decided once
+    assert not d.runner.decide(step2.sends[0].command, route=T.ROUTES[T.CAGE_MARKERS])

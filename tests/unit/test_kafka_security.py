@@ -74,7 +74,7 @@ def test_every_command_topic_has_exactly_one_writer():
     assert {c: _writers(c) for c in T.COMMAND_TOPICS} == {
         T.SHOE_COMMANDS: {"console"}, T.SHOE_DRAWS: {"dealing"}, T.DEALING_COMMANDS: {"console"},
         T.DEALING_OPTIONS: {"bettor"}, T.WAGERING_COMMANDS: {"console"}, T.WAGERING_BETS: {"bettor"}, T.SETTLEMENT_COMMANDS: {"console"},
-        T.CAGE_COMMANDS: {"console"}}
+        T.CAGE_COMMANDS: {"console"}, T.CAGE_MARKERS: {"cage"}}
     assert {r.name: r.writer for r in T.COMMAND_ROUTES} == {c: next(iter(w)) for c, w in
                                                            ((c, _writers(c)) for c in T.COMMAND_TOPICS)}
 
@@ -93,7 +93,7 @@ def test_each_service_writes_only_its_own_topics_and_analytics_reads_events_only
     for g in acls.GRANTS:
         if g.kind == "service":
             own = {t for t in T.ALL_TOPICS if t.startswith(f"{g.principal}.")} | {f"{g.principal}.snapshots"}
-            sends = {T.SHOE_DRAWS} if g.principal == "dealing" else set()
+            sends = {"dealing": {T.SHOE_DRAWS}, "cage": {T.CAGE_MARKERS}}.get(g.principal, set())
             commands = {r.name for r in T.COMMAND_ROUTES}
             assert set(g.write) == (own - commands) | sends, g.principal
         else:
