@@ -388,15 +388,15 @@ class ProjectionCore:
         got = odds_for(before.composition, config, self.views, (state.table_id, "judge"))
         if got is None:
             return state
-        wagers = got.wagers
-        ev = {w.wager: Fraction(w.ev_num, w.ev_den) for w in wagers}
+        ev_of = {w.wager: w for w in got.wagers}
         shoe_id = before.shoe_id or (state.shoe.shoe_id if state.shoe else "")
         comp, cause, at = before.composition, before.cause, before.at
         pending = list(state.alerts_pending)
         for bet in book_:
-            x = ev.get(bet.wager)
-            if x is None or x <= 0 or bet.bet_id in published:
+            w = ev_of.get(bet.wager)
+            if w is None or w.ev_num <= 0 or bet.bet_id in published:  # ev_den > 0: the sign is ev_num's
                 continue
+            x = Fraction(w.ev_num, w.ev_den)
             gain = bet.amount_cents * x
             pending.append((AdvantageBetFlagged(
                 round_id=round_id, shoe_id=shoe_id, bet_id=bet.bet_id, seat=bet.seat, player_id=bet.player_id,

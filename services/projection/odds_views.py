@@ -17,6 +17,7 @@ from math import gcd
 from typing import NamedTuple
 
 from baccarat import odds as _odds
+from baccarat.drawing import Ruleset
 from baccarat.errors import BaccaratError
 from baccarat.expectation import BONUS_CLASSES, FLAT_FIELDS, flat_terms
 from baccarat.expectation import _plan_for  # the wager lines flat_terms runs, generated into code here
@@ -126,8 +127,19 @@ _COUNTS_DICT: Callable[[int, list[int]], dict[str, int]] = eval(  # noqa: S307
     "lambda total, s: {'total': total, " + ", ".join(f"{k!r}: s[{i}]" for k, i in _KEYS) + "}")
 
 
-#: id(config) -> (config, its Lines for the compiled kernel, or None without the kernel)
-_LINES: dict[int, tuple[TableConfig, object]] = {}
+#: id(config) -> (config, its odds ruleset, its Lines for the compiled kernel or None without the kernel)
+_LINES: dict[int, tuple[TableConfig, Ruleset, object]] = {}
+
+
+def _per_config(config: TableConfig) -> tuple[TableConfig, Ruleset, object]:
+    """``(config, config.odds_ruleset, native_lines(config))``, built once per configuration object (chemin de
+    fer's odds ruleset is otherwise a new object, compared cell by cell with the tracker's, at every card)."""
+    got = _LINES.get(id(config))
+    if got is None or got[0] is not config:
+        if len(_LINES) > 256:
+            _LINES.clear()
+        got = _LINES[id(config)] = (config, config.odds_ruleset, _build_lines(config))
+    return got
 
 
 def native_lines(config: TableConfig) -> object:
@@ -138,12 +150,7 @@ def native_lines(config: TableConfig) -> object:
     :func:`wager_source`: ``win`` and ``void`` over the 30 counts, ``num`` = Σ count × (net payout + den) + Σ void
     × den less ``den × total``, ``den`` = the line's common denominator × ``total``. Tests compare the kernel's
     figures with :func:`reference_wager_odds` on every card of whole shoes for every table profile."""
-    got = _LINES.get(id(config))
-    if got is None or got[0] is not config:
-        if len(_LINES) > 256:
-            _LINES.clear()
-        got = _LINES[id(config)] = (config, _build_lines(config))
-    return got[1]
+    return _per_config(config)[2]
 
 
 def _build_lines(config: TableConfig) -> object:
@@ -187,7 +194,7 @@ class LiveViews:
     def odds(self, key: object, composition: tuple[int, ...], config: TableConfig) -> ViewOdds | None:
         """Exact counts and per-wager odds of ``composition`` under ``config`` (None below 6 cards, for invalid
         counts, or for a ruleset without fixed drawing: chemin de fer)."""
-        ruleset = config.odds_ruleset
+        _, ruleset, lines = _per_config(config)
         try:
             live = self._trackers.get(key)
             if live is None or (live.ruleset is not ruleset and live.ruleset != ruleset):
@@ -198,7 +205,6 @@ class LiveViews:
                 live.follow(composition)
             if live.total < 6:
                 return None
-            lines = native_lines(config)
             if lines is not None:
                 got = live.view(lines)
                 if got is not None:  # the compiled kernel: counts, dict and wager lines in one call
