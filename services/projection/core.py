@@ -353,7 +353,8 @@ class ProjectionCore:
     def _post_ledger(self, state: ProjectionState, env: Envelope) -> ProjectionState:
         ledger = state.ledger
         fact = shoe_fact(env)
-        if fact is not None:
+        # learn_shoe changes nothing for a round it knows: the round's later events (every card) skip gaming_day
+        if fact is not None and fact[0] not in ledger.round_shoe:
             ledger = ledger.learn_shoe(fact[0], fact[1], gaming_day(env.occurred_at, self.cutoff))
         new = book(env, self.cutoff)
         if not new:
