@@ -584,6 +584,10 @@ typedef struct {
     int64_t coef[MAX_LINES][3][NOUT];
     int64_t dens[MAX_LINES];
     uint8_t has_void[MAX_LINES];
+    /* coef without its zeros (a line reads a few of the 30 counts): nnz[l][c] pairs (at, by) */
+    uint8_t nnz[MAX_LINES][3];
+    uint8_t at[MAX_LINES][3][NOUT];
+    int64_t by[MAX_LINES][3][NOUT];
 } LinesObject;
 
 static PyTypeObject LinesType;
@@ -635,13 +639,21 @@ Lines_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             PyErr_SetString(PyExc_ValueError, "line denominators must be 1..2**20");
             return NULL;
         }
-        for (int c = 0; c < 3; c++)
-            for (int i = 0; i < NOUT; i++)
+        for (int c = 0; c < 3; c++) {
+            int k = 0;
+            for (int i = 0; i < NOUT; i++) {
                 if (self->coef[l][c][i] > (1 << 20) || self->coef[l][c][i] < -(1 << 20)) {
                     Py_DECREF(self);
                     PyErr_SetString(PyExc_ValueError, "line coefficients must be within +-2**20");
                     return NULL;
                 }
+                if (self->coef[l][c][i] != 0) {
+                    self->at[l][c][k] = (uint8_t)i;
+                    self->by[l][c][k++] = self->coef[l][c][i];
+                }
+            }
+            self->nnz[l][c] = (uint8_t)k;
+        }
     }
     return (PyObject *)self;
 }
@@ -771,13 +783,11 @@ view_of(const PlanObject *plan, const uint64_t *sums, int64_t n, const LinesObje
     if (list == NULL)
         goto done;
     for (int l = 0; l < L->nlines; l++) {
-        i128 win = 0, vd = 0, num = 0;
-        for (int i = 0; i < NOUT; i++) {
-            const i128 c = (i128)counts[i];
-            win += L->coef[l][0][i] * c;
-            vd += L->coef[l][1][i] * c;
-            num += L->coef[l][2][i] * c;
-        }
+        i128 sum[3] = {0, 0, 0};
+        for (int c = 0; c < 3; c++)
+            for (int k = 0; k < L->nnz[l][c]; k++)
+                sum[c] += (i128)L->by[l][c][k] * (i128)counts[L->at[l][c][k]];
+        i128 win = sum[0], vd = sum[1], num = sum[2];
         const i128 den = (i128)L->dens[l] * (i128)total;
         num -= den;
         u128 g = gcd_u128(num < 0 ? (u128)0 - (u128)num : (u128)num, (u128)den);
