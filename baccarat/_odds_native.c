@@ -562,11 +562,307 @@ Tracker_get_counts(TrackerObject *self, void *closure)
     return t;
 }
 
+/* ------------------------------------------------------------------------------ wager lines (views) */
+
+/* Lines(keys, key_index, names, make, coef, dens, has_void): what a caller publishes per composition, computed
+ * from the 30 counts in exact integers (the projection's per-card path, services/projection/odds_views.py):
+ *   keys: tuple of str, key_index: uint8 per key, 0 = the total Permut(N, 6), 1 + i = count i (gather order):
+ *     the counts dict, in that key order;
+ *   names: tuple (one per line), make: callable(name, p_win, p_void, ev, ev_num, ev_den) -> the line's object;
+ *   coef: int64 (native byte order), lines x 3 x 30: per line the coefficients of win, void and num over the counts;
+ *   dens: int64 per line (D > 0), has_void: uint8 per line (0: p_void is 0.0 whatever the counts).
+ * Per line: win = coef_win . s, void = coef_void . s, num = coef_num . s - D * total, den = D * total, reduced
+ * by their gcd; p_win = win / total, p_void = void / total, ev = num / den as correctly rounded floats (the
+ * quotient of two doubles when both integers are exact doubles, <= 2**53, else Python's int division). */
+#define MAX_LINES 64
+#define MAX_KEYS 64
+typedef struct {
+    PyObject_HEAD
+    int nlines, nkeys;
+    PyObject *keys, *names, *make;
+    uint8_t key_index[MAX_KEYS];
+    int64_t coef[MAX_LINES][3][NOUT];
+    int64_t dens[MAX_LINES];
+    uint8_t has_void[MAX_LINES];
+    /* coef without its zeros (a line reads a few of the 30 counts): nnz[l][c] pairs (at, by) */
+    uint8_t nnz[MAX_LINES][3];
+    uint8_t at[MAX_LINES][3][NOUT];
+    int64_t by[MAX_LINES][3][NOUT];
+} LinesObject;
+
+static PyTypeObject LinesType;
+
+static PyObject *
+Lines_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *keys, *key_index, *names, *make, *coef, *dens, *has_void;
+    if (!PyArg_ParseTuple(args, "O!OO!OOOO", &PyTuple_Type, &keys, &key_index, &PyTuple_Type, &names, &make,
+                          &coef, &dens, &has_void))
+        return NULL;
+    Py_ssize_t nk = PyTuple_GET_SIZE(keys), nl = PyTuple_GET_SIZE(names);
+    if (nk > MAX_KEYS || nl > MAX_LINES) {
+        PyErr_Format(PyExc_ValueError, "at most %d keys and %d lines", MAX_KEYS, MAX_LINES);
+        return NULL;
+    }
+    if (!PyCallable_Check(make)) {
+        PyErr_SetString(PyExc_TypeError, "make must be callable");
+        return NULL;
+    }
+    LinesObject *self = (LinesObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->nkeys = (int)nk;
+    self->nlines = (int)nl;
+    Py_INCREF(keys);
+    Py_INCREF(names);
+    Py_INCREF(make);
+    self->keys = keys;
+    self->names = names;
+    self->make = make;
+    if (read_buffer(key_index, self->key_index, nk, "key_index") < 0
+        || read_buffer(coef, self->coef, (Py_ssize_t)sizeof(int64_t) * 3 * NOUT * nl, "coef") < 0
+        || read_buffer(dens, self->dens, (Py_ssize_t)sizeof(int64_t) * nl, "dens") < 0
+        || read_buffer(has_void, self->has_void, nl, "has_void") < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    for (int k = 0; k < nk; k++) {
+        if (self->key_index[k] > NOUT || !PyUnicode_Check(PyTuple_GET_ITEM(keys, k))) {
+            Py_DECREF(self);
+            PyErr_SetString(PyExc_ValueError, "keys must be str and key_index 0..30");
+            return NULL;
+        }
+    }
+    for (int l = 0; l < nl; l++) {
+        if (self->dens[l] <= 0 || self->dens[l] > (1 << 20)) {
+            Py_DECREF(self);
+            PyErr_SetString(PyExc_ValueError, "line denominators must be 1..2**20");
+            return NULL;
+        }
+        for (int c = 0; c < 3; c++) {
+            int k = 0;
+            for (int i = 0; i < NOUT; i++) {
+                if (self->coef[l][c][i] > (1 << 20) || self->coef[l][c][i] < -(1 << 20)) {
+                    Py_DECREF(self);
+                    PyErr_SetString(PyExc_ValueError, "line coefficients must be within +-2**20");
+                    return NULL;
+                }
+                if (self->coef[l][c][i] != 0) {
+                    self->at[l][c][k] = (uint8_t)i;
+                    self->by[l][c][k++] = self->coef[l][c][i];
+                }
+            }
+            self->nnz[l][c] = (uint8_t)k;
+        }
+    }
+    return (PyObject *)self;
+}
+
+static void
+Lines_dealloc(LinesObject *self)
+{
+    Py_XDECREF(self->keys);
+    Py_XDECREF(self->names);
+    Py_XDECREF(self->make);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject LinesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "baccarat._odds_native.Lines",
+    .tp_doc = "Per-wager linear forms over the 30 counts and the counts dict's keys (see Tracker.view).",
+    .tp_basicsize = sizeof(LinesObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Lines_new,
+    .tp_dealloc = (destructor)Lines_dealloc,
+};
+
+typedef __int128 i128;
+typedef unsigned __int128 u128;
+
+/* binary gcd of two 64-bit values (a 128-bit division costs ~100 cycles: Euclid on them would dominate a view) */
+static uint64_t
+gcd_u64(uint64_t a, uint64_t b)
+{
+    if (a == 0)
+        return b;
+    if (b == 0)
+        return a;
+    const int shift = __builtin_ctzll(a | b);
+    a >>= __builtin_ctzll(a);
+    do {
+        b >>= __builtin_ctzll(b);
+        if (a > b) {
+            uint64_t t = a;
+            a = b;
+            b = t;
+        }
+        b -= a;
+    } while (b != 0);
+    return a << shift;
+}
+
+static u128
+gcd_u128(u128 a, u128 b)
+{
+    if ((a >> 64) == 0 && (b >> 64) == 0)
+        return gcd_u64((uint64_t)a, (uint64_t)b);
+    while (b != 0) {
+        u128 t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* x as a Python int (any 128-bit value) */
+static PyObject *
+long_from_i128(i128 x)
+{
+    if (x >= INT64_MIN && x <= INT64_MAX)
+        return PyLong_FromLongLong((long long)x);
+    int neg = x < 0;
+    u128 u = neg ? (u128)0 - (u128)x : (u128)x;
+    PyObject *hi = PyLong_FromUnsignedLongLong((unsigned long long)(u >> 64));
+    PyObject *lo = PyLong_FromUnsignedLongLong((unsigned long long)u);
+    PyObject *sh = PyLong_FromLong(64);
+    PyObject *out = NULL, *t = NULL, *v = NULL;
+    if (hi && lo && sh && (t = PyNumber_Lshift(hi, sh)) && (v = PyNumber_Or(t, lo)))
+        out = neg ? PyNumber_Negative(v) : (Py_INCREF(v), v);
+    Py_XDECREF(hi);
+    Py_XDECREF(lo);
+    Py_XDECREF(sh);
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    return out;
+}
+
+#define EXACT_DOUBLE (((i128)1) << 53)
+
+/* a / b correctly rounded (b > 0): double division when both are exact doubles, else Python's int / int */
+static PyObject *
+ratio(i128 a, i128 b)
+{
+    if (a <= EXACT_DOUBLE && a >= -EXACT_DOUBLE && b <= EXACT_DOUBLE)
+        return PyFloat_FromDouble((double)a / (double)b);
+    PyObject *x = long_from_i128(a), *y = long_from_i128(b), *q = NULL;
+    if (x && y)
+        q = PyNumber_TrueDivide(x, y);
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return q;
+}
+
+static PyObject *
+view_of(const PlanObject *plan, const uint64_t *sums, int64_t n, const LinesObject *L)
+{
+    uint64_t counts[NOUT];
+    derive_outputs(plan, sums, n, counts);
+    uint64_t total = 1;
+    for (int k = 0; k < 6; k++)
+        total *= (uint64_t)(n - k > 0 ? n - k : 0);
+    if (total == 0) {
+        PyErr_SetString(PyExc_ValueError, "a view needs at least 6 cards");
+        return NULL;
+    }
+    PyObject *vals[NOUT + 1] = {NULL};
+    PyObject *dict = NULL, *list = NULL, *out = NULL;
+    vals[0] = PyLong_FromUnsignedLongLong(total);
+    if (vals[0] == NULL)
+        goto done;
+    for (int i = 0; i < NOUT; i++)
+        if ((vals[i + 1] = PyLong_FromUnsignedLongLong(counts[i])) == NULL)
+            goto done;
+    dict = _PyDict_NewPresized(L->nkeys);
+    if (dict == NULL)
+        goto done;
+    for (int k = 0; k < L->nkeys; k++)
+        if (PyDict_SetItem(dict, PyTuple_GET_ITEM(L->keys, k), vals[L->key_index[k]]) < 0)
+            goto done;
+    list = PyList_New(L->nlines);
+    if (list == NULL)
+        goto done;
+    for (int l = 0; l < L->nlines; l++) {
+        i128 sum[3] = {0, 0, 0};
+        for (int c = 0; c < 3; c++)
+            for (int k = 0; k < L->nnz[l][c]; k++)
+                sum[c] += (i128)L->by[l][c][k] * (i128)counts[L->at[l][c][k]];
+        i128 win = sum[0], vd = sum[1], num = sum[2];
+        const i128 den = (i128)L->dens[l] * (i128)total;
+        num -= den;
+        u128 g = gcd_u128(num < 0 ? (u128)0 - (u128)num : (u128)num, (u128)den);
+        const i128 rn = num / (i128)g, rd = den / (i128)g;
+        PyObject *args[6] = {PyTuple_GET_ITEM(L->names, l), ratio(win, (i128)total),
+                             L->has_void[l] ? ratio(vd, (i128)total) : PyFloat_FromDouble(0.0),
+                             ratio(rn, rd), long_from_i128(rn), long_from_i128(rd)};
+        PyObject *obj = NULL;
+        if (args[1] && args[2] && args[3] && args[4] && args[5])
+            obj = PyObject_Vectorcall(L->make, args, 6, NULL);
+        for (int a = 1; a < 6; a++)
+            Py_XDECREF(args[a]);
+        if (obj == NULL)
+            goto done;
+        PyList_SET_ITEM(list, l, obj);
+    }
+    out = PyTuple_Pack(3, vals[0], dict, list);
+done:
+    for (int i = 0; i <= NOUT; i++)
+        Py_XDECREF(vals[i]);
+    Py_XDECREF(dict);
+    Py_XDECREF(list);
+    return out;
+}
+
+/* Tracker.view(lines) -> (total, counts dict, [make(...) per line]) of the composition now (>= 6 cards). */
+static PyObject *
+Tracker_view(TrackerObject *self, PyObject *arg)
+{
+    if (!PyObject_TypeCheck(arg, &LinesType)) {
+        PyErr_SetString(PyExc_TypeError, "view() takes a Lines");
+        return NULL;
+    }
+    return view_of(self->plan, self->sums, total_cards(self->counts), (LinesObject *)arg);
+}
+
+/* Tracker.follow(counts, max_cards) -> cards taken out (0 when counts is the composition now), or -1 when
+ * counts is not the composition less at most max_cards cards (a new shoe, cards back): the tracker is then
+ * unchanged and the caller evaluates counts in full. Raises ValueError for anything but 10 ints >= 0. */
+static PyObject *
+Tracker_follow(TrackerObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "follow(counts, max_cards)");
+        return NULL;
+    }
+    int64_t counts[VALUES];
+    if (parse_counts(args[0], counts) < 0)
+        return NULL;
+    long max_cards = PyLong_AsLong(args[1]);
+    if (max_cards == -1 && PyErr_Occurred())
+        return NULL;
+    int64_t gone = 0;
+    for (int v = 0; v < VALUES; v++) {
+        int64_t d = self->counts[v] - counts[v];
+        if (d < 0)
+            return PyLong_FromLong(-1);
+        gone += d;
+    }
+    if (gone > max_cards)
+        return PyLong_FromLong(-1);
+    for (int v = 0; v < VALUES; v++)
+        while (self->counts[v] > counts[v])
+            tracker_remove(self, v);
+    return PyLong_FromLongLong(gone);
+}
+
 static PyMethodDef Tracker_methods[] = {
     {"remove", (PyCFunction)Tracker_remove, METH_O, "remove(value): one card of value 0..9 leaves the shoe."},
     {"reset", (PyCFunction)Tracker_reset, METH_O, "reset(counts): evaluate a new composition in full."},
     {"sums", (PyCFunction)Tracker_sums, METH_NOARGS, "The 30 counts in the plan's gather order (ints)."},
     {"copy", (PyCFunction)Tracker_copy, METH_NOARGS, "An independent copy of this state."},
+    {"view", (PyCFunction)Tracker_view, METH_O, "view(lines): (total, counts dict, per-line objects) now."},
+    {"follow", (PyCFunction)(void (*)(void))Tracker_follow, METH_FASTCALL,
+     "follow(counts, max_cards): cards taken out to reach counts, or -1 (unchanged) when it cannot."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -628,14 +924,16 @@ PyInit__odds_native(void)
     use_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
         && getenv("CROUPIER_ODDS_NO_SIMD") == NULL;
 #endif
-    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TrackerType) < 0)
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TrackerType) < 0 || PyType_Ready(&LinesType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (m == NULL)
         return NULL;
     Py_INCREF(&PlanType);
     Py_INCREF(&TrackerType);
+    Py_INCREF(&LinesType);
     if (PyModule_AddObject(m, "Plan", (PyObject *)&PlanType) < 0
+        || PyModule_AddObject(m, "Lines", (PyObject *)&LinesType) < 0
         || PyModule_AddObject(m, "Tracker", (PyObject *)&TrackerType) < 0
         || PyModule_AddIntConstant(m, "SIMD", use_avx2) < 0
         || PyModule_AddIntConstant(m, "FLOAT64_MAX_CARDS", FLOAT64_MAX_CARDS) < 0) {

@@ -1,6 +1,7 @@
 """Type stub of the compiled odds kernel (baccarat/_odds_native.c; optional, see setup.py)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from typing_extensions import Buffer
 
@@ -16,6 +17,13 @@ class Plan:
     def __init__(self, table: Buffer, rows: int, sub_a: Buffer, sub_b: Buffer, subk: Buffer,
                  gather: Buffer) -> None: ...
 
+class Lines:
+    """Per-wager integer linear forms over the 30 counts and the counts dict's keys: ``Lines(keys, key_index,
+    names, make, coef_i64, dens_i64, has_void_u8)`` (see the C source and services/projection/odds_views.py)."""
+
+    def __init__(self, keys: tuple[str, ...], key_index: Buffer, names: tuple[object, ...],
+                 make: Callable[..., object], coef: Buffer, dens: Buffer, has_void: Buffer) -> None: ...
+
 class Tracker:
     """Exact counts of one composition (N <= 1,450 cards), updated card by card."""
 
@@ -25,5 +33,7 @@ class Tracker:
     def reset(self, counts: Sequence[int]) -> None: ...
     def sums(self) -> list[int]: ...
     def copy(self) -> Tracker: ...
+    def view(self, lines: Lines) -> tuple[int, dict[str, int], list[Any]]: ...
+    def follow(self, counts: Sequence[int], max_cards: int) -> int: ...
 
 def evaluate(plan: Plan, counts: Sequence[int]) -> list[int]: ...

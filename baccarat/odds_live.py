@@ -161,6 +161,18 @@ class LiveOdds:
         Raises :class:`InvalidComposition` for invalid counts (the tracker is unchanged then).
         """
         t = self._tracker
+        if self.engine == "native" and not isinstance(t, tuple):  # the kernel compares and steps in C
+            try:
+                k = t.follow(composition, max_cards)
+            except (TypeError, ValueError, OverflowError):
+                k = -1  # not ten non-negative ints: Composition.of below says what is wrong
+            if k >= 0:
+                self._n -= k
+                return
+            comp = Composition.of(composition)
+            self._n = comp.total
+            self._start(comp.counts)
+            return
         current = t if isinstance(t, tuple) else t.counts
         if composition == current:
             return
@@ -229,6 +241,25 @@ class LiveOdds:
         if isinstance(t, tuple):
             return _odds._column_counts(t, self._n, _odds._plan(self._ruleset))
         return t.sums()  # type: ignore[no-any-return]
+
+    def view(self, lines: Any) -> tuple[int, dict[str, int], list[Any]] | None:
+        """``(total, counts, objects)`` of the composition now from the compiled kernel, or None where it does
+        not follow this shoe (numpy engine, more than 1,450 cards): the caller computes the same from
+        :meth:`column_counts` then.
+
+        ``lines`` is a ``baccarat._odds_native.Lines`` (per-wager integer linear forms over the 30 counts and the
+        counts dict's keys; ``services/projection/odds_views.py`` builds them): ``total`` is Permut(N, 6),
+        ``counts`` the dict of the lines' keys, ``objects`` one ``make(name, p_win, p_void, ev, ev_num, ev_den)``
+        per line (exact integers, floats correctly rounded). Raises :class:`InsufficientCards` below six cards.
+        """
+        t = self._tracker
+        if self.engine != "native" or isinstance(t, tuple):
+            return None
+        if self._n < _t.ROUND_CARDS:
+            raise InsufficientCards(
+                f"an odds evaluation needs at least {_t.ROUND_CARDS} cards, the composition has {self._n}"
+            )
+        return t.view(lines)  # type: ignore[no-any-return]
 
     def counts(self) -> OutcomeCounts:
         """The exact :class:`OutcomeCounts` of the next round from :attr:`composition` (ints, out of

@@ -4,8 +4,10 @@ Run: ``.venv/bin/python bench/odds_views_split.py [--shoes 3] [--cards 380]``
 
 Per card of ``--shoes`` shuffled 8-deck shoes (seeded), medians of this thread's CPU time of: the kernel's full
 ``evaluate``; a tracker's ``remove`` of the card and its 30 counts (``sums``); the ``OddsUpdated.counts`` dict;
-the configuration's generated wager lines; and one whole ``LiveViews.odds`` call (follow + all of the above).
-Last line: ``odds_views_split: evaluate_us=… remove_us=… sums_us=… counts_us=… wagers_us=… view_us=…``.
+the configuration's generated wager lines (the Python path); the kernel's ``view`` (the counts dict and the
+wager lines in C, what the projection runs where the kernel is built); and one whole ``LiveViews.odds`` call
+(follow, then the kernel's view). Last line:
+``odds_views_split: evaluate_us=… remove_us=… sums_us=… counts_us=… wagers_us=… kview_us=… view_us=…``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from baccarat.drawing import PUNTO_BANCO
 from baccarat.odds import Composition, permut6
 from baccarat.odds_live import LiveOdds
 from baccarat.table import punto_banco_full
-from services.projection.odds_views import LiveViews, _compiled, counts_dict
+from services.projection.odds_views import LiveViews, _compiled, counts_dict, native_lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -38,6 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     clk = time.thread_time_ns
     plan, config = odds._plan(PUNTO_BANCO), punto_banco_full()
     wagers = _compiled(config)
+    lines = native_lines(config)
     rng = random.Random(args.seed)
     full = Composition.full(8).counts
     shoe = [v for v in range(10) for _ in range(full[v])]
@@ -46,6 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     su: list[int] = []
     cd: list[int] = []
     wg: list[int] = []
+    kv: list[int] = []
     vw: list[int] = []
     for _ in range(args.shoes):
         rng.shuffle(shoe)
@@ -66,9 +70,12 @@ def main(argv: list[str] | None = None) -> None:
             t4 = clk()
             wagers(total, s)
             t5 = clk()
-            views.odds("view", comp, config)
+            live.view(lines)
             t6 = clk()
-            for out, a, b in ((ev, t0, t1), (rm, t1, t2), (su, t2, t3), (cd, t3, t4), (wg, t4, t5), (vw, t5, t6)):
+            views.odds("view", comp, config)
+            t7 = clk()
+            for out, a, b in ((ev, t0, t1), (rm, t1, t2), (su, t2, t3), (cd, t3, t4), (wg, t4, t5), (kv, t5, t6),
+                              (vw, t6, t7)):
                 out.append(b - a)
 
     def med(xs: list[int]) -> float:
@@ -76,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"{len(ev)} cards, engine native (SIMD {odds.NATIVE.SIMD})")
     print(f"odds_views_split: evaluate_us={med(ev):.1f} remove_us={med(rm):.1f} sums_us={med(su):.1f} "
-          f"counts_us={med(cd):.1f} wagers_us={med(wg):.1f} view_us={med(vw):.1f}")
+          f"counts_us={med(cd):.1f} wagers_us={med(wg):.1f} kview_us={med(kv):.1f} view_us={med(vw):.1f}")
 
 
 if __name__ == "__main__":

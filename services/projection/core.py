@@ -353,7 +353,8 @@ class ProjectionCore:
     def _post_ledger(self, state: ProjectionState, env: Envelope) -> ProjectionState:
         ledger = state.ledger
         fact = shoe_fact(env)
-        if fact is not None:
+        # learn_shoe changes nothing for a round it knows: the round's later events (every card) skip gaming_day
+        if fact is not None and fact[0] not in ledger.round_shoe:
             ledger = ledger.learn_shoe(fact[0], fact[1], gaming_day(env.occurred_at, self.cutoff))
         new = book(env, self.cutoff)
         if not new:
@@ -388,15 +389,15 @@ class ProjectionCore:
         got = odds_for(before.composition, config, self.views, (state.table_id, "judge"))
         if got is None:
             return state
-        wagers = got.wagers
-        ev = {w.wager: Fraction(w.ev_num, w.ev_den) for w in wagers}
+        ev_of = {w.wager: w for w in got.wagers}
         shoe_id = before.shoe_id or (state.shoe.shoe_id if state.shoe else "")
         comp, cause, at = before.composition, before.cause, before.at
         pending = list(state.alerts_pending)
         for bet in book_:
-            x = ev.get(bet.wager)
-            if x is None or x <= 0 or bet.bet_id in published:
+            w = ev_of.get(bet.wager)
+            if w is None or w.ev_num <= 0 or bet.bet_id in published:  # ev_den > 0: the sign is ev_num's
                 continue
+            x = Fraction(w.ev_num, w.ev_den)
             gain = bet.amount_cents * x
             pending.append((AdvantageBetFlagged(
                 round_id=round_id, shoe_id=shoe_id, bet_id=bet.bet_id, seat=bet.seat, player_id=bet.player_id,

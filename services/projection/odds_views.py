@@ -11,10 +11,13 @@ fresh core publish the same odds.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from math import gcd
 from typing import NamedTuple
 
+from baccarat import odds as _odds
+from baccarat.drawing import Ruleset
 from baccarat.errors import BaccaratError
 from baccarat.expectation import BONUS_CLASSES, FLAT_FIELDS, flat_terms
 from baccarat.expectation import _plan_for  # the wager lines flat_terms runs, generated into code here
@@ -23,7 +26,8 @@ from baccarat.odds_live import LiveOdds
 from baccarat.table import TableConfig
 from contracts.events import WagerOdds
 
-__all__ = ["LiveViews", "ViewOdds", "counts_dict", "reference_wager_odds", "wager_odds", "wager_source"]
+__all__ = ["LiveViews", "ViewOdds", "counts_dict", "native_lines", "reference_wager_odds", "wager_odds",
+           "wager_source"]
 
 #: most trackers kept (two views and the round judge per table): beyond it the cache starts afresh
 MAX_TRACKERS = 3072
@@ -123,6 +127,57 @@ _COUNTS_DICT: Callable[[int, list[int]], dict[str, int]] = eval(  # noqa: S307
     "lambda total, s: {'total': total, " + ", ".join(f"{k!r}: s[{i}]" for k, i in _KEYS) + "}")
 
 
+#: id(config) -> (config, its odds ruleset, its Lines for the compiled kernel or None without the kernel)
+_LINES: dict[int, tuple[TableConfig, Ruleset, object]] = {}
+
+
+def _per_config(config: TableConfig) -> tuple[TableConfig, Ruleset, object]:
+    """``(config, config.odds_ruleset, native_lines(config))``, built once per configuration object (chemin de
+    fer's odds ruleset is otherwise a new object, compared cell by cell with the tracker's, at every card)."""
+    got = _LINES.get(id(config))
+    if got is None or got[0] is not config:
+        if len(_LINES) > 256:
+            _LINES.clear()
+        got = _LINES[id(config)] = (config, config.odds_ruleset, _build_lines(config))
+    return got
+
+
+def native_lines(config: TableConfig) -> object:
+    """``config``'s wager lines and the counts dict's keys as a ``baccarat._odds_native.Lines`` (built once per
+    configuration object), for :meth:`baccarat.odds_live.LiveOdds.view`; None without the compiled kernel.
+
+    Per wager line of :func:`baccarat.expectation.flat_terms` (same order) the same integer coefficients as
+    :func:`wager_source`: ``win`` and ``void`` over the 30 counts, ``num`` = Σ count × (net payout + den) + Σ void
+    × den less ``den × total``, ``den`` = the line's common denominator × ``total``. Tests compare the kernel's
+    figures with :func:`reference_wager_odds` on every card of whole shoes for every table profile."""
+    return _per_config(config)[2]
+
+
+def _build_lines(config: TableConfig) -> object:
+    native = _odds.NATIVE
+    if native is None:
+        return None
+    names, coef, dens, has_void = [], array("q"), array("q"), bytearray()
+    for line in _plan_for(config):
+        win = [0] * len(FLAT_FIELDS)
+        void = [0] * len(FLAT_FIELDS)
+        num = [0] * len(FLAT_FIELDS)
+        for i, j, pay in line.wins:
+            for at, sign in ((i, 1), (j, -1)) if j >= 0 else ((i, 1),):
+                win[at] += sign
+                num[at] += sign * (pay + line.den)
+        for i in line.voids:
+            void[i] += 1
+            num[i] += line.den
+        names.append(line.wager.value)
+        coef.extend(win + void + num)
+        dens.append(line.den)
+        has_void.append(1 if any(void) else 0)
+    keys = ("total", *(k for k, _ in _KEYS))
+    index = bytes([0, *(1 + i for _, i in _KEYS)])
+    return native.Lines(keys, index, tuple(names), WagerOdds, coef.tobytes(), dens.tobytes(), bytes(has_void))
+
+
 def counts_dict(total: int, flat: list[int]) -> dict[str, int]:
     """The flat counts of ``OddsUpdated.counts``: ``total``, ``banker`` .. ``panda_8``, ``bonus_<side>_<class>``,
     ``natural_<side>_<8|9>`` (all ints, this key order)."""
@@ -139,7 +194,7 @@ class LiveViews:
     def odds(self, key: object, composition: tuple[int, ...], config: TableConfig) -> ViewOdds | None:
         """Exact counts and per-wager odds of ``composition`` under ``config`` (None below 6 cards, for invalid
         counts, or for a ruleset without fixed drawing: chemin de fer)."""
-        ruleset = config.odds_ruleset
+        _, ruleset, lines = _per_config(config)
         try:
             live = self._trackers.get(key)
             if live is None or (live.ruleset is not ruleset and live.ruleset != ruleset):
@@ -150,6 +205,10 @@ class LiveViews:
                 live.follow(composition)
             if live.total < 6:
                 return None
+            if lines is not None:
+                got = live.view(lines)
+                if got is not None:  # the compiled kernel: counts, dict and wager lines in one call
+                    return ViewOdds(*got)
             flat = live.column_counts()
         except BaccaratError:
             return None

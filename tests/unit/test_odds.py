@@ -15,6 +15,7 @@ Sources: shared spec odds-and-roads.md §1–§2; rules digest §1.14 (Wizard of
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from collections import Counter
 from fractions import Fraction
 from itertools import permutations
@@ -472,3 +473,32 @@ def test_table_is_built_from_ruleset_data() -> None:
     twin = Ruleset("custom", PUNTO_BANCO.variant, player, banker, "test", "test")
     assert odds.table_for(twin) is odds.table_for(custom)
     assert odds.table_for(dataclasses.replace(PUNTO_BANCO, name="pb2")) is odds.table_for(PUNTO_BANCO)
+
+
+def test_outcome_counts_value_object() -> None:
+    # outcome_counts maps the engines' 30 counts by position (issue 26: tuple-backed, bonuses built lazily)
+    oc = odds.outcome_counts(10, list(range(100, 130)))
+    assert oc.total == perm(10, 6)
+    assert (oc.banker, oc.player, oc.tie, oc.cards_4, oc.cards_6, oc.dragon_7, oc.panda_8) == (
+        100, 101, 102, 103, 105, 106, 107)
+    assert (oc.player_natural_8, oc.player_natural_9, oc.banker_natural_8, oc.banker_natural_9) == (
+        108, 109, 110, 111)
+    assert oc.player_bonus == BonusCounts(*range(112, 121))
+    assert (oc.banker_bonus.natural_win, oc.banker_bonus.win_by(4), oc.banker_bonus.lose) == (121, 123, 129)
+    assert oc.player_bonus.total == sum(range(112, 121))
+    # keyword construction, equality, hash, pickling and immutability as a frozen value
+    again = OutcomeCounts(total=perm(10, 6), banker=100, player=101, tie=102, cards_4=103, cards_5=104,
+                          cards_6=105, dragon_7=106, panda_8=107, player_natural_8=108, player_natural_9=109,
+                          banker_natural_8=110, banker_natural_9=111, player_bonus=BonusCounts(*range(112, 121)),
+                          banker_bonus=BonusCounts(*range(121, 130)))
+    assert again == oc and hash(again) == hash(oc) and repr(again) == repr(oc)
+    assert odds.outcome_counts(10, [*range(100, 129), 0]) != oc
+    assert oc != oc.to_dict() and BonusCounts(*range(9)) != tuple(range(9))
+    assert pickle.loads(pickle.dumps(oc)) == oc
+    with pytest.raises(AttributeError):
+        oc.banker = 1  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        oc.player_bonus.lose = 1  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        odds.outcome_counts(10, list(range(29)))
+    assert repr(oc).startswith("OutcomeCounts(total=151200, banker=100, player=101,")

@@ -6,12 +6,21 @@ import random
 
 import pytest
 
+from baccarat import odds
+from baccarat.errors import InvalidComposition
 from baccarat.expectation import FLAT_FIELDS, flat_counts, wager_expectations
 from baccarat.odds import Composition, exact_counts, outcome_counts
 from baccarat.odds import permut6
 from baccarat.odds_live import LiveOdds
 from baccarat.table import TABLE_PROFILES, chemin_de_fer, no_vig_dragon, punto_banco, punto_banco_full
-from services.projection.odds_views import LiveViews, counts_dict, reference_wager_odds, wager_odds, wager_source
+from services.projection.odds_views import (
+    LiveViews,
+    counts_dict,
+    native_lines,
+    reference_wager_odds,
+    wager_odds,
+    wager_source,
+)
 
 CONFIGS = [punto_banco_full(), no_vig_dragon(panda=True)]
 
@@ -124,3 +133,80 @@ def test_counts_dict_keys_and_values() -> None:
     assert got["total"] == 99 and got["panda_8"] == 7 and got["bonus_player_natural_win"] == 12
     assert got["bonus_banker_lose"] == 29 and got["natural_player_8"] == 8 and got["natural_banker_9"] == 11
     assert len(got) == 1 + 8 + 18 + 4
+
+
+native = pytest.mark.skipif(odds.NATIVE is None, reason="the compiled odds kernel is not built")
+
+
+def _python_view(live: LiveOdds, cfg):  # type: ignore[no-untyped-def]
+    total, flat_ = permut6(live.total), live.column_counts()
+    return total, counts_dict(total, flat_), reference_wager_odds(total, flat_, cfg)
+
+
+@native
+@pytest.mark.parametrize("cfg", GENERATED_CONFIGS, ids=list(TABLE_PROFILES))
+def test_kernel_view_equals_the_interpreted_lines_on_every_card_of_a_shoe(cfg) -> None:  # type: ignore[no-untyped-def]
+    """The compiled kernel's ``view`` (counts dict and wager lines from the 30 counts in C, issue 26) against
+    counts_dict and flat_terms' interpreted lines: every field equal (floats, reduced EVs, key order) on every
+    card of a whole 8-deck shoe down to six cards."""
+    lines = native_lines(cfg)
+    full = Composition.full(8)
+    shoe = [v for v in range(10) for _ in range(full[v])]
+    random.Random(261).shuffle(shoe)
+    live = LiveOdds(full, cfg.odds_ruleset, engine="native")
+    checked = 0
+    for v in shoe:
+        if live.total == 6:
+            break
+        live.remove(v)
+        total, counts, wagers = live.view(lines)  # type: ignore[misc]
+        assert (total, list(counts.items()), wagers) == (lambda t, c, w: (t, list(c.items()), w))(
+            *_python_view(live, cfg))
+        checked += 1
+    assert checked == 416 - 6
+
+
+@native
+@pytest.mark.parametrize(("cfg", "beyond_int64"), [(punto_banco_full(), True), (no_vig_dragon(panda=True), False)],
+                         ids=["punto_banco", "no_vig"])
+def test_kernel_view_beyond_exact_doubles_and_beyond_int64(cfg, beyond_int64: bool) -> None:  # type: ignore[no-untyped-def]
+    """From 459 cards the counts exceed 2**53 (floats by Python's int division); beyond 1,450
+    the kernel does not follow the shoe (``view`` is None) and LiveViews computes the same in Python."""
+    lines = native_lines(cfg)
+    for counts in ((300, 83, 79, 71, 80, 89, 73, 97, 67, 81), (431, 107, 109, 113, 103, 97, 101, 89, 127, 131)):
+        live = LiveOdds(counts, cfg.odds_ruleset, engine="native")
+        for v in (0, 9, 5, 0, 1):
+            live.remove(v)
+            got = live.view(lines)
+            assert got is not None and got[0] > 2**53
+            assert got == _python_view(live, cfg)
+    # a commission's denominator (20) takes some EVs' reduced terms beyond 64 bits (the kernel's 128-bit path)
+    assert (max(w.ev_den for w in got[2]) > 2**63) is beyond_int64
+    live = LiveOdds((16 * 30, *(4 * 30,) * 9), cfg.odds_ruleset, engine="native")
+    assert live.total > 1450 and live.view(lines) is None
+    views = LiveViews()
+    got = views.odds("big", live.composition, cfg)
+    assert got is not None and (got.total, got.counts, got.wagers) == _python_view(live, cfg)
+
+
+@native
+def test_kernel_follow_steps_and_refuses() -> None:
+    """``Tracker.follow``: cards out by value (0 when equal), -1 (unchanged) for a card back or a jump beyond
+    ``max_cards``; LiveOdds.follow then evaluates in full, and rejects invalid counts naming the problem."""
+    live = LiveOdds(Composition.full(1), engine="native")
+    t = live._tracker
+    assert t.follow((4, 4, 4, 4, 4, 4, 4, 4, 4, 16), 16) == -1  # a value gained cards
+    assert t.follow(Composition.full(1).without([0] * 13 + [1] * 4).counts, 16) == -1  # 17 cards
+    assert t.counts == Composition.full(1).counts
+    assert t.follow(Composition.full(1).counts, 16) == 0
+    assert t.follow(Composition.full(1).without([0, 3, 3]).counts, 16) == 3
+    assert t.counts == Composition.full(1).without([0, 3, 3]).counts
+    with pytest.raises(ValueError):
+        t.follow((1, 2, 3), 16)
+    live = LiveOdds(Composition.full(1), engine="native")
+    live.follow(Composition.full(1).without([5] * 4 + [0] * 16).counts)  # 20 cards: one full evaluation
+    assert live.total == 32 and live.counts() == exact_counts(Composition.full(1).without([5] * 4 + [0] * 16))
+    for bad in ((1, 2, 3), (-1, 4, 4, 4, 4, 4, 4, 4, 4, 4), (1.5, 4, 4, 4, 4, 4, 4, 4, 4, 4)):
+        with pytest.raises(InvalidComposition):
+            live.follow(bad)  # type: ignore[arg-type]
+    assert live.total == 32
