@@ -159,3 +159,46 @@ async def test_send_offsets_refuses_what_the_broker_could_not_fence() -> None:
     for unjoined in (GroupMetadata("grp", -1, ""), GroupMetadata("grp", 3, "")):
         with pytest.raises(ValueError, match="cannot fence"):
             await send_offsets_to_transaction(_Producer(txn), offsets, unjoined)
+
+
+class _Conn:
+    def __init__(self, versions: dict[int, tuple[int, int]]) -> None:
+        self._versions = versions
+
+
+class _Broker:
+    def __init__(self, node: int) -> None:
+        self.nodeId, self.host, self.port = node, "h", 9090 + node
+
+
+class _Client:
+    """What :func:`require_kip447` reads of an aiokafka client: the brokers and each connection's versions."""
+
+    def __init__(self, by_node: dict[int, dict[int, tuple[int, int]]]) -> None:
+        self.by_node = by_node
+        self.cluster = self
+        self.asked: list[int] = []
+
+    def brokers(self) -> list[_Broker]:
+        return [_Broker(n) for n in self.by_node]
+
+    def get_random_node(self) -> int:
+        return next(iter(self.by_node))
+
+    async def _get_conn(self, node: int) -> _Conn:
+        self.asked.append(node)
+        return _Conn(self.by_node[node])
+
+
+async def test_the_start_check_asks_every_broker_once() -> None:
+    from services.runtime.kip447 import require_kip447
+
+    old = {**BROKER_44, 28: (0, 2)}  # a broker of a cluster not yet upgraded
+    client = _Client({1: BROKER_44, 2: old, 3: BROKER_44})
+    with pytest.raises(Kip447Unsupported, match=r"^Kip447Unsupported: TxnOffsetCommit \(API key 28\) v3\+ needed "
+                       r"for KIP-447, broker 2 at h:9092 offers v0-v2$"):
+        await require_kip447(client)
+    client.by_node[2] = BROKER_44
+    await require_kip447(client)
+    await require_kip447(client)  # remembered: not asked again
+    assert client.asked == [1, 2, 1, 2, 3]
