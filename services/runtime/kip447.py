@@ -393,7 +393,10 @@ def _abortable_error(txn_manager: Any, exc: BaseException) -> None:
     sees an "empty" transaction and sends no EndTxn, and the broker keeps the transaction open (its records
     undecided, a read_committed reader stalled at them) until the transaction timeout; a next transaction of
     the same producer would even join it. Keeping them makes ``abort_transaction()`` write the abort markers.
-    The transaction waiter's exception is marked retrieved (the caller sees ``exc`` from its offsets)."""
+    The transaction waiter's exception is marked retrieved (the caller sees ``exc`` from its offsets). A
+    transaction already in error keeps its first error (aiokafka would set a second one on the done waiter)."""
+    if txn_manager.wait_for_transaction_end().done():
+        return
     partitions = set(txn_manager.txn_partitions)
     group = txn_manager._txn_consumer_group
     txn_manager.error_transaction(exc)

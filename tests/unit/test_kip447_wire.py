@@ -133,6 +133,9 @@ async def test_a_fenced_transaction_keeps_what_its_abort_must_mark() -> None:
     with pytest.raises(RuntimeError, match="fenced"):
         offsets_done.result()
     assert not txn.is_empty_transaction()  # aiokafka's error_transaction alone leaves it "empty": no EndTxn
+    _abortable_error(txn, RuntimeError("again"))  # a second answer of the same transaction: the first error stays
+    with pytest.raises(RuntimeError, match="fenced"):
+        txn.committing_transaction()  # what commit_transaction() raises now
     txn.aborting_transaction()
     assert txn.needs_transaction_commit() is TransactionResult.ABORT
     txn.complete_transaction()  # as the sender does when EndTxn(ABORT) is answered
