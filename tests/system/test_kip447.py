@@ -37,10 +37,11 @@ def _uid(name: str) -> str:
     return f"kip447-{name}-{uuid.uuid4().hex[:10]}"
 
 
-async def _member(bootstrap: str, group: str, topic: str, *, instance: str | None = None) -> AIOKafkaConsumer:
+async def _member(bootstrap: str, group: str, topic: str, *, instance: str | None = None,
+                  session_ms: int = 10_000) -> AIOKafkaConsumer:
     consumer = AIOKafkaConsumer(topic, **client_options(bootstrap), group_id=group, group_instance_id=instance,
                                 enable_auto_commit=False, auto_offset_reset="earliest",
-                                isolation_level="read_committed", session_timeout_ms=10_000,
+                                isolation_level="read_committed", session_timeout_ms=session_ms,
                                 heartbeat_interval_ms=100)
     await consumer.start()
     return consumer
@@ -242,6 +243,34 @@ async def test_a_member_that_left_is_fenced(kafka_bootstrap: str, kafka_topic: M
     finally:
         await producer.stop()
         await second.stop()
+
+
+async def test_a_member_paused_past_its_session_is_fenced(kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
+    """The zombie does not know it was evicted: it reads its group metadata when it commits, as a resumed
+    process would, and still gets fenced. Lasts the broker's minimum session timeout (6 s)."""
+    src, out = await kafka_topic("in", partitions=2), await kafka_topic("out", partitions=1)
+    group = _uid("group")
+    paused = await _member(kafka_bootstrap, group, src, session_ms=6_000)
+    other = await _member(kafka_bootstrap, group, src)
+    producer = await _producer(kafka_bootstrap)
+    try:
+        members = [paused, other]
+        await _until(members, lambda: all(len(m.assignment()) == 1 for m in members))
+        before = group_metadata(paused)
+        await paused._coordinator._stop_heartbeat_task()  # paused: silent to the group, unaware of the rest
+        await _until([other], lambda: len(other.assignment()) == 2)  # evicted after its session: other has all
+        assert group_metadata(other).generation_id > before.generation_id
+        resumed = group_metadata(paused)
+        assert resumed == before  # what the zombie believes when it resumes
+
+        error = await _zombie_commit(kafka_bootstrap, producer, out, resumed, TopicPartition(src, 0))
+
+        assert isinstance(error, UnknownMemberIdError), repr(error)
+        await _after_the_zombie(kafka_bootstrap, producer, out)
+    finally:
+        await producer.stop()
+        await other.stop()
+        await paused.stop()
 
 
 async def test_a_new_owner_waits_for_the_open_transaction(kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
