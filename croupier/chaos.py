@@ -12,7 +12,8 @@ The harness (:func:`run_chaos`):
    and ``min_faults`` faults were injected, or ``max_seconds`` passed;
 3. meanwhile injects a fault every ``fault_gap_s`` (uniform) seconds, drawn by ``random.Random(seed)``:
    ``kill -9``, SIGTERM, SIGSTOP then SIGCONT after 2–6 s or, one time in four, 12–20 s (longer than the
-   groups' 10 s session timeout); targeted ones, fired on the next matching event the floor sees (a
+   groups' 6 s session timeout, ``services.runtime.app.SESSION_TIMEOUT_MS``); targeted ones, fired on the
+   next matching event the floor sees (a
    settlement instance right after a ``RoundResolved``, a dealing instance after the first ``CardDealt``, a
    shoe instance after a ``CardDrawn``, a wagering instance after ``BettingOpened``: the instance killed is
    one of that service's, not necessarily the table's owner); a third instance of a service added, and an
