@@ -50,6 +50,10 @@ from services.runtime.stream_task import StreamTask
 #: a task whose transactions have failed for this long without one succeeding is *stuck* (s): readiness
 #: reports it (``/health/ready`` 503, :meth:`TaskManager.stuck`), so a partition that stopped advancing is seen
 STUCK_AFTER_S = 30.0
+#: the longest a stopping instance waits for its tasks' last transactions (s, :meth:`TaskManager.hand_over`);
+#: then it closes its producers and leaves anyway (the next owner's ``init_transactions`` aborts what is
+#: open, and it reads those records again). Well inside a pod's default 30 s grace and the chaos run's 10 s.
+HAND_OVER_MAX_S = 5.0
 
 
 class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -252,14 +256,16 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         transactions in flight are awaited; every ready task with deferred offsets or tables changed since
         its checkpoint commits one transaction with them and a checkpoint, the tasks concurrently. A task whose
         commit fails (fenced, broker away) is logged ``hand_over_commit_failed`` and left to the next owner,
-        who reads its records again; nothing raises. Logs ``handed_over`` with the tasks committed and the
+        who reads its records again; all of it takes at most :data:`HAND_OVER_MAX_S` (then
+        ``hand_over_timeout``); nothing raises. Logs ``handed_over`` with the tasks committed and the
         milliseconds it took. A replica commits nothing and only stops restoring."""
         t0 = time.monotonic()
         self.closing = True
         await self.restorer.stop()
         await self.commits.stop()
         committed: list[int] = []
-        if self.transactional:
+
+        async def commit_all() -> None:
             async with self.host.lock:
                 await self.queue.drain()
                 due = [p for p, st in sorted(self.state.items()) if st == "ready" and (
@@ -272,6 +278,12 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
                         self.log.info("hand_over_commit_failed", task=p, error=f"{type(outcome).__name__}: {outcome}")
                     else:
                         committed.append(p)
+
+        if self.transactional:
+            try:  # a broker away must not hold a stopping instance (an orchestrator kills it after its grace)
+                await asyncio.wait_for(commit_all(), HAND_OVER_MAX_S)
+            except TimeoutError:
+                self.log.warning("hand_over_timeout", seconds=HAND_OVER_MAX_S, committed=committed)
         await self.collector.close_all()
         self.log.info("handed_over", tasks=sorted(self.state), committed=committed,
                       ms=round((time.monotonic() - t0) * 1000, 1))
