@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from croupier.handover import Handover, measure_handover  # noqa: E402
-from services.runtime.app import SESSION_TIMEOUT_MS  # noqa: E402
+from croupier.handover import Handover, measure_handover
+from services.runtime.app import SESSION_TIMEOUT_MS
 
 
 def _fig(xs: list[float | None]) -> str:
@@ -60,8 +60,8 @@ async def main(argv: list[str] | None = None) -> int:
                 res = await measure_handover(a.bootstrap, sig, service=a.service, croupier=croupier,
                                              out=lambda s, b=build: print(f"{b}: {s}", flush=True))
                 runs.setdefault((build, res.sig), []).append(res)
-    for (build, sig), rs in sorted(runs.items()):
-        print(f"{build} {sig} n={len(rs)}: assigned_s {_fig([r.assigned_s for r in rs])}; "
+    for (build, name), rs in sorted(runs.items()):
+        print(f"{build} {name} n={len(rs)}: assigned_s {_fig([r.assigned_s for r in rs])}; "
               f"stall_s {_fig([r.stall_s for r in rs])}; gap_s {_fig([r.gap_s for r in rs])}", flush=True)
     def f(x: float | None) -> str:
         return "none" if x is None else f"{x:.2f}"

@@ -106,7 +106,7 @@ def _lines(path: Path) -> list[dict[str, object]]:
 
 
 def _at(x: dict[str, object]) -> float:
-    return datetime.fromisoformat(str(x["timestamp"]).replace("Z", "+00:00")).timestamp()
+    return datetime.fromisoformat(str(x["timestamp"])).timestamp()
 
 
 def assigned(inst: Instance) -> list[tuple[float, list[int]]]:
