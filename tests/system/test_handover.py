@@ -31,7 +31,7 @@ async def test_a_restore_reads_to_a_commit_marker_without_waiting_half_a_second(
     settings = broker_settings(kafka_bootstrap, topic_prefix=f"mk{uuid.uuid4().hex[:8]}.", partitions=1)
     await ensure_topics(settings, ["marker.events"])
     topic = settings.topic("marker.events")
-    prod = AIOKafkaProducer(**settings.client_options(), transactional_id=f"{topic}.writer")
+    prod = AIOKafkaProducer(**settings.client_options(), transactional_id=settings.transactional_id("dealing"))
     await prod.start()
     try:
         async with prod.transaction():
