@@ -19,8 +19,9 @@ The harness (:func:`run_chaos`):
    one of that service's, not necessarily the table's owner); a third instance of a service added, and an
    added one removed; with ``own_broker`` the broker killed (``kill -9``) and restarted once, or with
    ``brokers`` > 1 (a KRaft cluster of that many nodes, :class:`croupier.ownkafka.OwnKafka`) after every
-   fourth fault one node killed (``kill -9``) and restarted 2–5 s later, one node down at a time, every other
-   one the active controller (``controller_kill9``; the others ``broker_kill9``). Killed and
+   fourth fault one node killed (``kill -9``) and restarted 2–5 s later, one node down at a time (the next
+   only once the restarted one is back in every partition's in-sync replicas: ``chaos_faults._resync``),
+   every other one the active controller (``controller_kill9``; the others ``broker_kill9``). Killed and
    terminated instances are restarted 0.5–3 s after they exited. The first faults always include an
    instance added and a long SIGSTOP, so even a short run has both;
 4. stops the faults, resumes every paused instance, restarts every dead one, lets the tables finish their

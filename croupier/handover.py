@@ -3,8 +3,9 @@ of its tasks to a surviving instance, measured on real processes and the raw top
 
 :func:`measure_handover` starts a small floor of ``croupier serve`` processes (:class:`croupier.chaos_floor.Cluster`,
 as the chaos run does): one instance of each decider and two of ``service``, on ``partitions`` partitions; drives
-``tables`` tables at full speed; after ``warm_rounds`` settled rounds sends ``sig`` to the second instance of
-``service`` (its process group) and goes on until ``after_rounds`` more rounds are settled. Then it reads:
+``per_partition`` tables on each partition at full speed; after ``warm_rounds`` settled rounds sends ``sig`` to the
+second instance of ``service`` (its process group) and goes on until ``after_rounds`` more rounds are settled
+and every table of the victim's tasks has settled two more (one begun after the signal). Then it reads:
 
 * the victim's tasks: its log's last ``assigned`` line before the signal;
 * the survivor's take-over: the first ``assigned`` line of the survivor's log after the signal that names every
@@ -192,8 +193,10 @@ async def measure_handover(bootstrap: str, sig: int, *, service: str = "dealing"
             exit_s = time.time() - t_sig
         except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: a victim that would not stop
             exit_s = None
-        await _until(lambda: floor.rounds >= at_signal + after_rounds or bool(floor.errors), 120,
-                     "the floor did not settle rounds after the hand-over")
+        moved = {d.table_id: d.run_state.rounds for d in dealers if partition_of(d.table_id, partitions) in tasks}
+        await _until(lambda: (floor.rounds >= at_signal + after_rounds
+                              and all(d.run_state.rounds >= moved[d.table_id] + 2 for d in dealers if d.table_id in moved))
+                     or bool(floor.errors), 120, "the floor did not settle rounds after the hand-over")
         floor.stop = True
         await asyncio.wait_for(work, 90)
         took = [t for t, ts in assigned(survivor) if t > t_sig and set(tasks) <= set(ts)]

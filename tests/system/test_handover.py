@@ -66,8 +66,8 @@ async def test_a_restore_reads_to_a_commit_marker_without_waiting_half_a_second(
 
 async def test_a_sigterm_hands_the_tasks_over_by_leaving_the_group(kafka_bootstrap: str, tmp_path: Path):
     lines: list[Any] = []
-    res = await measure_handover(kafka_bootstrap, signal.SIGTERM, partitions=2, per_partition=2, warm_rounds=3,
-                                 after_rounds=4, workdir=tmp_path, out=lines.append)
+    res = await measure_handover(kafka_bootstrap, signal.SIGTERM, partitions=2, per_partition=2, warm_rounds=2,
+                                 after_rounds=0, workdir=tmp_path, out=lines.append)
     assert res.errors == [] and len(res.victim_tasks) == 1, lines
     handed = [json.loads(x) for x in (tmp_path / "dealing-2.log").read_text().splitlines()
               if '"handed_over"' in x]
