@@ -12,14 +12,16 @@ The harness (:func:`run_chaos`):
    and ``min_faults`` faults were injected, or ``max_seconds`` passed;
 3. meanwhile injects a fault every ``fault_gap_s`` (uniform) seconds, drawn by ``random.Random(seed)``:
    ``kill -9``, SIGTERM, SIGSTOP then SIGCONT after 2–6 s or, one time in four, 12–20 s (longer than the
-   groups' 10 s session timeout); targeted ones, fired on the next matching event the floor sees (a
+   groups' 6 s session timeout, ``services.runtime.app.SESSION_TIMEOUT_MS``); targeted ones, fired on the
+   next matching event the floor sees (a
    settlement instance right after a ``RoundResolved``, a dealing instance after the first ``CardDealt``, a
    shoe instance after a ``CardDrawn``, a wagering instance after ``BettingOpened``: the instance killed is
    one of that service's, not necessarily the table's owner); a third instance of a service added, and an
    added one removed; with ``own_broker`` the broker killed (``kill -9``) and restarted once, or with
    ``brokers`` > 1 (a KRaft cluster of that many nodes, :class:`croupier.ownkafka.OwnKafka`) after every
-   fourth fault one node killed (``kill -9``) and restarted 2–5 s later, one node down at a time, every other
-   one the active controller (``controller_kill9``; the others ``broker_kill9``). Killed and
+   fourth fault one node killed (``kill -9``) and restarted 2–5 s later, one node down at a time (the next
+   only once the restarted one is back in every partition's in-sync replicas: ``chaos_faults._resync``),
+   every other one the active controller (``controller_kill9``; the others ``broker_kill9``). Killed and
    terminated instances are restarted 0.5–3 s after they exited. The first faults always include an
    instance added and a long SIGSTOP, so even a short run has both;
 4. stops the faults, resumes every paused instance, restarts every dead one, lets the tables finish their

@@ -9,11 +9,42 @@ import random
 import signal
 import time
 from collections.abc import Callable
+from typing import Any
 
 from contracts.envelope import Envelope
 from croupier.chaos_floor import Cluster, FloorState, Instance, WatchedLog
 from croupier.chaos_model import FAULT_WEIGHTS, SERVICES, TARGETS, ChaosConfig, Fault, _now_ms
 from croupier.ownkafka import OwnKafka
+
+
+#: the longest a restarted node may take to be back in every partition's in-sync replicas before the next
+#: node may be killed (s); then the run goes on and says so
+RESYNC_MAX_S = 240.0
+#: how often the metadata is asked meanwhile (s)
+RESYNC_POLL_S = 1.0
+
+
+def under_replicated(topics: list[dict[str, Any]]) -> int:
+    """Partitions whose in-sync replicas are fewer than their replicas, in a metadata answer's ``topics``
+    (aiokafka's ``AIOKafkaAdminClient.describe_topics()``: dicts with ``partitions``, each with ``replicas``
+    and ``isr`` node lists)."""
+    return sum(1 for t in topics for p in t.get("partitions", ()) if len(p.get("isr", ())) < len(p.get("replicas", ())))
+
+
+async def count_under_replicated(bootstrap: str) -> int:
+    """:func:`under_replicated` over every topic of the cluster at ``bootstrap`` (internal ones too: the
+    group and transaction coordinators' ``__consumer_offsets`` and ``__transaction_state``). Raises aiokafka's
+    errors."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    from services.runtime.settings import env_client_options
+
+    admin = AIOKafkaAdminClient(**env_client_options(bootstrap))
+    await admin.start()
+    try:
+        return under_replicated(await admin.describe_topics())
+    finally:
+        await admin.close()
 
 
 class Injector:
@@ -156,8 +187,34 @@ class Injector:
                                         *((node,) if self.broker.brokers > 1 else ()))
             except RuntimeError as e:  # said, and retried by settle()'s start of every node
                 self.out(f"broker node {node} did not restart: {e}")
+                return
+            if self.broker.brokers > 1:
+                await self._resync(node)
         finally:
             self.node_down = None
+
+    async def _resync(self, node: int) -> None:
+        """Wait until the restarted ``node`` is back in every partition's in-sync replicas (at most
+        :data:`RESYNC_MAX_S`): only then may another node be killed. A node that serves again is not yet in
+        sync (it recovers its logs and catches up first, a minute or more on a loaded machine); killing a
+        second one meanwhile left a partition with one in-sync replica of the ``min.insync.replicas`` 2, so
+        every transaction writing to it failed and the whole floor stood still (a chaos run: all six
+        tables, 90 s)."""
+        assert self.broker is not None
+        t0 = time.monotonic()
+        n = -1
+        while time.monotonic() - t0 < RESYNC_MAX_S:
+            try:
+                n = await count_under_replicated(self.broker.bootstrap)
+            except Exception as e:  # noqa: BLE001 - a cluster still electing: asked again
+                self.out(f"broker node {node}: metadata not answered: {type(e).__name__}: {e}")
+                n = -1
+            if n == 0:
+                self.out(f"broker node {node} in sync {time.monotonic() - t0:.1f} s after its restart")
+                return
+            await asyncio.sleep(RESYNC_POLL_S)
+        self.out(f"broker node {node} still not in sync after {RESYNC_MAX_S:.0f} s ({n} partitions "
+                 f"under-replicated): going on")
 
     def draw(self) -> str:
         self.since_node_kill += 1

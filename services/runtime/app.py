@@ -41,9 +41,16 @@ BATCH_TIMEOUT_MS = 5
 #: how long one poll of the consumer waits for records (ms) when there are none; records that arrive wake it
 #: at once (:func:`poll_without_sleep`), so this bounds only how often an idle loop turns
 POLL_MS = 100
-#: how long a member may be silent before the group hands its tasks on: the broker's minimum (a killed or
-#: paused instance's tables stall at most this long plus the rebalance), with a heartbeat every second
+#: how long a member may be silent before the group hands its tasks on: the broker's minimum
+#: (``group.min.session.timeout.ms``), so a killed or paused instance's tables stall at most this long plus the
+#: rebalance and restore (issue 25: at most 2 s more). A stopped instance leaves at once (LeaveGroup, no static
+#: membership: :meth:`Service.stop`) and does not wait for it. A false expiry needs the member's event loop
+#: blocked for the session less one heartbeat interval (5.75 s): the folds yield every 500 records.
 SESSION_TIMEOUT_MS = 6_000
+#: how often a member heartbeats (ms): how soon it learns that a rebalance began (another member left or
+#: expired) and rejoins; 1 s made every hand-over wait 0.5 s on average and up to 1 s for it. Four small
+#: requests a second per member to its group coordinator.
+HEARTBEAT_INTERVAL_MS = 250
 #: the longest wait between two tries of a broker that cannot be reached (s): the tables of an instance
 #: that is waiting stall up to this long after the broker is back
 RETRY_MAX_S = 3.0
@@ -130,6 +137,8 @@ class Service:
         await asyncio.get_running_loop().create_task(self._stop(), context=self.context)
 
     async def _stop(self) -> None:
+        if self.tasks is not None:  # commit and close the producers first: then the consumer leaves its group
+            await self.tasks.hand_over()
         await self.broker.stop()
         if self.tasks is not None:
             await self.tasks.stop()
@@ -190,7 +199,7 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
         ack_policy=AckPolicy.MANUAL,  # offsets are committed inside each task's transaction
         partition_assignment_strategy=(TableTaskAssignor.for_member(),),
         session_timeout_ms=SESSION_TIMEOUT_MS,
-        heartbeat_interval_ms=1_000,
+        heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
         listener=tasks,
         include_in_schema=False,
         batch=True,
@@ -217,6 +226,12 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
         except (KafkaError, OSError) as e:
             await _refuse_tls_mismatch(settings, e)
             raise
+
+    @app.on_shutdown
+    async def _hand_over() -> None:
+        # before FastStream stops the consumer (its LeaveGroup): commit every task, close the producers
+        if tasks is not None:
+            await tasks.hand_over()
 
     @app.after_shutdown
     async def _stop() -> None:

@@ -50,6 +50,10 @@ from services.runtime.stream_task import StreamTask
 #: a task whose transactions have failed for this long without one succeeding is *stuck* (s): readiness
 #: reports it (``/health/ready`` 503, :meth:`TaskManager.stuck`), so a partition that stopped advancing is seen
 STUCK_AFTER_S = 30.0
+#: the longest a stopping instance waits for its tasks' last transactions (s, :meth:`TaskManager.hand_over`);
+#: then it closes its producers and leaves anyway (the next owner's ``init_transactions`` aborts what is
+#: open, and it reads those records again). Well inside a pod's default 30 s grace and the chaos run's 10 s.
+HAND_OVER_MAX_S = 5.0
 
 
 class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -90,6 +94,8 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self._assigned = False
         #: task p -> when (monotonic s) its transactions began failing without one succeeding since
         self._failing_since: dict[int, float] = {}
+        #: set by :meth:`hand_over`: batches are no longer decided (the instance is leaving its group)
+        self.closing = False
         self.aborts = 0
         self.fenced = 0
         self.collector = RecordCollector(settings, self.service, group_id)
@@ -238,9 +244,53 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         when its service starts (a module-level app that never starts exports nothing)."""
         LIVE.track(self)
 
+    async def hand_over(self) -> None:
+        """Commit everything and close every producer, before the consumer leaves its group (a graceful stop:
+        SIGTERM; issue 25). Kafka Streams' order on close: commit every task, close the producers, then the
+        consumer sends its LeaveGroup, so the next owner's rebalance starts at once (not after the session
+        timeout), restores from a checkpoint taken now (nothing to fold) and finds no transaction of ours
+        open (its ``init_transactions`` waits for none to be aborted, and no write of ours is fenced).
+
+        From the call on, batches the consumer still hands over are not decided (:meth:`on_records` returns:
+        their offsets are never committed, so the next owner reads them). Restores are stopped; the
+        transactions in flight are awaited; every ready task with deferred offsets or tables changed since
+        its checkpoint commits one transaction with them and a checkpoint, the tasks concurrently. A task whose
+        commit fails (fenced, broker away) is logged ``hand_over_commit_failed`` and left to the next owner,
+        who reads its records again; all of it takes at most :data:`HAND_OVER_MAX_S` (then
+        ``hand_over_timeout``); nothing raises. Logs ``handed_over`` with the tasks committed and the
+        milliseconds it took. A replica commits nothing and only stops restoring."""
+        t0 = time.monotonic()
+        self.closing = True
+        await self.restorer.stop()
+        await self.commits.stop()
+        committed: list[int] = []
+
+        async def commit_all() -> None:
+            async with self.host.lock:
+                await self.queue.drain()
+                due = [p for p, st in sorted(self.state.items()) if st == "ready" and (
+                    (self.version is not None and self.commits.since_checkpoint.get(p, 0) > 0)
+                    or self.commits.uncommitted.get(p))]
+                outcomes = await asyncio.gather(*(self._commit(p, [], [], {}, force_checkpoint=True) for p in due),
+                                                return_exceptions=True)
+                for p, outcome in zip(due, outcomes):
+                    if isinstance(outcome, BaseException):
+                        self.log.info("hand_over_commit_failed", task=p, error=f"{type(outcome).__name__}: {outcome}")
+                    else:
+                        committed.append(p)
+
+        if self.transactional:
+            try:  # a broker away must not hold a stopping instance (an orchestrator kills it after its grace)
+                await asyncio.wait_for(commit_all(), HAND_OVER_MAX_S)
+            except TimeoutError:
+                self.log.warning("hand_over_timeout", seconds=HAND_OVER_MAX_S, committed=committed)
+        await self.collector.close_all()
+        self.log.info("handed_over", tasks=sorted(self.state), committed=committed,
+                      ms=round((time.monotonic() - t0) * 1000, 1))
+
     async def stop(self) -> None:
-        """Stop restoring and close every producer (a graceful stop; the next owner restores, and reads
-        again the few input records whose offsets were deferred)."""
+        """Stop restoring and close every producer (after :meth:`hand_over` on a graceful stop; alone, the
+        next owner restores more, and reads again the few input records whose offsets were deferred)."""
         await self.commits.stop()
         await self.queue.stop()
         await self.restorer.stop()
@@ -273,19 +323,28 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self._assigned = False
         async with self.host.lock:
             await self.queue.drain()  # every transaction in flight committed (or failed) first
+            due = []
             for p in sorted({tp.partition for tp in revoked}):
                 if self.state.get(p) == "restoring":
                     self.state[p] = "revoked"
                 elif self.state.get(p) == "ready" and self.transactional and (
                         (self.version is not None and self.commits.since_checkpoint.get(p, 0) > 0)
                         or self.commits.uncommitted.get(p)):
-                    try:  # the checkpoint's transaction carries the deferred offsets too
-                        await self._commit(p, [], [], {}, force_checkpoint=True)
-                    except Exception as e:  # noqa: BLE001 - fenced or away: the next owner restores more
-                        self.log.info("checkpoint_on_revoke_failed", task=p, error=f"{type(e).__name__}: {e}")
-                        # its producer may be fenced for good (a fatal state no transaction can leave): if
-                        # the task comes back to this member it is restored with a new one, never reused
-                        self.state[p] = "revoked"
+                    due.append(p)
+            # the checkpoints' transactions (each carries its task's deferred offsets too) concurrently, each
+            # through its task's producer: the whole group's rebalance waits for this member's revocation, so
+            # one after another every hand-over waited for each task's transaction in turn (issue 25)
+            outcomes = await asyncio.gather(*(self._commit(p, [], [], {}, force_checkpoint=True) for p in due),
+                                            return_exceptions=True)
+            for p, outcome in zip(due, outcomes):
+                if isinstance(outcome, Exception):  # fenced or away: the next owner restores more
+                    self.log.info("checkpoint_on_revoke_failed", task=p,
+                                  error=f"{type(outcome).__name__}: {outcome}")
+                    # its producer may be fenced for good (a fatal state no transaction can leave): if
+                    # the task comes back to this member it is restored with a new one, never reused
+                    self.state[p] = "revoked"
+                elif isinstance(outcome, BaseException):
+                    raise outcome
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         numbers = {tp.partition for tp in assigned}
@@ -328,10 +387,14 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         flight (:mod:`services.runtime.commit_queue`), so the next batch is fetched and decided meanwhile.
         Decisions are made one task at a time (:attr:`StreamTask.deciding`). A revocation, a restore's
         hand-over and a stop drain the queue under the host's lock first (the flusher passes a busy task by)."""
+        if self.closing:
+            return  # handed over: these offsets are never committed, the next owner reads the records
         by_task: dict[int, list[Any]] = {}
         for r in records:
             by_task.setdefault(r.partition, []).append(r)
         async with self.host.lock:
+            if self.closing:  # handed over while this batch waited for the lock
+                return
             ordered = self.group.order(by_task)
             if self.group.catch_up:
                 ordered = await self.caught_up(ordered)
