@@ -291,6 +291,7 @@ def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, 
     read: dict[tuple[str, int], float] = {}
     fold: dict[tuple[str, int], tuple[float, float]] = {}
     txn: dict[tuple[str, int], tuple[float, float, int, int]] = {}
+    wire: dict[tuple[str, int], dict[str, tuple[float, int, int]]] = {}
     lines = trace.read_text().splitlines() if trace.exists() else []
     for line in lines:
         f = line.split()
@@ -300,6 +301,13 @@ def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, 
             fold.setdefault((f[1], int(f[2])), (float(f[3]), float(f[4])))
         elif f[0] == "txn":
             txn.setdefault((f[1], int(f[2]) + 2), (float(f[3]), float(f[4]), int(f[5]), int(f[6])))
+        elif f[0] == "wire":
+            parts = {}
+            for item in f[3:]:
+                name, _, v = item.partition("=")
+                ms, count, retried = v.split("/")
+                parts[name] = (float(ms), int(count), int(retried))
+            wire.setdefault((f[1], int(f[2]) + 2), parts)
     stages: dict[str, list[float]] = defaultdict(list)
     names = ("append", "read", "queue", "fold+odds", "to txn", "txn", "visible", "total")
     checkpointed = 0
@@ -321,6 +329,24 @@ def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, 
     for name in names:
         xs = stages[name]
         print(f"  {name:<10} p50 {statistics.median(xs):7.1f}  p99 {pct(xs, 0.99):7.1f}")
+    print_wire([wire[k] for k in card_ts if k in wire], [txn[k][2] for k in card_ts if k in txn])
+
+
+def print_wire(wires: list[dict[str, tuple[float, int, int]]], sizes: list[int]) -> None:
+    """The wire of the transactions that carried a card's odds: per request kind (bench/projection_trace.py),
+    the ms its requests took in one transaction (their backoff sleeps included; p50 and p99 over the
+    transactions), the requests per transaction and the share of them answered with an error to retry
+    (CONCURRENT_TRANSACTIONS while the previous commit's markers are written, mostly)."""
+    if not wires:
+        return
+    print(f"wire of those transactions ({len(wires)}; records per transaction p50 {statistics.median(sizes):.0f} "
+          f"p99 {pct(sizes, 0.99):.0f}), ms per transaction:")
+    for name in ("addparts", "produce", "addoffsets", "txnoffsets", "endtxn"):
+        ms = [w.get(name, (0.0, 0, 0))[0] for w in wires]
+        count = sum(w.get(name, (0.0, 0, 0))[1] for w in wires)
+        retried = sum(w.get(name, (0.0, 0, 0))[2] for w in wires)
+        print(f"  {name:<10} p50 {statistics.median(ms):7.1f}  p99 {pct(ms, 0.99):7.1f}  "
+              f"requests/txn {count / len(wires):4.2f}  retried {retried / max(count, 1):4.0%}")
 
 
 if __name__ == "__main__":
