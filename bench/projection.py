@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import os
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -227,6 +228,9 @@ async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[s
         await producer.stop()
         proc.terminate()
         await proc.wait()
+    # the projection's process is this process's only waited-for child: its CPU, whatever the machine's load
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = ru.ru_utime + ru.ru_stime
 
     # delays: the CardDrawn record's timestamp to the public OddsUpdated record's timestamp (both ms)
     shoe_steps: dict[tuple[str, int], int] = {}
@@ -263,6 +267,8 @@ async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[s
     print(f"card -> odds delay over {len(delays)} cards: p50 {p50:.1f} ms, p90 {pct(delays, 0.9):.1f} ms, "
           f"p99 {p99:.1f} ms, max {max(delays):.1f} ms")
     print_breakdown(card_ts, acked, visible, trace)
+    print(f"projection process CPU: {cpu_s:.1f} s, {cpu_s * 1000 / max(len(card_ts), 1):.1f} ms per card dealt "
+          f"(start and stop included)")
 
     replica = ServiceHost(ProjectionCore(), settings, NullPublisher())
 

@@ -142,4 +142,15 @@ async def main(bootstrap: str, prefix: str, trace: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    import os
+    if os.environ.get("PROJECTION_PROFILE"):  # a cProfile of the service's process, written on SIGTERM
+        import cProfile
+        prof = cProfile.Profile()
+        prof.enable()
+        try:
+            asyncio.run(main(*sys.argv[1:4]))
+        finally:
+            prof.disable()
+            prof.dump_stats(os.environ["PROJECTION_PROFILE"])
+    else:
+        asyncio.run(main(*sys.argv[1:4]))
