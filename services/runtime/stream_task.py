@@ -24,6 +24,14 @@ from services.runtime.record_collector import unpublishable
 if TYPE_CHECKING:
     from services.runtime.task_manager import TaskManager
 
+#: s a batch's decisions hold the event loop at most before they let it run the rest (issue 30). Every step
+#: of a task's transaction (AddPartitionsToTxn, produce, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) resumes
+#: on the loop; a batch of 30 records decided in one stretch (15 ms on a quiet machine for the projection, far
+#: more on a loaded one) delayed each step of every transaction in flight by that much, five times per
+#: transaction, and the next card's odds waited for that transaction. A checkpoint of the task being decided
+#: waits meanwhile (:attr:`StreamTask.deciding_task`): no half-decided batch is in a snapshot.
+DECIDE_SLICE_S = 0.002
+
 
 def log_time(record: Any) -> int | None:
     """The broker's append time (ms) of a record of a ``LogAppendTime`` topic (timestamp type 1), else None:
@@ -57,6 +65,10 @@ class StreamTask:
         self.unletterable: dict[int, set[tuple[str, int]]] = {}
         #: held while the host decides one task's records (tasks of a batch commit concurrently)
         self.deciding = asyncio.Lock()
+        #: tasks whose state holds a batch's decisions not yet queued for a transaction (being decided, or
+        #: waiting to queue them): no checkpoint of them begins meanwhile, since it would hold that state
+        #: without the batch's offsets and outputs
+        self.unqueued: set[int] = set()
 
     async def process(self, p: int, recs: list[Any]) -> None:
         """Task ``p``'s records of one batch (the caller holds the host's lock); nothing for a task not
@@ -100,6 +112,13 @@ class StreamTask:
         record after a failure, committed before this returns: False, and the task is being restored, when
         its transaction failed). A batch's outcome is queued, committed behind the task's transaction in flight
         (:class:`~services.runtime.commit_queue.CommitQueue`, which restores the task if it fails): True."""
+        self.unqueued.add(p)
+        try:
+            return await self._handle_and_commit(p, recs, single)
+        finally:
+            self.unqueued.discard(p)
+
+    async def _handle_and_commit(self, p: int, recs: list[Any], single: bool) -> bool:
         m = self.tasks
         offsets = next_offsets(recs, p)
         lettered = False  # this transaction carries a poison record's dead letter
@@ -108,8 +127,10 @@ class StreamTask:
             letters, lettered = self._letter(p, recs[0])
         else:
             async with self.deciding:  # the host collects one batch at a time
+                # returning to the loop every DECIDE_SLICE_S: the transactions in flight go on
                 decisions, letters = await m.host.collect(
-                    [(r.topic, r.partition, r.offset, r.key, r.value, log_time(r)) for r in recs])
+                    [(r.topic, r.partition, r.offset, r.key, r.value, log_time(r)) for r in recs],
+                    slice_s=DECIDE_SLICE_S if m.transactional else None)
         if not m.transactional:
             m.positions[p].update(offsets)
             m.host.metrics.settle(True)
@@ -124,6 +145,7 @@ class StreamTask:
         else:  # committed behind the task's transaction in flight, if any (:mod:`services.runtime.commit_queue`)
             await m.queue.submit(p, decisions, letters, offsets, len(recs))
             return True
+        self.unqueued.discard(p)  # this transaction carries the batch: a checkpoint in it holds its offsets
         return await self.commit_outcome(p, decisions, letters, offsets, len(recs), first=recs[0], single=single,
                                          lettered=lettered)
 

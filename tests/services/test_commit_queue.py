@@ -7,6 +7,8 @@ the test lets them commit."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +17,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
 from contracts import topics as T
+from services.runtime.snapshot import snapshot_topic
 from tests.services.runtime_fakes import Rec, RecordingProducer, manager
 
 BETS = f"t.{T.WAGERING_BETS}"
@@ -113,3 +116,56 @@ async def test_offsets_deferred_beyond_a_transaction_in_flight_wait_for_the_next
     await loop.commit(0, [], [], {TP: 7})  # the highest of each partition is committed, never a lower one
     assert prod.offsets[-1] == ({TP: 9}, "t.wagering") and loop.uncommitted == {}
     await loop.stop()
+
+
+@dataclass
+class CheckpointingProducer(HeldProducer):
+    """A held producer that records, per committed transaction, whether it carried a checkpoint."""
+
+    checkpoints: list[bool] = field(default_factory=list)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> Any:
+        start = len(self.sent)
+        async with super().transaction():
+            yield
+        self.checkpoints.append(any(t == f"t.{snapshot_topic('wagering')}" for t, _, _ in self.sent[start:]))
+
+
+@pytest.mark.asyncio
+async def test_a_long_batch_lets_the_transaction_in_flight_commit_and_no_checkpoint_holds_it_half_decided():
+    """Issue 30: a batch's decisions return to the event loop (every DECIDE_SLICE_S), so the task's queued
+    transaction commits while its next batch is decided; that transaction carries no checkpoint (the state
+    holds part of a batch it does not carry), the next one does."""
+    tasks, _ = manager()
+    prod = CheckpointingProducer()
+    tasks.producers[0] = prod  # type: ignore[assignment]
+    tasks.commits.checkpoint_due = lambda p: True  # type: ignore[method-assign]  # every transaction would carry one
+    handle = tasks.host._handle
+
+    async def slow_handle(*rec: Any) -> Any:  # a record's decision holding the loop 1 ms (the projection: ~0.5)
+        out = await handle(*rec)
+        time.sleep(0.001)
+        return out
+
+    tasks.host._handle = slow_handle  # type: ignore[method-assign]
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 4)]), 5)  # its transaction held in flight
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 5)]), 5)  # queued behind it
+    seen: list[bool] = []
+
+    async def release_mid_batch() -> None:
+        while tasks.host.dead_letters < 4:  # the long batch's second record is decided
+            await asyncio.sleep(0)
+        prod.release.set()
+        while prod.committed < 2:
+            await asyncio.sleep(0)
+        seen.append(0 in tasks.stream.unqueued)  # the queued transaction committed while the batch is decided
+
+    helper = asyncio.create_task(release_mid_batch())
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, o) for o in range(6, 26)]), 5)
+    await asyncio.wait_for(helper, 5)
+    await tasks.queue.drain()
+    assert seen == [True]  # without the slices: [False], the batch held the loop to its end
+    assert prod.checkpoints == [True, False, True]
+    assert prod.offsets == [({TP: 5}, "t.wagering"), ({TP: 6}, "t.wagering"), ({TP: 26}, "t.wagering")]
+    assert tasks.stream.unqueued == set() and tasks.positions[0] == {TP: 26}
