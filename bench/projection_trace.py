@@ -98,9 +98,9 @@ def install(shoe_topic: str) -> None:
                 LINES.append(f"read {card[0]} {card[1]} {t:.3f}")
         await on_records(self, records)
 
-    async def traced_collect(self: ServiceHost, records: list[Any], slice_s: float | None = None) -> Any:
+    async def traced_collect(self: ServiceHost, records: list[Any]) -> Any:
         t0 = _now_ms()
-        out = await collect(self, records, slice_s)
+        out = await collect(self, records)
         t1 = _now_ms()
         for rec in records:
             if rec[0] == shoe_topic and (card := _card_of(rec[4])) is not None:

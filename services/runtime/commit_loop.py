@@ -175,8 +175,8 @@ class CommitLoop:
     async def commit(self, p: int, decisions: list[Decision], letters: list[Any],
                      offsets: dict[TopicPartition, int], handled: int = 0, force_checkpoint: bool = False,
                      ) -> None:
-        """Write a batch's decisions, dead letters, due checkpoint (none while the task's next batch is being
-        decided: :attr:`StreamTask.unqueued`) and input ``offsets`` (with the deferred ones) in one transaction of task ``p``'s producer; ``handled``: the batch's records. Raises
+        """Write a batch's decisions, dead letters, due checkpoint (none while the task's state holds a batch not
+        yet queued: :attr:`StreamTask.unqueued`) and input ``offsets`` (with the deferred ones) in one transaction of task ``p``'s producer; ``handled``: the batch's records. Raises
         :class:`TaskFailed` without a live producer, else whatever the producer raises (the caller restores
         the task); the failed transaction's futures are retrieved, never "Future exception was never
         retrieved"."""
@@ -190,8 +190,8 @@ class CommitLoop:
         if deferred:  # other batches' offsets that caused nothing: committed with this transaction
             offsets = {tp: max(deferred.get(tp, 0), offsets.get(tp, 0)) for tp in {*deferred, *offsets}}
         own = {m.host.core.own_stream, *m.host.core.private_streams}
-        # never a snapshot of a task whose state holds a batch not in this transaction nor queued (half decided:
-        # decisions return to the loop every DECIDE_SLICE_S): the checkpoint, still due, goes with the next one
+        # never a snapshot of a task whose state holds a batch not in this transaction nor queued (one waiting
+        # for room in a full commit queue): the checkpoint, still due, goes with the task's next transaction
         checkpoint = [] if p in m.stream.unqueued else self.checkpoint_records(p, offsets, force_checkpoint)
         runner = m.host.runner
         # the checkpoint holds the tables as of now: a table changed while its transaction is in flight (the

@@ -17,10 +17,10 @@ Exactly-once stays:
   queued behind it is dropped, never committed: the restore reads those records again from the committed
   offsets and decides them again;
 * a checkpoint is taken when a transaction begins, with everything decided so far in that transaction
-  or queued before it, so its tables' states and input offsets agree: deciding a batch returns to the event
-  loop every ``stream_task.DECIDE_SLICE_S`` (issue 30), and no checkpoint of a task begins while its state
-  holds a batch not yet queued (:attr:`StreamTask.unqueued`: being decided, or waiting for room in the
-  queue; the checkpoint, still due, goes with the task's next transaction);
+  or queued before it, so its tables' states and input offsets agree: deciding a batch never yields to the
+  event loop under the transactional runtime, and no checkpoint of a task begins while its state holds a
+  batch not yet queued (:attr:`StreamTask.unqueued`: a batch waiting for room in a full queue, issue 30;
+  the checkpoint, still due, goes with the task's next transaction);
 * whatever must see no transaction in flight (a revocation's checkpoint, a restore's hand-over, a stop)
   first drains the queue (:meth:`drain`), under the host's lock; the deferred offsets' flusher passes a busy task
   by (its transaction in flight carries them: no batch is deferred while one is).

@@ -282,23 +282,16 @@ class ServiceHost:
             self._log_events(d)
         return len(decisions)
 
-    async def collect(self, records: list[tuple[Any, ...]], slice_s: float | None = None,
-                      ) -> tuple[list[Decision], list[DeadLetter]]:
+    async def collect(self, records: list[tuple[Any, ...]]) -> tuple[list[Decision], list[DeadLetter]]:
         """Handle records without publishing: the decisions they caused (already folded into the state, in
         order) and the dead letters they made. ``records``: (topic, partition, offset, key, value[, broker
         append time in ms of a command record]). The caller publishes both in one transaction together with
         the records' offsets, or, if that fails, restores the state from the log (it has run ahead).
-        ``slice_s``: return to the event loop (``asyncio.sleep(0)``) whenever the records have held it that
-        long (s), so the transactions in flight, the fetcher and the heartbeats go on during a long batch; None:
-        never. The caller holds :attr:`lock`."""
+        The caller holds :attr:`lock`."""
         self._batch, self._letters = [], []
         try:
-            since = time.perf_counter()
             for rec in records:
                 await self._handle(*rec)
-                if slice_s is not None and time.perf_counter() - since >= slice_s:
-                    await asyncio.sleep(0)
-                    since = time.perf_counter()
             return self._batch, self._letters
         finally:
             self._batch, self._letters = None, None

@@ -24,14 +24,6 @@ from services.runtime.record_collector import unpublishable
 if TYPE_CHECKING:
     from services.runtime.task_manager import TaskManager
 
-#: s a batch's decisions hold the event loop at most before they let it run the rest (issue 30). Every step
-#: of a task's transaction (AddPartitionsToTxn, produce, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) resumes
-#: on the loop; a batch of 30 records decided in one stretch (15 ms on a quiet machine for the projection, far
-#: more on a loaded one) delayed each step of every transaction in flight by that much, five times per
-#: transaction, and the next card's odds waited for that transaction. A checkpoint of the task being decided
-#: waits meanwhile (:attr:`StreamTask.deciding_task`): no half-decided batch is in a snapshot.
-DECIDE_SLICE_S = 0.002
-
 
 def log_time(record: Any) -> int | None:
     """The broker's append time (ms) of a record of a ``LogAppendTime`` topic (timestamp type 1), else None:
@@ -65,9 +57,10 @@ class StreamTask:
         self.unletterable: dict[int, set[tuple[str, int]]] = {}
         #: held while the host decides one task's records (tasks of a batch commit concurrently)
         self.deciding = asyncio.Lock()
-        #: tasks whose state holds a batch's decisions not yet queued for a transaction (being decided, or
-        #: waiting to queue them): no checkpoint of them begins meanwhile, since it would hold that state
-        #: without the batch's offsets and outputs
+        #: tasks whose state holds a batch's decisions not yet queued for a transaction (waiting for room in
+        #: a full commit queue, or decided just now): no checkpoint of them begins meanwhile, since it would
+        #: hold that state without the batch's offsets and outputs, and a restore from it would take the
+        #: batch's records, read again, for duplicates (input seqs) and never write what they caused
         self.unqueued: set[int] = set()
 
     async def process(self, p: int, recs: list[Any]) -> None:
@@ -127,10 +120,8 @@ class StreamTask:
             letters, lettered = self._letter(p, recs[0])
         else:
             async with self.deciding:  # the host collects one batch at a time
-                # returning to the loop every DECIDE_SLICE_S: the transactions in flight go on
                 decisions, letters = await m.host.collect(
-                    [(r.topic, r.partition, r.offset, r.key, r.value, log_time(r)) for r in recs],
-                    slice_s=DECIDE_SLICE_S if m.transactional else None)
+                    [(r.topic, r.partition, r.offset, r.key, r.value, log_time(r)) for r in recs])
         if not m.transactional:
             m.positions[p].update(offsets)
             m.host.metrics.settle(True)

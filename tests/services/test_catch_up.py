@@ -132,9 +132,9 @@ async def test_no_more_bets_read_before_bets_logged_before_it_waits_for_them():
     order: list[tuple[str, int]] = []
     collect = tasks.host.collect
 
-    async def spy(batch: list[Any], **kw: Any) -> Any:
+    async def spy(batch: list[Any]) -> Any:
         order.extend((t, o) for t, _, o, *_ in batch)
-        return await collect(batch, **kw)
+        return await collect(batch)
 
     tasks.host.collect = spy  # type: ignore[method-assign]
     await committed(tasks, [Record(CMDS, 0, 7, 1_000_300), Record(BETS, 0, 41, 1_000_200),

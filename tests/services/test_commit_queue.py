@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +16,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
 from contracts import topics as T
+from services.runtime import commit_queue
 from services.runtime.snapshot import snapshot_topic
 from tests.services.runtime_fakes import Rec, RecordingProducer, manager
 
@@ -133,39 +133,24 @@ class CheckpointingProducer(HeldProducer):
 
 
 @pytest.mark.asyncio
-async def test_a_long_batch_lets_the_transaction_in_flight_commit_and_no_checkpoint_holds_it_half_decided():
-    """Issue 30: a batch's decisions return to the event loop (every DECIDE_SLICE_S), so the task's queued
-    transaction commits while its next batch is decided; that transaction carries no checkpoint (the state
-    holds part of a batch it does not carry), the next one does."""
+async def test_no_checkpoint_holds_a_batch_waiting_for_room_in_a_full_queue(monkeypatch):
+    """Issue 30: a batch decided while its task's queue is full waits for the transaction in flight; the
+    committer meanwhile begins the queued transaction, which must carry no checkpoint (the tables hold the
+    waiting batch, its offsets are not in it: a restore from it would take that batch's records, read again,
+    for duplicates and never write what they caused); the next transaction, with the batch, carries it."""
+    monkeypatch.setattr(commit_queue, "MAX_QUEUED_RECORDS", 1)
     tasks, _ = manager()
     prod = CheckpointingProducer()
     tasks.producers[0] = prod  # type: ignore[assignment]
     tasks.commits.checkpoint_due = lambda p: True  # type: ignore[method-assign]  # every transaction would carry one
-    handle = tasks.host._handle
-
-    async def slow_handle(*rec: Any) -> Any:  # a record's decision holding the loop 1 ms (the projection: ~0.5)
-        out = await handle(*rec)
-        time.sleep(0.001)
-        return out
-
-    tasks.host._handle = slow_handle  # type: ignore[method-assign]
     await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 4)]), 5)  # its transaction held in flight
-    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 5)]), 5)  # queued behind it
-    seen: list[bool] = []
-
-    async def release_mid_batch() -> None:
-        while tasks.host.dead_letters < 4:  # the long batch's second record is decided
-            await asyncio.sleep(0)
-        prod.release.set()
-        while prod.committed < 2:
-            await asyncio.sleep(0)
-        seen.append(0 in tasks.stream.unqueued)  # the queued transaction committed while the batch is decided
-
-    helper = asyncio.create_task(release_mid_batch())
-    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, o) for o in range(6, 26)]), 5)
-    await asyncio.wait_for(helper, 5)
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 5)]), 5)  # queued behind it: the queue is full
+    waiting = asyncio.create_task(tasks.on_records([Rec(BETS, 0, 6)]))  # decided, then waits for room
+    while 0 not in tasks.stream.unqueued:
+        await asyncio.sleep(0)
+    prod.release.set()
+    await asyncio.wait_for(waiting, 5)
     await tasks.queue.drain()
-    assert seen == [True]  # without the slices: [False], the batch held the loop to its end
-    assert prod.checkpoints == [True, False, True]
-    assert prod.offsets == [({TP: 5}, "t.wagering"), ({TP: 6}, "t.wagering"), ({TP: 26}, "t.wagering")]
-    assert tasks.stream.unqueued == set() and tasks.positions[0] == {TP: 26}
+    assert prod.checkpoints == [True, False, True]  # before: [True, True, True]
+    assert prod.offsets == [({TP: 5}, "t.wagering"), ({TP: 6}, "t.wagering"), ({TP: 7}, "t.wagering")]
+    assert tasks.stream.unqueued == set() and tasks.positions[0] == {TP: 7}
