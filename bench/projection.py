@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import os
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -227,6 +228,9 @@ async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[s
         await producer.stop()
         proc.terminate()
         await proc.wait()
+    # the projection's process is this process's only waited-for child: its CPU, whatever the machine's load
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = ru.ru_utime + ru.ru_stime
 
     # delays: the CardDrawn record's timestamp to the public OddsUpdated record's timestamp (both ms)
     shoe_steps: dict[tuple[str, int], int] = {}
@@ -263,6 +267,8 @@ async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[s
     print(f"card -> odds delay over {len(delays)} cards: p50 {p50:.1f} ms, p90 {pct(delays, 0.9):.1f} ms, "
           f"p99 {p99:.1f} ms, max {max(delays):.1f} ms")
     print_breakdown(card_ts, acked, visible, trace)
+    print(f"projection process CPU: {cpu_s:.1f} s, {cpu_s * 1000 / max(len(card_ts), 1):.1f} ms per card dealt "
+          f"(start and stop included)")
 
     replica = ServiceHost(ProjectionCore(), settings, NullPublisher())
 
@@ -291,6 +297,7 @@ def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, 
     read: dict[tuple[str, int], float] = {}
     fold: dict[tuple[str, int], tuple[float, float]] = {}
     txn: dict[tuple[str, int], tuple[float, float, int, int]] = {}
+    wire: dict[tuple[str, int], dict[str, tuple[float, int, int]]] = {}
     lines = trace.read_text().splitlines() if trace.exists() else []
     for line in lines:
         f = line.split()
@@ -300,6 +307,13 @@ def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, 
             fold.setdefault((f[1], int(f[2])), (float(f[3]), float(f[4])))
         elif f[0] == "txn":
             txn.setdefault((f[1], int(f[2]) + 2), (float(f[3]), float(f[4]), int(f[5]), int(f[6])))
+        elif f[0] == "wire":
+            parts = {}
+            for item in f[3:]:
+                name, _, v = item.partition("=")
+                ms, count, retried = v.split("/")
+                parts[name] = (float(ms), int(count), int(retried))
+            wire.setdefault((f[1], int(f[2]) + 2), parts)
     stages: dict[str, list[float]] = defaultdict(list)
     names = ("append", "read", "queue", "fold+odds", "to txn", "txn", "visible", "total")
     checkpointed = 0
@@ -321,6 +335,24 @@ def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, 
     for name in names:
         xs = stages[name]
         print(f"  {name:<10} p50 {statistics.median(xs):7.1f}  p99 {pct(xs, 0.99):7.1f}")
+    print_wire([wire[k] for k in card_ts if k in wire], [txn[k][2] for k in card_ts if k in txn])
+
+
+def print_wire(wires: list[dict[str, tuple[float, int, int]]], sizes: list[int]) -> None:
+    """The wire of the transactions that carried a card's odds: per request kind (bench/projection_trace.py),
+    the ms its requests took in one transaction (their backoff sleeps included; p50 and p99 over the
+    transactions), the requests per transaction and the share of them answered with an error to retry
+    (CONCURRENT_TRANSACTIONS while the previous commit's markers are written, mostly)."""
+    if not wires:
+        return
+    print(f"wire of those transactions ({len(wires)}; records per transaction p50 {statistics.median(sizes):.0f} "
+          f"p99 {pct(sizes, 0.99):.0f}), ms per transaction:")
+    for name in ("addparts", "produce", "addoffsets", "txnoffsets", "endtxn"):
+        ms = [w.get(name, (0.0, 0, 0))[0] for w in wires]
+        count = sum(w.get(name, (0.0, 0, 0))[1] for w in wires)
+        retried = sum(w.get(name, (0.0, 0, 0))[2] for w in wires)
+        print(f"  {name:<10} p50 {statistics.median(ms):7.1f}  p99 {pct(ms, 0.99):7.1f}  "
+              f"requests/txn {count / len(wires):4.2f}  retried {retried / max(count, 1):4.0%}")
 
 
 if __name__ == "__main__":

@@ -7,12 +7,17 @@ It wraps three methods of the runtime (class-level, in this process only; nothin
 * ``TaskManager.on_records``: **read**, the wall time (ms) a batch holding the card's ``CardDrawn`` reaches the tasks;
 * ``ServiceHost.collect``: **fold** start and end (the fold of the card and the odds it makes due);
 * ``TaskManager._commit``: **transaction** start and end, for each ``OddsUpdated`` (public view, trigger ``card``)
-  it carries, with the number of records and whether a checkpoint rode along.
+  it carries, with the number of records and whether a checkpoint rode along;
+* aiokafka's sender request handlers (``aiokafka.producer.sender``): the **wire** of that transaction, the ms
+  spent in each request the task's producer sent while it was open (AddPartitionsToTxn, Produce,
+  AddOffsetsToTxn, TxnOffsetCommit, EndTxn; each with its backoff sleeps) and how many were answered with an
+  error to retry after a backoff (CONCURRENT_TRANSACTIONS after the previous commit, mostly).
 
 While the service runs and is ready, a file ``ready`` exists beside the trace file (the bench deals only
 then). On SIGTERM the service stops and the trace is written, one line per event:
 ``read <table> <seq> <ms>``, ``fold <table> <seq> <start ms> <end ms>`` and
-``txn <table> <step> <start ms> <end ms> <records> <checkpoint 0|1>`` (``seq``: the ``CardDrawn``'s seq in
+``txn <table> <step> <start ms> <end ms> <records> <checkpoint 0|1>`` and
+``wire <table> <step> <request>=<ms>/<count>/<retries> ...`` (``seq``: the ``CardDrawn``'s seq in
 ``shoe.events``; ``step``: the ``OddsUpdated``'s, seq − 2).
 """
 
@@ -36,6 +41,11 @@ from services.runtime.settings import Settings  # noqa: E402
 from services.runtime.task_manager import TaskManager  # noqa: E402
 
 LINES: list[str] = []
+#: id of a producer's sender -> request name -> [ms, requests, retried] (cumulative)
+WIRE: dict[int, dict[str, list[float]]] = {}
+#: the short names of aiokafka's request handlers
+REQUESTS = {"AddPartitionsToTxnHandler": "addparts", "SendProduceReqHandler": "produce",
+            "AddOffsetsToTxnHandler": "addoffsets", "TxnOffsetCommitHandler": "txnoffsets", "EndTxnHandler": "endtxn"}
 
 
 def _now_ms() -> float:
@@ -53,8 +63,31 @@ def _card_of(value: bytes | None) -> tuple[str, int] | None:
     return (env.table_id, env.seq) if isinstance(env.payload, CardDrawn) else None
 
 
+def install_wire() -> None:
+    """Wrap aiokafka's request handlers' ``do`` (one request and its backoff; False when it is to be retried)
+    to add to :data:`WIRE`, by the handler's sender."""
+    from aiokafka.producer import sender as aks
+
+    for cls_name, short in REQUESTS.items():
+        cls = getattr(aks, cls_name)
+
+        def wrap(do: Any, short: str = short) -> Any:
+            async def traced_do(self: Any, node_id: int) -> Any:
+                t0 = time.perf_counter()
+                ok = await do(self, node_id)
+                acc = WIRE.setdefault(id(self._sender), {}).setdefault(short, [0.0, 0, 0])
+                acc[0] += (time.perf_counter() - t0) * 1000
+                acc[1] += 1
+                acc[2] += ok is False or bool(getattr(self, "_to_reenqueue", None))  # produce: re-enqueued
+                return ok
+            return traced_do
+
+        cls.do = wrap(cls.do)
+
+
 def install(shoe_topic: str) -> None:
-    """Wrap the three methods (see the module's docstring)."""
+    """Wrap the three methods and the request handlers (see the module's docstring)."""
+    install_wire()
     on_records, collect, commit = TaskManager.on_records, ServiceHost.collect, TaskManager._commit
 
     async def traced_on_records(self: TaskManager, records: Any) -> None:
@@ -78,14 +111,20 @@ def install(shoe_topic: str) -> None:
                             handled: int = 0, force_checkpoint: bool = False) -> None:
         t0 = _now_ms()
         cps = self.checkpoints
+        sender = getattr(self.producers.get(p), "_sender", None)
+        before = {k: list(v) for k, v in WIRE.get(id(sender), {}).items()}
         await commit(self, p, decisions, letters, offsets, handled, force_checkpoint)
         t1 = _now_ms()
         n = sum(len(d.events) + len(d.sends) for d in decisions)
+        after = WIRE.get(id(sender), {})
+        wire = " ".join(f"{k}={v[0] - before.get(k, [0, 0, 0])[0]:.2f}/{v[1] - before.get(k, [0, 0, 0])[1]}/"
+                        f"{v[2] - before.get(k, [0, 0, 0])[2]}" for k, v in sorted(after.items()))
         for d in decisions:
             for env in d.events:
                 o = env.payload
                 if isinstance(o, OddsUpdated) and o.trigger == "card" and o.view == "public":
                     LINES.append(f"txn {env.table_id} {o.step} {t0:.3f} {t1:.3f} {n} {int(self.checkpoints > cps)}")
+                    LINES.append(f"wire {env.table_id} {o.step} {wire}")
 
     TaskManager.on_records = traced_on_records  # type: ignore[method-assign]
     ServiceHost.collect = traced_collect  # type: ignore[method-assign]
@@ -103,4 +142,15 @@ async def main(bootstrap: str, prefix: str, trace: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    import os
+    if os.environ.get("PROJECTION_PROFILE"):  # a cProfile of the service's process, written on SIGTERM
+        import cProfile
+        prof = cProfile.Profile()
+        prof.enable()
+        try:
+            asyncio.run(main(*sys.argv[1:4]))
+        finally:
+            prof.disable()
+            prof.dump_stats(os.environ["PROJECTION_PROFILE"])
+    else:
+        asyncio.run(main(*sys.argv[1:4]))

@@ -102,36 +102,29 @@ class CommitLoop:
     async def flush_deferred(self, now: float | None = None) -> int:
         """Commit, alone, the deferred offsets of every ready task whose oldest deferral is at least
         :data:`DEFER_MAX_S` old (a quiet table's last input events, which no later batch will carry).
-        Returns the number of transactions; a failed one restores its task. Run every
+        Returns the number of those transactions that committed; a failed one restores its task. Run every
         :data:`DEFER_MAX_S` by the flusher, started by the first deferral and stopped by :meth:`stop`.
 
-        The tasks' transactions run concurrently (each through its own producer, as a batch's in
-        :meth:`TaskManager.on_records`): the host's lock, which every batch of the instance waits for, is held
-        about one transaction's round trips, not one per quiet task one after another (issue 25: with six
-        tables the flusher held it for up to six transactions a second, a wait on any hop of a round)."""
+        Each due task's offsets go to its committer (:class:`~services.runtime.commit_queue.CommitQueue`) as an
+        outcome with nothing else, and the tasks' transactions run concurrently, each through its own producer.
+        The host's lock is held only to choose and queue them, never while they commit (issue 30): before,
+        every batch of the instance, of any task, waited for the slowest of these transactions (a card's odds
+        waited up to a transaction's round trips in ``bench/projection.py``'s "queue" and "read"). A batch of
+        a task whose flush is in flight is queued behind it, as behind any transaction of its task."""
         m = self.tasks
         now = time.monotonic() if now is None else now
         async with m.host.lock:
             due = [p for p, since in sorted(self.deferred_since.items())
                    if m.state.get(p) == "ready" and now - since >= DEFER_MAX_S and self.uncommitted.get(p)
                    and not m.queue.busy(p)]  # never two transactions on one producer: the one in flight carries them
-            done = await asyncio.gather(*(self._flush_one(p) for p in due))
-        return sum(done)
-
-    async def _flush_one(self, p: int) -> bool:
-        """Commit task ``p``'s deferred offsets alone (the caller holds the host's lock); False, and the task
-        is restored, when the transaction failed."""
-        m = self.tasks
-        try:
-            await m._commit(p, [], [], {})
-        except Exception as e:  # noqa: BLE001 - fenced or broker away: restore, as after any failure
-            fenced = m.transaction_failed(e)
-            m.log.warning("deferred_offsets_commit_failed", task=p, error=f"{type(e).__name__}: {e}",
-                          fenced=fenced)
-            m.restore_after_failure(p)
-            return False
-        m._failing_since.pop(p, None)
-        return True
+            pending = {p: dict(self.uncommitted[p]) for p in due}
+            for p in due:  # the committer's transaction takes the deferred offsets (:meth:`commit`)
+                await m.queue.submit(p, [], [], {}, 0)
+            committers = [m.queue.committers[p] for p in due]
+        await asyncio.gather(*(asyncio.shield(c) for c in committers), return_exceptions=True)
+        # committed: those offsets are no longer deferred (a failure keeps them and restores the task)
+        return sum(1 for p in due if m.state.get(p) == "ready" and all(
+            self.uncommitted.get(p, {}).get(tp, off + 1) > off for tp, off in pending[p].items()))
 
     async def _flush_loop(self) -> None:
         while True:
@@ -182,8 +175,8 @@ class CommitLoop:
     async def commit(self, p: int, decisions: list[Decision], letters: list[Any],
                      offsets: dict[TopicPartition, int], handled: int = 0, force_checkpoint: bool = False,
                      ) -> None:
-        """Write a batch's decisions, dead letters, due checkpoint and input ``offsets`` (with the deferred
-        ones) in one transaction of task ``p``'s producer; ``handled``: the batch's records. Raises
+        """Write a batch's decisions, dead letters, due checkpoint (none while the task's state holds a batch not
+        yet queued: :attr:`StreamTask.unqueued`) and input ``offsets`` (with the deferred ones) in one transaction of task ``p``'s producer; ``handled``: the batch's records. Raises
         :class:`TaskFailed` without a live producer, else whatever the producer raises (the caller restores
         the task); the failed transaction's futures are retrieved, never "Future exception was never
         retrieved"."""
@@ -197,7 +190,9 @@ class CommitLoop:
         if deferred:  # other batches' offsets that caused nothing: committed with this transaction
             offsets = {tp: max(deferred.get(tp, 0), offsets.get(tp, 0)) for tp in {*deferred, *offsets}}
         own = {m.host.core.own_stream, *m.host.core.private_streams}
-        checkpoint = self.checkpoint_records(p, offsets, force_checkpoint)
+        # never a snapshot of a task whose state holds a batch not in this transaction nor queued (one waiting
+        # for room in a full commit queue): the checkpoint, still due, goes with the task's next transaction
+        checkpoint = [] if p in m.stream.unqueued else self.checkpoint_records(p, offsets, force_checkpoint)
         runner = m.host.runner
         # the checkpoint holds the tables as of now: a table changed while its transaction is in flight (the
         # commit queue decides the next batch meanwhile) is marked again and goes into the next one

@@ -17,8 +17,10 @@ Exactly-once stays:
   queued behind it is dropped, never committed: the restore reads those records again from the committed
   offsets and decides them again;
 * a checkpoint is taken when a transaction begins, with everything decided so far in that transaction
-  (deciding a batch never yields to the event loop under the transactional runtime: no half-decided batch is
-  in a snapshot), so its tables' states and input offsets agree;
+  or queued before it, so its tables' states and input offsets agree: deciding a batch never yields to the
+  event loop under the transactional runtime, and no checkpoint of a task begins while its state holds a
+  batch not yet queued (:attr:`StreamTask.unqueued`: a batch waiting for room in a full queue, issue 30;
+  the checkpoint, still due, goes with the task's next transaction);
 * whatever must see no transaction in flight (a revocation's checkpoint, a restore's hand-over, a stop)
   first drains the queue (:meth:`drain`), under the host's lock; the deferred offsets' flusher passes a busy task
   by (its transaction in flight carries them: no batch is deferred while one is).

@@ -31,6 +31,49 @@ from services.runtime.snapshot import snapshot_topic
 TXN_BATCH_BYTES = 512 * 1024
 
 
+#: s the first AddPartitionsToTxn answered CONCURRENT_TRANSACTIONS waits before it is sent again; each further
+#: answer in a row doubles it, up to aiokafka's own 20 ms (:func:`quick_concurrent_retry`)
+CONCURRENT_TXN_FIRST_BACKOFF_S = 0.002
+CONCURRENT_TXN_MAX_BACKOFF_S = 0.02
+
+
+def quick_concurrent_retry() -> None:
+    """Make aiokafka retry a transaction's first AddPartitionsToTxn soon after a CONCURRENT_TRANSACTIONS answer:
+    :data:`CONCURRENT_TXN_FIRST_BACKOFF_S`, doubled at each such answer in a row of the same producer, at most
+    :data:`CONCURRENT_TXN_MAX_BACKOFF_S`. Idempotent; process-wide (every aiokafka producer of the process).
+
+    Why (issue 30): the transaction coordinator answers CONCURRENT_TRANSACTIONS to the next transaction's
+    AddPartitionsToTxn until the previous commit's markers are written, which takes a few ms on a quiet broker
+    (EndTxn is answered once PREPARE_COMMIT is logged, before the markers). A task whose committer begins its
+    next transaction at once (``commit_queue.py``: the batches decided meanwhile) met it in 20-40 % of its
+    transactions (``bench/projection.py``'s wire breakdown), and aiokafka 0.14 then sleeps a fixed 20 ms
+    (``sender.BACKOFF_OVERRIDE``, KAFKA-5477's figure), several times the wait; a card's odds waited that
+    sleep, and the one of the transaction ahead of them. The doubling keeps the retries of a slow broker few
+    (about log2(wait / 2 ms) + wait / 20 ms). aiokafka has no option for it: this wraps
+    ``AddPartitionsToTxnHandler.handle_response`` (the backoff it returns; nothing else changes)."""
+    from aiokafka.errors import ConcurrentTransactions
+    from aiokafka.producer import sender as aks
+
+    handler = aks.AddPartitionsToTxnHandler
+    if getattr(handler, "_croupier_quick_retry", False):
+        return
+    original = handler.handle_response
+
+    def handle_response(self: Any, resp: Any) -> Any:
+        backoff = original(self, resp)
+        owner = self._sender
+        concurrent = any(code == ConcurrentTransactions.errno for _, parts in resp.errors for _, code in parts)
+        if concurrent and backoff == aks.BACKOFF_OVERRIDE:  # the first AddPartitionsToTxn of the transaction
+            n = getattr(owner, "_croupier_concurrent", 0)
+            owner._croupier_concurrent = n + 1
+            return min(CONCURRENT_TXN_FIRST_BACKOFF_S * 2 ** n, CONCURRENT_TXN_MAX_BACKOFF_S)
+        owner._croupier_concurrent = 0
+        return backoff
+
+    handler.handle_response = handle_response  # type: ignore[method-assign]
+    handler._croupier_quick_retry = True  # type: ignore[attr-defined]
+
+
 class TaskFailed(Exception):
     """A task's transaction failed; the task is being restored (its batch will be re-read)."""
 
@@ -86,6 +129,7 @@ class RecordCollector:
         previous owner and completes its open transaction. Raises what the start raises (fenced, moved away,
         the broker away), having closed the new producer's connections."""
         await self.close(p)
+        quick_concurrent_retry()
         prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=self.transactional_id(p),
                                 enable_idempotence=True, acks="all", linger_ms=0,
                                 max_request_size=16 * 1024 * 1024,  # snapshots; the broker caps events

@@ -57,6 +57,11 @@ class StreamTask:
         self.unletterable: dict[int, set[tuple[str, int]]] = {}
         #: held while the host decides one task's records (tasks of a batch commit concurrently)
         self.deciding = asyncio.Lock()
+        #: tasks whose state holds a batch's decisions not yet queued for a transaction (waiting for room in
+        #: a full commit queue, or decided just now): no checkpoint of them begins meanwhile, since it would
+        #: hold that state without the batch's offsets and outputs, and a restore from it would take the
+        #: batch's records, read again, for duplicates (input seqs) and never write what they caused
+        self.unqueued: set[int] = set()
 
     async def process(self, p: int, recs: list[Any]) -> None:
         """Task ``p``'s records of one batch (the caller holds the host's lock); nothing for a task not
@@ -100,6 +105,13 @@ class StreamTask:
         record after a failure, committed before this returns: False, and the task is being restored, when
         its transaction failed). A batch's outcome is queued, committed behind the task's transaction in flight
         (:class:`~services.runtime.commit_queue.CommitQueue`, which restores the task if it fails): True."""
+        self.unqueued.add(p)
+        try:
+            return await self._handle_and_commit(p, recs, single)
+        finally:
+            self.unqueued.discard(p)
+
+    async def _handle_and_commit(self, p: int, recs: list[Any], single: bool) -> bool:
         m = self.tasks
         offsets = next_offsets(recs, p)
         lettered = False  # this transaction carries a poison record's dead letter
@@ -124,6 +136,7 @@ class StreamTask:
         else:  # committed behind the task's transaction in flight, if any (:mod:`services.runtime.commit_queue`)
             await m.queue.submit(p, decisions, letters, offsets, len(recs))
             return True
+        self.unqueued.discard(p)  # this transaction carries the batch: a checkpoint in it holds its offsets
         return await self.commit_outcome(p, decisions, letters, offsets, len(recs), first=recs[0], single=single,
                                          lettered=lettered)
 

@@ -161,3 +161,40 @@ async def test_the_flusher_commits_quiet_tasks_concurrently_and_a_failure_restor
     assert prods[2].offsets == [({TopicPartition(BETS.topic, 2): 5}, "t.wagering")]
     assert prods[1].offsets == [] and tasks.state[1] == "restoring" and tasks.enqueued == [1]  # type: ignore[attr-defined]
     assert tasks.commits.uncommitted == {1: {TopicPartition(BETS.topic, 1): 4}}
+
+
+class HeldProducer(RecordingProducer):
+    """A recording producer whose offsets wait for ``release`` (a transaction in flight, held open)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.waiting = asyncio.Event()
+
+    async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        self.waiting.set()
+        await self.release.wait()
+        await super().send_offsets_to_transaction(offsets, group_id)
+
+
+@pytest.mark.asyncio
+async def test_a_flush_in_flight_holds_neither_the_hosts_lock_nor_its_tasks_next_outcome_back():
+    """Issue 30: the flusher's transactions commit outside the host's lock, through the task's committer: a
+    batch of any task is decided while one is in flight, and one of the flushed task queues behind it."""
+    tasks, _ = manager(ready=(0, 1))
+    tasks.version = None
+    held = HeldProducer()
+    tasks.producers[0] = held  # type: ignore[assignment]
+    tasks.commits.uncommitted[0] = {BETS: 3}
+    tasks.commits.deferred_since[0] = 0.0
+    flush = asyncio.create_task(tasks.commits.flush_deferred(now=10.0))
+    await asyncio.wait_for(held.waiting.wait(), 5)
+    assert not tasks.host.lock.locked()  # before: held until every flushed task had committed
+    assert tasks.queue.busy(0)
+    await tasks.queue.submit(0, [], [], {BETS: 8}, 5)  # the flushed task's next batch: behind the flush
+    assert tasks.queue.queued[0].offsets == {BETS: 8} and held.offsets == []
+    held.release.set()
+    assert await asyncio.wait_for(flush, 5) == 1
+    await tasks.queue.drain(0)
+    assert held.offsets == [({BETS: 3}, "t.wagering"), ({BETS: 8}, "t.wagering")]
+    assert tasks.commits.uncommitted == {} and tasks.positions[0][BETS] == 8

@@ -7,6 +7,7 @@ the test lets them commit."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,8 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaConnectionError
 
 from contracts import topics as T
+from services.runtime import commit_queue
+from services.runtime.snapshot import snapshot_topic
 from tests.services.runtime_fakes import Rec, RecordingProducer, manager
 
 BETS = f"t.{T.WAGERING_BETS}"
@@ -113,3 +116,41 @@ async def test_offsets_deferred_beyond_a_transaction_in_flight_wait_for_the_next
     await loop.commit(0, [], [], {TP: 7})  # the highest of each partition is committed, never a lower one
     assert prod.offsets[-1] == ({TP: 9}, "t.wagering") and loop.uncommitted == {}
     await loop.stop()
+
+
+@dataclass
+class CheckpointingProducer(HeldProducer):
+    """A held producer that records, per committed transaction, whether it carried a checkpoint."""
+
+    checkpoints: list[bool] = field(default_factory=list)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> Any:
+        start = len(self.sent)
+        async with super().transaction():
+            yield
+        self.checkpoints.append(any(t == f"t.{snapshot_topic('wagering')}" for t, _, _ in self.sent[start:]))
+
+
+@pytest.mark.asyncio
+async def test_no_checkpoint_holds_a_batch_waiting_for_room_in_a_full_queue(monkeypatch):
+    """Issue 30: a batch decided while its task's queue is full waits for the transaction in flight; the
+    committer meanwhile begins the queued transaction, which must carry no checkpoint (the tables hold the
+    waiting batch, its offsets are not in it: a restore from it would take that batch's records, read again,
+    for duplicates and never write what they caused); the next transaction, with the batch, carries it."""
+    monkeypatch.setattr(commit_queue, "MAX_QUEUED_RECORDS", 1)
+    tasks, _ = manager()
+    prod = CheckpointingProducer()
+    tasks.producers[0] = prod  # type: ignore[assignment]
+    tasks.commits.checkpoint_due = lambda p: True  # type: ignore[method-assign]  # every transaction would carry one
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 4)]), 5)  # its transaction held in flight
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 5)]), 5)  # queued behind it: the queue is full
+    waiting = asyncio.create_task(tasks.on_records([Rec(BETS, 0, 6)]))  # decided, then waits for room
+    while 0 not in tasks.stream.unqueued:
+        await asyncio.sleep(0)
+    prod.release.set()
+    await asyncio.wait_for(waiting, 5)
+    await tasks.queue.drain()
+    assert prod.checkpoints == [True, False, True]  # before: [True, True, True]
+    assert prod.offsets == [({TP: 5}, "t.wagering"), ({TP: 6}, "t.wagering"), ({TP: 7}, "t.wagering")]
+    assert tasks.stream.unqueued == set() and tasks.positions[0] == {TP: 7}
