@@ -174,6 +174,15 @@ async def _active(admin: AIOKafkaAdminClient, groups: list[str]) -> list[str]:
     return sorted(active)
 
 
+#: DeleteGroups error codes asked again (:func:`delete_prefix`): COORDINATOR_LOAD_IN_PROGRESS,
+#: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR (Kafka protocol error codes 14, 15, 16)
+_GROUP_RETRIABLE = (14, 15, 16)
+#: NON_EMPTY_GROUP (68): a member has not left yet
+_NON_EMPTY_GROUP = 68
+#: how long :func:`delete_prefix` asks again for the groups (s, all groups together)
+_GROUP_RETRY_S = 10.0
+
+
 @dataclass
 class Deleted:
     """What :func:`delete_prefix` removed: topic names, consumer group ids, and notes on what it could not."""
@@ -213,18 +222,29 @@ async def delete_prefix(settings: Settings, prefix: str, *, refuse_if_running: b
                 if code:
                     raise for_code(code)(f"deleting topic {name!r}")
             out.topics = topics
+        loop = asyncio.get_running_loop()
+        # a group whose last member has just left, or whose coordinator is loading or moving, is asked again
+        # for a few seconds (a loaded broker answered NON_EMPTY_GROUP right after the members' LeaveGroup);
+        # NON_EMPTY_GROUP only when the groups were seen without members just before
+        again = set(_GROUP_RETRIABLE) | ({_NON_EMPTY_GROUP} if refuse_if_running else set())
+        group_deadline = loop.time() + _GROUP_RETRY_S
         for g in groups:  # one request per group: groups may live on different coordinators
-            try:
-                node = await admin.find_coordinator(g)
-                results = (await admin._send_request_to_node(node, DeleteGroupsRequest([g]))).results
-                code = results[0][1] if results else 0
+            while True:
+                try:
+                    node = await admin.find_coordinator(g)
+                    results = (await admin._send_request_to_node(node, DeleteGroupsRequest([g]))).results
+                    code = results[0][1] if results else 0
+                    error = for_code(code).__name__ if code else ""
+                except KafkaError as e:
+                    code, error = -1, type(e).__name__
+                if (code in again or code == -1) and loop.time() < group_deadline:
+                    await asyncio.sleep(0.25)
+                    continue
                 if code:
-                    out.notes.append(f"group {g}: {for_code(code).__name__}")
+                    out.notes.append(f"group {g}: {error}")
                 else:
                     out.groups.append(g)
-            except KafkaError as e:
-                out.notes.append(f"group {g}: {type(e).__name__}")
-        loop = asyncio.get_running_loop()
+                break
         deadline = loop.time() + wait_s
         left = set(topics)
         while left:

@@ -21,15 +21,15 @@ from contracts import topics as T
 from contracts.codecs import decode_dead_letter
 from contracts.commands import LoadShoe
 from contracts.envelope import MAX_DEAD_LETTER_ORIGINAL
-from services.floor.dealer import Clock, TableDealer
 from services.cage.core import CageCore
-from services.runtime.core import command
+from services.floor.dealer import Clock, TableDealer
 from services.rawlog import read_topic as read_log
+from services.runtime.core import command
 from tests.system.test_floor_kafka import SEATS, Floor
 
 READER = {T.SHOE_COMMANDS: "shoe", T.SHOE_DRAWS: "shoe", T.DEALING_COMMANDS: "dealing",
           T.DEALING_OPTIONS: "dealing", T.WAGERING_COMMANDS: "wagering", T.WAGERING_BETS: "wagering",
-          T.SETTLEMENT_COMMANDS: "settlement", T.CAGE_COMMANDS: "cage"}
+          T.SETTLEMENT_COMMANDS: "settlement", T.CAGE_COMMANDS: "cage", T.CAGE_MARKERS: "cage"}
 
 
 @pytest.fixture

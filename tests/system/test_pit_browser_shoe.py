@@ -228,8 +228,16 @@ NATURALS = ("9h", "8d", "Kc", "Kd")
 
 
 def _attr(d: Any, table: str, name: str) -> str:
+    """The round element's attribute ``name``; asked again when the live page swapped the element between the
+    find and the read (StaleElementReferenceException, seen in a loaded CI run)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
+    for _ in range(20):
+        try:
+            return str(d.find_element(By.ID, f"round-{table}").get_attribute(name) or "")
+        except StaleElementReferenceException:
+            continue
     return str(d.find_element(By.ID, f"round-{table}").get_attribute(name) or "")
 
 

@@ -100,5 +100,5 @@ async def test_delete_is_refused_while_a_service_group_has_members_then_deletes_
     assert await list_groups(settings, prefix) == sorted([group, *others])
     deleted = await delete_prefix(settings, prefix)
     assert deleted.topics == sorted(settings.topic(t) for t in (T.SHOE_COMMANDS, T.SHOE_EVENTS))
-    assert deleted.groups == sorted([group, *others]) and deleted.notes == []
+    assert (deleted.groups, deleted.notes) == (sorted([group, *others]), [])
     assert await list_topics(settings, prefix) == [] and await list_groups(settings, prefix) == []
