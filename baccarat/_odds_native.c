@@ -324,6 +324,48 @@ accumulate_avx2(const PlanObject *p, const uint16_t *ms, int count, const Weight
     default: accumulate_avx2_8(p, ms, count, wt, out); break;
     }
 }
+
+/* Two trackers of one plan losing a card of the same value (the projection's two views of one shoe, a card
+ * dealt): one walk over the affected multisets, each group of the table loaded once and multiplied by both
+ * trackers' weights (the index, mask and table reads are shared; the sums are each tracker's own, exactly as
+ * two separate calls give them). Punto banco's 22 rows: G = 6; 12 accumulators. */
+#define FMA_PAIR(k) if ((k) < G && (mk >> (k) & 1)) { const __m256d tv = _mm256_loadu_pd(t + 4 * (k)); \
+    acc##k = _mm256_fmadd_pd(tv, xv, acc##k); bcc##k = _mm256_fmadd_pd(tv, yv, bcc##k); }
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+accumulate2_avx2_g(const PlanObject *p, const uint16_t *ms, int count, const Weights *w1, const Weights *w2,
+                   uint64_t *out1, uint64_t *out2, const int G)
+{
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = acc0, acc2 = acc0, acc3 = acc0, acc4 = acc0, acc5 = acc0;
+    __m256d bcc0 = acc0, bcc1 = acc0, bcc2 = acc0, bcc3 = acc0, bcc4 = acc0, bcc5 = acc0;
+    const size_t stride = (size_t)p->stride;
+    for (int i = 0; i < count; i++) {
+        const int m = ms[i];
+        const double *t = p->tabled + (size_t)m * stride;
+        const unsigned mk = p->mask[m];
+        const int sa = p->sub_a[m], sb = p->sub_b[m];
+        const __m256d xv = _mm256_set1_pd(w1->ad[sa] * w1->bd[sb]), yv = _mm256_set1_pd(w2->ad[sa] * w2->bd[sb]);
+        FMA_PAIR(0); FMA_PAIR(1); FMA_PAIR(2); FMA_PAIR(3); FMA_PAIR(4); FMA_PAIR(5);
+    }
+    double sum[24] __attribute__((aligned(32))), sum2[24] __attribute__((aligned(32)));
+    _mm256_store_pd(sum, acc0); _mm256_store_pd(sum + 4, acc1); _mm256_store_pd(sum + 8, acc2);
+    _mm256_store_pd(sum + 12, acc3); _mm256_store_pd(sum + 16, acc4); _mm256_store_pd(sum + 20, acc5);
+    _mm256_store_pd(sum2, bcc0); _mm256_store_pd(sum2 + 4, bcc1); _mm256_store_pd(sum2 + 8, bcc2);
+    _mm256_store_pd(sum2 + 12, bcc3); _mm256_store_pd(sum2 + 16, bcc4); _mm256_store_pd(sum2 + 20, bcc5);
+    for (int r = 0; r < p->rows; r++) {
+        out1[r] += (uint64_t)(int64_t)sum[r];
+        out2[r] += (uint64_t)(int64_t)sum2[r];
+    }
+}
+#define AVX2_PAIR(g) \
+    __attribute__((target("avx2,fma"))) static void \
+    accumulate2_avx2_##g(const PlanObject *p, const uint16_t *ms, int count, const Weights *w1, \
+                         const Weights *w2, uint64_t *out1, uint64_t *out2) \
+    { accumulate2_avx2_g(p, ms, count, w1, w2, out1, out2, g); }
+AVX2_PAIR(1) AVX2_PAIR(2) AVX2_PAIR(3) AVX2_PAIR(4) AVX2_PAIR(5) AVX2_PAIR(6)
+typedef void (*Pair_fn)(const PlanObject *, const uint16_t *, int, const Weights *, const Weights *, uint64_t *,
+                        uint64_t *);
+static const Pair_fn PAIR_FNS[7] = {NULL, accumulate2_avx2_1, accumulate2_avx2_2, accumulate2_avx2_3,
+                                   accumulate2_avx2_4, accumulate2_avx2_5, accumulate2_avx2_6};
 #endif
 
 /* Cards up to which the float64 kernel is exact: Permut(458, 6) <= 2**53 < Permut(459, 6). */
@@ -372,12 +414,13 @@ tracker_reset(TrackerObject *self, const int64_t *counts)
 
 /* One card of value v leaves: only the factor of v's group changes, for the sub-multisets holding v, so
  * W'[m] - W[m] = (g'[a] - g[a]) * other[b] for the multisets m = (a, b) holding v (no W array is kept). */
+/* The first half of a removal: the composition, v's falling factorials and group factors move to the new
+ * composition; dg/dgd receive the change of each group factor holding v and *wt the update's weights (which
+ * point into dg/dgd and the tracker: valid while both are). */
 static void
-tracker_remove(TrackerObject *self, int v)
+remove_prepare(TrackerObject *self, int v, uint64_t *dg, double *dgd, Weights *wt)
 {
     const PlanObject *p = self->plan;
-    uint64_t dg[NSUB];
-    double dgd[NSUB];
     self->counts[v] -= 1;
     falling_row(self->f[v], self->counts[v]);
     const int in_a = v < GROUP;
@@ -392,9 +435,42 @@ tracker_remove(TrackerObject *self, int v)
         gd[s] = (double)(int64_t)now;
     }
     /* only the affected multisets are visited, and they read dg/dgd only at sub-multisets holding v */
-    const Weights wt = in_a ? (Weights){dg, self->gb, dgd, self->gbd} : (Weights){self->ga, dg, self->gad, dgd};
+    *wt = in_a ? (Weights){dg, self->gb, dgd, self->gbd} : (Weights){self->ga, dg, self->gad, dgd};
+}
+
+/* One card of value v leaves: only the factor of v's group changes, for the sub-multisets holding v, so
+ * W'[m] - W[m] = (g'[a] - g[a]) * other[b] for the multisets m = (a, b) holding v (no W array is kept). */
+static void
+tracker_remove(TrackerObject *self, int v)
+{
+    uint64_t dg[NSUB];
+    double dgd[NSUB];
+    Weights wt;
+    remove_prepare(self, v, dg, dgd, &wt);
     /* N before the removal bounds both the old and the new weights */
-    accumulate(p, p->affected[v], NAFF, &wt, total_cards(self->counts) + 1, self->sums);
+    accumulate(self->plan, self->plan->affected[v], NAFF, &wt, total_cards(self->counts) + 1, self->sums);
+}
+
+/* A card of value v leaves two trackers of one plan (a != b, both holding one): the same sums as
+ * tracker_remove on each, in one walk over the table where the float64 kernel runs for both. */
+static void
+tracker_remove_pair(TrackerObject *a, TrackerObject *b, int v)
+{
+#ifdef HAVE_AVX2_KERNEL
+    const PlanObject *p = a->plan;
+    if (use_avx2 && p == b->plan && p->groups <= 6 && total_cards(a->counts) <= FLOAT64_MAX_CARDS
+        && total_cards(b->counts) <= FLOAT64_MAX_CARDS) {
+        uint64_t dg1[NSUB], dg2[NSUB];
+        double dgd1[NSUB], dgd2[NSUB];
+        Weights w1, w2;
+        remove_prepare(a, v, dg1, dgd1, &w1);
+        remove_prepare(b, v, dg2, dgd2, &w2);
+        PAIR_FNS[p->groups](p, p->affected[v], NAFF, &w1, &w2, a->sums, b->sums);
+        return;
+    }
+#endif
+    tracker_remove(a, v);
+    tracker_remove(b, v);
 }
 
 /* The 30 counts in gather order: a DERIVED entry is the total Permut(N, 6) less the other classes of its family
@@ -495,6 +571,33 @@ Tracker_remove(TrackerObject *self, PyObject *arg)
         return NULL;
     }
     tracker_remove(self, (int)v);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Tracker_remove_pair(TrackerObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyObject_TypeCheck(args[0], &TrackerType)) {
+        PyErr_SetString(PyExc_TypeError, "remove_pair(other_tracker, value)");
+        return NULL;
+    }
+    TrackerObject *other = (TrackerObject *)args[0];
+    long v = PyLong_AsLong(args[1]);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    if (v < 0 || v >= VALUES) {
+        PyErr_Format(PyExc_ValueError, "card value must be 0..9, got %ld", v);
+        return NULL;
+    }
+    if (self->counts[v] == 0 || other->counts[v] == 0) {
+        PyErr_Format(PyExc_ValueError, "no card of value %ld left", v);
+        return NULL;
+    }
+    if (other == self) {
+        PyErr_SetString(PyExc_ValueError, "remove_pair needs two trackers");
+        return NULL;
+    }
+    tracker_remove_pair(self, other, (int)v);
     Py_RETURN_NONE;
 }
 
@@ -855,8 +958,63 @@ Tracker_follow(TrackerObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromLongLong(gone);
 }
 
+/* The cards to take out of t to reach counts (d[v] per value; their number), or -1 when counts is not t's
+ * composition less at most max_cards cards. */
+static int64_t
+follow_delta(const TrackerObject *t, const int64_t *counts, long max_cards, int64_t *d)
+{
+    int64_t gone = 0;
+    for (int v = 0; v < VALUES; v++) {
+        d[v] = t->counts[v] - counts[v];
+        if (d[v] < 0)
+            return -1;
+        gone += d[v];
+    }
+    return gone > max_cards ? -1 : gone;
+}
+
+/* Tracker.follow_pair(other, counts, other_counts, max_cards) -> (k, k_other): this tracker follows counts and
+ * other follows other_counts, each exactly as follow() would (k cards taken out, or -1 and that tracker
+ * unchanged); the cards both lose (the projection's two views of one shoe: a card dealt) are taken out of both
+ * in one walk (tracker_remove_pair). Raises ValueError for counts that are not 10 ints >= 0 (nothing changes)
+ * or other being this tracker, TypeError when other is not a Tracker. */
+static PyObject *
+Tracker_follow_pair(TrackerObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyObject_TypeCheck(args[0], &TrackerType)) {
+        PyErr_SetString(PyExc_TypeError, "follow_pair(other_tracker, counts, other_counts, max_cards)");
+        return NULL;
+    }
+    TrackerObject *other = (TrackerObject *)args[0];
+    if (other == self) {
+        PyErr_SetString(PyExc_ValueError, "follow_pair needs two trackers");
+        return NULL;
+    }
+    int64_t ca[VALUES], cb[VALUES], da[VALUES], db[VALUES];
+    if (parse_counts(args[1], ca) < 0 || parse_counts(args[2], cb) < 0)
+        return NULL;
+    long max_cards = PyLong_AsLong(args[3]);
+    if (max_cards == -1 && PyErr_Occurred())
+        return NULL;
+    const int64_t ka = follow_delta(self, ca, max_cards, da), kb = follow_delta(other, cb, max_cards, db);
+    for (int v = 0; v < VALUES; v++) {
+        if (ka >= 0 && kb >= 0)
+            for (int64_t both = da[v] < db[v] ? da[v] : db[v]; both > 0; both--, da[v]--, db[v]--)
+                tracker_remove_pair(self, other, v);
+        for (; ka >= 0 && da[v] > 0; da[v]--)
+            tracker_remove(self, v);
+        for (; kb >= 0 && db[v] > 0; db[v]--)
+            tracker_remove(other, v);
+    }
+    return Py_BuildValue("(LL)", (long long)ka, (long long)kb);
+}
+
 static PyMethodDef Tracker_methods[] = {
     {"remove", (PyCFunction)Tracker_remove, METH_O, "remove(value): one card of value 0..9 leaves the shoe."},
+    {"follow_pair", (PyCFunction)(void (*)(void))Tracker_follow_pair, METH_FASTCALL,
+     "follow_pair(other, counts, other_counts, max_cards): follow() on both, the cards both lose in one walk."},
+    {"remove_pair", (PyCFunction)(void (*)(void))Tracker_remove_pair, METH_FASTCALL,
+     "remove_pair(other, value): a card of value 0..9 leaves this tracker and other (same result as two removes)."},
     {"reset", (PyCFunction)Tracker_reset, METH_O, "reset(counts): evaluate a new composition in full."},
     {"sums", (PyCFunction)Tracker_sums, METH_NOARGS, "The 30 counts in the plan's gather order (ints)."},
     {"copy", (PyCFunction)Tracker_copy, METH_NOARGS, "An independent copy of this state."},

@@ -6,8 +6,11 @@ Per card of ``--shoes`` shuffled 8-deck shoes (seeded), medians of this thread's
 ``evaluate``; a tracker's ``remove`` of the card and its 30 counts (``sums``); the ``OddsUpdated.counts`` dict;
 the configuration's generated wager lines (the Python path); the kernel's ``view`` (the counts dict and the
 wager lines in C, what the projection runs where the kernel is built); and one whole ``LiveViews.odds`` call
-(follow, then the kernel's view). Last line:
-``odds_views_split: evaluate_us=… remove_us=… sums_us=… counts_us=… wagers_us=… kview_us=… view_us=…``.
+(follow, then the kernel's view). Then both views' trackers losing the card (public, and surveillance three
+face-down burns behind): two ``remove`` calls against one ``remove_pair`` (one walk of the table for the two,
+what the projection runs), alternated per card in random order. Last line:
+``odds_views_split: evaluate_us=… remove_us=… sums_us=… counts_us=… wagers_us=… kview_us=… view_us=…
+two_removes_us=… remove_pair_us=…``.
 """
 
 from __future__ import annotations
@@ -51,10 +54,17 @@ def main(argv: list[str] | None = None) -> None:
     wg: list[int] = []
     kv: list[int] = []
     vw: list[int] = []
+    two: list[int] = []
+    pair: list[int] = []
+    native, pn = odds.NATIVE, plan.native
     for _ in range(args.shoes):
         rng.shuffle(shoe)
         counts = list(full)
         live, views = LiveOdds(counts), LiveViews()
+        sur = list(full)
+        for v in shoe[-3:]:  # burned face down: the surveillance view is three cards behind
+            sur[v] -= 1
+        a1, b1, a2, b2 = (native.Tracker(pn, c) for c in (counts, sur, counts, sur))
         for v in shoe[: args.cards]:
             counts[v] -= 1
             comp = tuple(counts)
@@ -74,6 +84,16 @@ def main(argv: list[str] | None = None) -> None:
             t6 = clk()
             views.odds("view", comp, config)
             t7 = clk()
+            if sur[v] > 0:
+                sur[v] -= 1
+                for k in (0, 1) if rng.random() < 0.5 else (1, 0):
+                    u0 = clk()
+                    if k == 0:
+                        a1.remove(v)
+                        b1.remove(v)
+                    else:
+                        a2.remove_pair(b2, v)
+                    (two if k == 0 else pair).append(clk() - u0)
             for out, a, b in ((ev, t0, t1), (rm, t1, t2), (su, t2, t3), (cd, t3, t4), (wg, t4, t5), (kv, t5, t6),
                               (vw, t6, t7)):
                 out.append(b - a)
@@ -83,7 +103,10 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"{len(ev)} cards, engine native (SIMD {odds.NATIVE.SIMD})")
     print(f"odds_views_split: evaluate_us={med(ev):.1f} remove_us={med(rm):.1f} sums_us={med(su):.1f} "
-          f"counts_us={med(cd):.1f} wagers_us={med(wg):.1f} kview_us={med(kv):.1f} view_us={med(vw):.1f}")
+          f"counts_us={med(cd):.1f} wagers_us={med(wg):.1f} kview_us={med(kv):.1f} view_us={med(vw):.1f} "
+          f"two_removes_us={med(two):.1f} remove_pair_us={med(pair):.1f}")
+    if a1.sums() != a2.sums() or b1.sums() != b2.sums():
+        raise SystemExit("MISMATCH: remove_pair differs from two removes")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ Run: ``.venv/bin/python bench/projection_card.py [--shoes 2] [--repeat 3]``
 3. Per ``CardDrawn``: the CPU time (this thread's, so other processes on a shared machine do not count) of absorb + react + evolve, which computes both views' odds (public and
    surveillance) and builds their ``OddsUpdated``. Median over every card of every pass; absorb and react
    medians shown apart, and (a separate pass) the two views' ``odds_for`` calls alone. Baseline in the same process: the same react with the odds computed the old way
-   (a full evaluation and ``Fraction`` expectations per view, :func:`baseline_odds`), ratio printed.
+   (a full evaluation and ``Fraction`` expectations per view, :func:`baseline_odds`), ratio printed; and,
+   alternating with the timed passes, the same core with the two views' trackers stepped apart (no
+   ``LiveViews.follow_pair``: each view's ``odds_for`` takes the card out of its own tracker), ratio printed.
 
 Last line: ``projection_card: card_us=<both views, per card> cards=<n>``.
 """
@@ -37,6 +39,7 @@ from services.floor.dealer import Clock, TableDealer
 from services.floor.io import MemoryFloorIO
 from services.projection import core as projection
 from services.projection.core import ProjectionCore
+from services.projection.odds_views import LiveViews
 from services.runtime.core import Emit
 from services.runtime.logging import configure
 
@@ -77,23 +80,35 @@ def baseline_odds(composition: tuple[int, ...], config, *_):  # type: ignore[no-
     return ViewOdds(counts.total, flat, wagers)
 
 
+_FOLLOW_PAIR = LiveViews.follow_pair
+
 #: CPU ns of each odds_for call while :func:`timing_odds` is on
 _ODDS_NS: list[int] = []
 
 
 def timing_odds(on: bool) -> None:
-    """Wrap the core's ``odds_for`` to record each call's CPU time in ``_ODDS_NS`` (or unwrap it)."""
-    current = projection.odds_for
+    """Wrap the core's ``odds_for`` and ``LiveViews.follow_pair`` (both views' trackers stepped together) to
+    record each call's CPU time in ``_ODDS_NS`` (or unwrap them)."""
+    for owner, name in ((projection, "odds_for"), (LiveViews, "follow_pair")):
+        current = getattr(owner, name)
+        if on:
+            def timed(*args, _current=current):  # type: ignore[no-untyped-def]
+                t = time.thread_time_ns()
+                got = _current(*args)
+                _ODDS_NS.append(time.thread_time_ns() - t)
+                return got
+            timed.wrapped = current  # type: ignore[attr-defined]
+            setattr(owner, name, timed)
+        else:
+            setattr(owner, name, getattr(current, "wrapped", current))
+
+
+def pairing(on: bool) -> None:
+    """Both views' trackers stepped together (the default) or, off, each by its own ``odds_for`` (the A/B)."""
     if on:
-        def timed(*args):  # type: ignore[no-untyped-def]
-            t = time.thread_time_ns()
-            got = current(*args)
-            _ODDS_NS.append(time.thread_time_ns() - t)
-            return got
-        timed.wrapped = current  # type: ignore[attr-defined]
-        projection.odds_for = timed  # type: ignore[assignment]
+        LiveViews.follow_pair = _FOLLOW_PAIR  # type: ignore[method-assign]
     else:
-        projection.odds_for = getattr(current, "wrapped", current)  # type: ignore[assignment]
+        LiveViews.follow_pair = lambda self, keys, compositions, config: None  # type: ignore[method-assign]
 
 
 def feed(envs: list[Envelope], odds_per_card: list[int] | None = None,
@@ -145,17 +160,28 @@ def main(argv: list[str] | None = None) -> None:
     from baccarat.odds import ENGINE
 
     feed(envs)  # warm-up (tables, plans)
-    totals, absorbs, reacts = [], [], []
+    totals, absorbs, reacts, unpaired = [], [], [], []
     published: list[object] = []
-    for _ in range(args.repeat):
+    for _ in range(args.repeat):  # alternating: views stepped together (measured) / apart (the A/B baseline)
         t, a, r, published = feed(envs)
         totals += t
         absorbs += a
         reacts += r
+        pairing(False)
+        try:
+            t, _, _, apart = feed(envs)
+        finally:
+            pairing(True)
+        unpaired += t
+        if apart != published:
+            raise SystemExit("MISMATCH: the outputs differ with the views stepped apart")
     med = statistics.median(totals) / 1e3
     print(f"engine {ENGINE}: per card {statistics.median(totals) / 1e3:.1f} us (absorb "
           f"{statistics.median(absorbs) / 1e3:.1f}, react {statistics.median(reacts) / 1e3:.1f}), "
           f"{len(totals)} cards timed")
+    apart_med = statistics.median(unpaired) / 1e3
+    print(f"views stepped apart (each by its own follow): per card {apart_med:.1f} us; together: {med:.1f} us "
+          f"({apart_med / med:.2f}x)")
 
     odds_ns: list[int] = []
     timing_odds(True)
@@ -163,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         feed(envs, odds_ns)
     finally:
         timing_odds(False)
-    print(f"of which odds (both views' odds_for in react): {statistics.median(odds_ns) / 1e3:.1f} us per card")
+    print(f"of which odds (both views' follow_pair + odds_for in react): {statistics.median(odds_ns) / 1e3:.1f} us per card")
 
     current = projection.odds_for
     projection.odds_for = baseline_odds  # type: ignore[assignment]

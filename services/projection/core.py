@@ -423,8 +423,12 @@ class ProjectionCore:
         due = state.odds_due
         if due is not None and due.key != state.odds_published and state.config is not None and state.shoe is not None \
                 and state.shoe.shoe_id == due.shoe_id:
+            comps = {view: state.shoe.composition(view) for view in VIEWS}
+            # both views lose the card just dealt: one walk of the kernel for the two (a cache step, same odds)
+            self.views.follow_pair(((state.table_id, "public"), (state.table_id, "surveillance")),
+                                   (comps["public"], comps["surveillance"]), state.config)
             for view in VIEWS:
-                comp = state.shoe.composition(view)
+                comp = comps[view]
                 got = odds_for(comp, state.config, self.views, (state.table_id, view))
                 if got is None:
                     continue

@@ -191,6 +191,24 @@ class LiveViews:
     def __init__(self) -> None:
         self._trackers: dict[object, LiveOdds] = {}
 
+    def follow_pair(self, keys: tuple[object, object], compositions: tuple[tuple[int, ...], tuple[int, ...]],
+                    config: TableConfig) -> None:
+        """Bring the trackers of two keys (two views of one shoe) to their compositions before :meth:`odds` asks
+        for them: the cards both views lose (a card dealt) are taken out of both in one walk over the kernel's
+        table (:meth:`baccarat.odds_live.LiveOdds.follow_pair`). A cache step only: :meth:`odds` gives the same
+        results with or without it; a key without a tracker for ``config``'s ruleset, or invalid counts, is
+        left to :meth:`odds`. Never raises for bad counts."""
+        a, b = self._trackers.get(keys[0]), self._trackers.get(keys[1])
+        if a is None or b is None or a is b:
+            return
+        ruleset = _per_config(config)[1]
+        if a.ruleset is not ruleset or b.ruleset is not ruleset:
+            return
+        try:
+            a.follow_pair(b, compositions[0], compositions[1])
+        except BaccaratError:
+            return
+
     def odds(self, key: object, composition: tuple[int, ...], config: TableConfig) -> ViewOdds | None:
         """Exact counts and per-wager odds of ``composition`` under ``config`` (None below 6 cards, for invalid
         counts, or for a ruleset without fixed drawing: chemin de fer)."""

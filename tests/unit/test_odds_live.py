@@ -226,3 +226,89 @@ def test_follow_whole_shoe_in_steps_of_one_two_three_and_jumps(engine: str) -> N
         assert live.column_counts() == reference(tuple(counts))
         steps += 1
     assert steps > 15
+
+
+def _public_and_surveillance_steps(decks: int, seed: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The two views of a shuffled shoe, step by step as the projection sees them: a card dealt (both views lose
+    it), a burn face down (surveillance only), two cards at once, a jump past ``max_cards``; then a fresh shoe
+    (cards back: neither tracker can step to it)."""
+    shoe = shuffled_shoe(decks, seed)
+    rng = random.Random(seed + 1)
+    public, surveillance = list(Composition.full(decks).counts), list(Composition.full(decks).counts)
+    for v in shoe[:3]:  # burned face down at the start of the shoe
+        surveillance[v] -= 1
+    shoe = shoe[3:]
+    steps = []
+    while len(shoe) > 30:
+        kind = rng.choice(("card",) * 14 + ("burn", "burn", "two", "two", "jump"))
+        for _ in range({"card": 1, "burn": 1, "two": 2, "jump": 17}[kind]):
+            v = shoe.pop()
+            surveillance[v] -= 1
+            if kind != "burn":
+                public[v] -= 1
+        steps.append((tuple(public), tuple(surveillance)))
+    full = Composition.full(decks).counts
+    steps.append((full, Composition.full(decks).without([shoe[0]]).counts))  # a new shoe, one card burned
+    return steps
+
+
+@pytest.mark.parametrize(("engine", "decks"), [("numpy", 2), pytest.param("native", 8, marks=native)])
+def test_follow_pair_equals_the_reference_for_both_views_on_every_step(engine: str, decks: int) -> None:
+    """``follow_pair`` (the projection's two views stepped together: the kernel takes a card both lose out of
+    both in one walk) leaves each tracker equal to the full evaluation of its own composition at every step of
+    a whole shoe: cards, face-down burns (one view only), two cards, jumps (full evaluations), a new shoe."""
+    steps = _public_and_surveillance_steps(decks, seed=271)
+    public = LiveOdds(Composition.full(decks), engine=engine)
+    surveillance = LiveOdds(Composition.full(decks), engine=engine)
+    for pub, sur in steps:
+        public.follow_pair(surveillance, pub, sur)
+        assert public.composition == pub and public.total == sum(pub)
+        assert surveillance.composition == sur and surveillance.total == sum(sur)
+        assert public.column_counts() == reference(pub)
+        assert surveillance.column_counts() == reference(sur)
+    assert len(steps) > (180 if decks == 8 else 40)
+
+
+@native
+def test_remove_pair_in_the_kernel_equals_two_removes() -> None:
+    """The kernel's paired removal on every path: the float64 walk shared by two trackers (different
+    compositions, one plan), trackers of two plans (each its own walk), beyond 458 cards (integer loop)."""
+    plan = odds._plan(PUNTO_BANCO).native
+    ez = no_vig_dragon().odds_ruleset
+    cases = [
+        (plan, [32] * 9 + [128], plan, [30, 31, 32, 29, 32, 32, 31, 32, 32, 127]),
+        (plan, [32] * 9 + [128], odds._plan(ez).native, [30, 31, 32, 29, 32, 32, 31, 32, 32, 127]),
+        (plan, [140] + [40] * 8 + [0], plan, [139] + [40] * 8 + [0]),  # 460 and 459 cards
+    ]
+    for case, (pa, ca, pb, cb) in enumerate(cases):
+        rb = PUNTO_BANCO if pb is plan else ez
+        a, b = odds.NATIVE.Tracker(pa, ca), odds.NATIVE.Tracker(pb, cb)
+        for v in (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 4, 0) if case < 2 else (0, 1, 2, 3):
+            a.remove_pair(b, v)
+            ca[v] -= 1
+            cb[v] -= 1
+            assert a.sums() == reference(tuple(ca)), (case, v)
+            assert b.sums() == reference(tuple(cb), rb), (case, v)
+    a, b = odds.NATIVE.Tracker(plan, [1] * 10), odds.NATIVE.Tracker(plan, [1] * 9 + [0])
+    with pytest.raises(ValueError, match="no card of value 9"):
+        a.remove_pair(b, 9)
+    with pytest.raises(ValueError, match="two trackers"):
+        a.remove_pair(a, 0)
+    assert a.counts == (1,) * 10 and b.counts == (1,) * 9 + (0,)  # nothing changed
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_follow_pair_errors_and_one_side_restarting(engine: str) -> None:
+    full = Composition.full(1).counts
+    a, b = LiveOdds(full, engine=engine), LiveOdds(full, engine=engine)
+    with pytest.raises(ValueError, match="two trackers"):
+        a.follow_pair(a, full, full)
+    with pytest.raises(InvalidComposition):
+        a.follow_pair(b, (4,) * 9, full)  # nine counts: a is unchanged
+    assert a.composition == full
+    # a steps one card; b gets cards back (a new shoe: a full evaluation)
+    one_less = Composition.full(1).without([3]).counts
+    b.follow(one_less)
+    a.follow_pair(b, one_less, Composition.full(2).counts)
+    assert a.composition == one_less and a.column_counts() == reference(one_less)
+    assert b.total == 104 and b.column_counts() == reference(Composition.full(2).counts)

@@ -210,3 +210,30 @@ def test_kernel_follow_steps_and_refuses() -> None:
         with pytest.raises(InvalidComposition):
             live.follow(bad)  # type: ignore[arg-type]
     assert live.total == 32
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=["punto_banco", "no_vig"])
+def test_follow_pair_then_odds_equal_each_view_alone(cfg) -> None:  # type: ignore[no-untyped-def]
+    """The core steps both views' trackers together (``LiveViews.follow_pair``) before asking each view's odds:
+    what it publishes equals a second LiveViews that steps each view by its own ``odds`` call, on every card of a
+    shoe with face-down burns (surveillance only); a pair without trackers yet, or bad counts, is a no-op."""
+    rng = random.Random(12)
+    full = Composition.full(8)
+    shoe = [v for v in range(10) for _ in range(full[v])]
+    rng.shuffle(shoe)
+    paired, apart = LiveViews(), LiveViews()
+    keys = (("T", "public"), ("T", "surveillance"))
+    pub, sur = list(full.counts), list(full.counts)
+    paired.follow_pair(keys, (tuple(pub), tuple(sur)), cfg)  # no trackers yet: nothing to step
+    for i, v in enumerate(shoe[:120]):
+        sur[v] -= 1
+        if i % 25 != 3:  # else burned face down
+            pub[v] -= 1
+        comps = (tuple(pub), tuple(sur))
+        paired.follow_pair(keys, comps, cfg)
+        for key, comp in zip(keys, comps):
+            got, want = paired.odds(key, comp, cfg), apart.odds(key, comp, cfg)
+            assert got is not None and got == want
+            assert got.counts == flat(exact_counts(comp, cfg.odds_ruleset))
+    paired.follow_pair(keys, ((1,) * 9, (-1,) * 10), cfg)  # bad counts: left to odds(), nothing raised
+    assert paired.odds(keys[0], tuple(pub), cfg) == apart.odds(keys[0], tuple(pub), cfg)
