@@ -57,8 +57,8 @@ from dataclasses import dataclass, field
 from contracts.cage import (
     CAGE_KEY,
     BoughtIn,
-    ChipsRedeemed,
     ChipCount,
+    ChipsRedeemed,
     CreditHandedOver,
     CreditReceived,
     CreditRequested,

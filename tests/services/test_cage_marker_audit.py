@@ -10,7 +10,15 @@ from types import SimpleNamespace
 import msgspec
 
 from contracts import topics as T
-from contracts.cage import CAGE_KEY, BoughtIn, BuyIn, MarkerIssued, MarkerRequested, SetCreditLine, ShiftClosed
+from contracts.cage import (
+    CAGE_KEY,
+    BoughtIn,
+    BuyIn,
+    MarkerIssued,
+    MarkerRequested,
+    SetCreditLine,
+    ShiftClosed,
+)
 from contracts.envelope import Envelope, event_id
 from croupier.audit import audit
 from croupier.audit_cage import check_cage
