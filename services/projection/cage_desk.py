@@ -33,11 +33,14 @@ from typing import Any
 
 from baccarat.money import InvalidAmount, parse_dollars
 from contracts.cage import (
+    CAGE_KEY,
     BoughtIn,
     BuyIn,
     ChipCount,
+    ChipsRedeemed,
     CountDropBox,
     CreditHandedOver,
+    CreditLineSet,
     CreditReceived,
     CreditRequested,
     DropBoxCounted,
@@ -47,6 +50,7 @@ from contracts.cage import (
     FillRequested,
     HandOverCredit,
     IssueFill,
+    MarkerIssued,
     MarkerRequested,
     ReceiveCredit,
     ReceiveFill,
@@ -246,6 +250,48 @@ def tables_now(events: Iterable[Envelope], shifts: Iterable[ShiftNow]) -> list[T
         by_table.setdefault(s.table_id, []).append(s)
         seated.setdefault(s.table_id, set())
     return [TableNow(t, sorted(seated[t]), by_table.get(t, [])) for t in sorted(seated)]
+
+
+@dataclass(frozen=True, slots=True)
+class CreditNow:
+    """A patron's casino-wide credit as the cage's key holds it now (cents): ``line_cents`` the line the cage
+    set (0: none), ``outstanding_cents`` his markers issued at every table less those repaid at the window."""
+
+    player_id: str
+    line_cents: int
+    outstanding_cents: int
+
+    @property
+    def available_cents(self) -> int:
+        """What he may still sign in markers (cents): the line less the outstanding, 0 when the line was
+        lowered below what he owes."""
+        return max(0, self.line_cents - self.outstanding_cents)
+
+
+def credit_now(events: Iterable[Envelope]) -> list[CreditNow]:
+    """Every patron with a credit line or markers at the cage's key ``CAGE`` (``CreditLineSet``,
+    ``MarkerIssued``'s ``outstanding_cents``, a marker redemption's ``marker_balance_cents``), by player id.
+    A ``CreditLineSet`` at a table's key (a log written before lines were casino-wide) is no line: the cage
+    decides markers at ``CAGE`` alone (``docs/cage.md``)."""
+    lines: dict[str, int] = {}
+    owed: dict[str, int] = {}
+    for env in events:
+        if env.table_id != CAGE_KEY or env.stream != T.CAGE_EVENTS:
+            continue
+        e = env.payload
+        if isinstance(e, CreditLineSet):
+            lines[e.player_id] = e.line_cents
+        elif isinstance(e, MarkerIssued):
+            owed[e.player_id] = e.outstanding_cents
+        elif isinstance(e, ChipsRedeemed) and e.method == "marker_redemption":
+            owed[e.player_id] = e.marker_balance_cents
+    return [CreditNow(p, lines.get(p, 0), owed.get(p, 0)) for p in sorted(lines.keys() | owed.keys())]
+
+
+def credit_dict(c: CreditNow) -> dict[str, Any]:
+    """A patron's credit of :func:`credit_now` for JSON (cents)."""
+    return {"player_id": c.player_id, "line_cents": c.line_cents, "outstanding_cents": c.outstanding_cents,
+            "available_cents": c.available_cents}
 
 
 def gaming_day(now: datetime) -> date:

@@ -69,6 +69,16 @@ async def test_opener_buy_ins_closer_and_count_through_the_desk():
                              amount="300.00")) == "booked"
     assert outcome(await act(dealer, TABLE, "buy_in", **buy, buy_in_id="C1", method="chips", amount="100")) \
         == "booked"
+    # the desk shows the patron's casino-wide credit: line, markers outstanding, available (cents in JSON,
+    # dollars on the page), to the cage, the dealer and the pit; not to the count room
+    credit = {c["player_id"]: c for c in (await cage.get("/cage/desk.json")).json()["credit"]}
+    assert credit["pat-7"] == {"player_id": "pat-7", "line_cents": 100_000, "outstanding_cents": 30_000,
+                               "available_cents": 70_000}
+    for c in (cage, dealer):
+        row = re.search(r'<tr id="credit-pat-7">(.*?)</tr>', (await c.get(f"/cage/desk?table={TABLE}")).text)
+        assert row and re.findall(r'class="num \w+">([^<]*)<', row.group(1)) == ["$1,000.00", "$300.00", "$700.00"]
+    assert (await team.get("/cage/desk.json")).json()["credit"] == []
+    assert 'id="credit-lines"' not in (await team.get("/cage/desk")).text
     bought = [p for p in booked(bus) if isinstance(p, BoughtIn)]
     assert [(b.method, b.amount_cents, b.tray_cents) for b in bought] == \
         [("cash", 50_000, 150_000), ("marker", 30_000, 120_000), ("chips", 10_000, 120_000)]
