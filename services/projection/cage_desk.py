@@ -32,6 +32,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from baccarat.money import InvalidAmount, parse_dollars
+from contracts import topics as T
 from contracts.cage import (
     CAGE_KEY,
     BoughtIn,
@@ -63,7 +64,6 @@ from contracts.cage import (
     ShiftClosed,
     ShiftOpened,
 )
-from contracts import topics as T
 from contracts.commands import Command
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import CommandRejected, PlayerLeft, PlayerSeated
