@@ -43,7 +43,10 @@ record (``cage.events#<seq>``) with its own kind:
   is no log's state: the ``BoughtIn`` is caused by the ``SettleMarker`` written in the transaction of the
   ``MarkerIssued``, and the audit's reader reads the cage key's partition last
   (:func:`croupier.log.read_for_audit`), so such a ``BoughtIn`` is a finding. The result does not depend
-  on the order of ``envelopes`` across tables.
+  on the order of ``envelopes`` across tables. A log that spans the change to casino-wide credit holds
+  marker ``BoughtIn`` with no step before them, per table as they were then: one whose ``occurred_at`` is
+  before the log's first ``MarkerRequested`` or ``MarkerIssued`` is not matched (a log with no marker step
+  at all is not checked).
 
 Sources: the formulas of ``docs/cage.md`` (general US table-games accounting); the statement is
 :func:`services.cage.statement.statements` of the same events, so a statement the audit passes adds up.
@@ -179,6 +182,10 @@ def _check_markers(by_table: dict[str, list[Envelope]], add: Add, notice: Add) -
                     f"a repayment of {p.amount_cents} cents states {p.player_id}'s outstanding "
                     f"{p.marker_balance_cents}; his markers and repayments make {want}")
             outstanding[p.player_id] = max(want, 0)
+    # a marker booked before casino-wide credit (no step of it on the log, its time before the log's first
+    # marker step): per table then, nothing issued at CAGE to match
+    first_step = min(e.occurred_at for envs in by_table.values() for e in envs
+                     if isinstance(e.payload, (MarkerIssued, MarkerRequested)))
     tables = {tid: _table_markers(tid, envs) for tid, envs in sorted(by_table.items()) if tid != CAGE_KEY}
     for tid, markers in tables.items():
         for bid, m in sorted(markers.items()):
@@ -186,6 +193,8 @@ def _check_markers(by_table: dict[str, list[Envelope]], add: Add, notice: Add) -
             req = m.requested
             if m.booked is not None:  # step 3 on the log: step 2 must be too (the reader reads CAGE's key last)
                 p = m.booked.payload
+                if got is None and req is None and m.booked.occurred_at < first_step:
+                    continue  # booked before casino-wide credit
                 if got is None or (got.payload.amount_cents, got.payload.player_id) != (p.amount_cents, p.player_id):
                     said = "the cage issued none" if got is None else (
                         f"the cage issued {got.payload.amount_cents} cents to {got.payload.player_id} "

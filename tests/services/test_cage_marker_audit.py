@@ -141,3 +141,21 @@ def test_the_reader_takes_the_cage_key_last():
     assert cage_key_last(first, again, "cage.events") == 2  # type: ignore[arg-type]
     assert [(r.offset, e.table_id) for r, e in first] == [(0, CAGE_KEY), (1, "T9"), (7, "T1"), (2, CAGE_KEY),
                                                           (4, CAGE_KEY)]
+
+
+async def test_a_marker_booked_before_casino_wide_credit_is_not_a_finding():
+    """A log spanning the change: a marker ``BoughtIn`` at T2 written before casino-wide lines (no steps, its
+    time before the log's first marker step) is not matched against ``CAGE``; the same record at the
+    log's end (a forgery) is."""
+    from datetime import timedelta
+
+    f = await _floor()
+    log = events(f.bus, T.CAGE_EVENTS)
+    first = min(e.occurred_at for e in log if isinstance(e.payload, (MarkerRequested, MarkerIssued)))
+    old = appended(log, "T2", BoughtIn(buy_in_id="OLD-1", shift_id="T2-s1", seat=2, player_id="bob", method="marker",
+                                       amount_cents=20_000, tray_cents=80_000, by="dealer-1",
+                                       marker_balance_cents=20_000))
+    old[-1] = msgspec.structs.replace(old[-1], occurred_at=first - timedelta(hours=1))
+    assert findings(old) == ([], [])
+    old[-1] = msgspec.structs.replace(old[-1], occurred_at=first)
+    assert findings(old) == ([("T2", "marker_mismatch", f"cage.events#{old[-1].seq}")], [])
