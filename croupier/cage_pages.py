@@ -47,7 +47,9 @@ from services.cage.statement import GROUPINGS, alerts, csv_text, rollup, stateme
 from services.projection.cage_desk import (
     ACTIONS,
     BUY_IN_METHODS,
+    CAGE_KEY_ACTIONS,
     FIELDS,
+    REDEEM_METHODS,
     FormError,
     actions_now,
     answer_of,
@@ -236,7 +238,8 @@ class CagePages:
         seated = {t.table_id: t.seated for t in tables}
         return self._page(request, role, "cage_desk.html", status, shifts=rows, actions=ACTIONS, fields=FIELDS,
                           outcome=outcome, form=form or {}, table=table, failed=failed, openers=openers,
-                          seated=seated, methods=BUY_IN_METHODS, credit=credit, show_credit=show_credit)
+                          seated=seated, methods=BUY_IN_METHODS, redeem_methods=REDEEM_METHODS, credit=credit,
+                          show_credit=show_credit)
 
     async def act(self, request: Request) -> Response:
         """``POST /cage/desk/{table}/{action}`` (form-encoded): the action's command, sent as the session's
@@ -259,8 +262,8 @@ class CagePages:
             actor = form.get("actor", "").strip()
             if not actor:
                 raise FormError("actor", "required: who you are (your employee id)")
-            # a credit line is casino-wide: decided at the cage's key whichever table's desk set it
-            key = CAGE_KEY if action == "set_credit_line" else table_id
+            # a credit line, a repayment or a cash-out is the window's: decided at the cage's key, whichever desk
+            key = CAGE_KEY if action in CAGE_KEY_ACTIONS else table_id
             cmd = command(key, self.new_id(), self.clock(), build_command(action, form), actor=actor)
             decode_command(encode(cmd))  # the wire's bounds (ids' patterns and lengths) checked before it is sent
         except Undecodable as e:

@@ -12,7 +12,7 @@ pit app role    cage command ``role``   actions
                                        take a buy-in (cash, marker or chips), receive an issued fill
                                        into the tray, hand a credit over
 ``cage``        ``cage_cashier``       issue a requested fill, receive a handed-over credit, set a
-                                       patron's credit line
+                                       patron's credit line, pay out chips or take a marker repayment
 ``count_team``  ``count_team``         remove a closed shift's drop box, enter its soft count
 =============== ====================== ==============================================================
 
@@ -57,6 +57,7 @@ from contracts.cage import (
     ReceiveFill,
     RecordCloser,
     RecordOpener,
+    RedeemChips,
     RemoveDropBox,
     RequestCredit,
     RequestFill,
@@ -80,6 +81,7 @@ ACTIONS: Mapping[str, tuple[str, str, str]] = {
     "hand_over_credit": ("dealer", "dealer", "Hand over credit"),
     "receive_credit": ("cage", "cage_cashier", "Receive credit"),
     "set_credit_line": ("cage", "cage_cashier", "Set credit line (casino-wide)"),
+    "redeem_chips": ("cage", "cage_cashier", "Pay out chips / take a marker repayment"),
     "remove_drop_box": ("count_team", "count_team", "Remove drop box"),
     "count_drop_box": ("count_team", "count_team", "Enter soft count"),
 }
@@ -95,11 +97,16 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
     "hand_over_credit": ("slip_id", "runner_id"),
     "receive_credit": ("slip_id",),
     "set_credit_line": ("player_id", "line"),
+    "redeem_chips": ("redemption_id", "player_id", "method", "amount"),
     "remove_drop_box": ("shift_id",),
     "count_drop_box": ("shift_id", "cash", "cash_total", "markers", "markers_total", "counters"),
 }
 #: the buy-in methods the dealer's form offers, as the cage names them (``services.cage.core.BUY_IN_METHODS``)
 BUY_IN_METHODS = (("cash", "Cash"), ("marker", "Marker"), ("chips", "Chips from elsewhere"))
+#: what the window's redemption form offers (``RedeemChips.method``): chips paid out in cash, or a marker repaid
+REDEEM_METHODS = (("cash", "Chips paid out in cash"), ("marker_redemption", "Marker repaid"))
+#: the actions decided at the cage's key ``CAGE`` (casino-wide), whichever table's desk they are pressed at
+CAGE_KEY_ACTIONS = frozenset({"set_credit_line", "redeem_chips"})
 #: the hour (UTC) a gaming day starts, as the cage's (``services.cage.patrons``): the opener's default day
 GAMING_DAY_CUTOFF_HOUR = 6
 #: each reason code the desk may show, in words (the cage service's, ``services.cage.core``, and the page's own)
@@ -333,7 +340,7 @@ def actions_now(shift: ShiftNow, role: str) -> list[tuple[str, str]]:
         if role == "dealer":
             out += [("buy_in", ""), ("record_closer", shift.shift_id)]
         if role == "cage":
-            out.append(("set_credit_line", ""))
+            out += [("set_credit_line", ""), ("redeem_chips", "")]
     elif role == "count_team" and shift.box == "at_table":
         out.append(("remove_drop_box", shift.shift_id))
     elif role == "count_team" and shift.box == "removed":
@@ -412,6 +419,9 @@ def build_command(action: str, form: Mapping[str, str]) -> Command:
         return ReceiveCredit(credit_id=_text(f, "slip_id"), role=role)
     if action == "set_credit_line":
         return SetCreditLine(player_id=_text(f, "player_id"), line_cents=_dollars(f, "line"), role=role)
+    if action == "redeem_chips":
+        return RedeemChips(redemption_id=_text(f, "redemption_id"), player_id=_text(f, "player_id"),
+                           amount_cents=_dollars(f, "amount"), method=_text(f, "method"), role=role)
     if action == "remove_drop_box":
         return RemoveDropBox(shift_id=_text(f, "shift_id"), role=role)
     if action == "count_drop_box":
