@@ -33,7 +33,8 @@ record (``cage.events#<seq>``) with its own kind:
   asked for or the cage issued while the shift closed without its answer (the cage refuses a closer while a
   marker is pending: the answer never came). Each patron's outstanding at ``CAGE`` is followed from his
   markers and repayments (``outstanding_cents`` of each ``MarkerIssued`` the one before plus its amount,
-  within its line; ``marker_balance_cents`` of each marker redemption the one before less its amount, never
+  within its line, its ``line_cents`` the last ``CreditLineSet`` of the patron at ``CAGE``;
+  ``marker_balance_cents`` of each marker redemption the one before less its amount, never
   below zero).
 
   **In flight** is a marker whose last step on the log is the reservation or the ``MarkerIssued`` and whose
@@ -63,6 +64,7 @@ from contracts.cage import (
     ChipCount,
     ChipsRedeemed,
     CreditHandedOver,
+    CreditLineSet,
     CreditReceived,
     CreditRequested,
     DropBoxCounted,
@@ -165,15 +167,20 @@ def _check_markers(by_table: dict[str, list[Envelope]], add: Add, notice: Add) -
         return  # a log written before casino-wide credit: markers were per table
     issued: dict[tuple[str, str], Envelope] = {}
     outstanding: dict[str, int] = {}
+    lines: dict[str, int] = {}
     for e in cage:
         p, where = e.payload, f"{CAGE_STREAM}#{e.seq}"
-        if isinstance(p, MarkerIssued):
+        if isinstance(p, CreditLineSet):
+            lines[p.player_id] = p.line_cents
+        elif isinstance(p, MarkerIssued):
             issued[(p.table_id, p.buy_in_id)] = e
             want = outstanding.get(p.player_id, 0) + p.amount_cents
-            if p.outstanding_cents != want or want > p.line_cents or p.amount_cents <= 0:
+            line = lines.get(p.player_id, 0)
+            if p.outstanding_cents != want or want > line or p.line_cents != line or p.amount_cents <= 0:
                 add(CAGE_KEY, "marker_mismatch", where,
                     f"marker {p.buy_in_id} of {p.amount_cents} cents states {p.player_id}'s outstanding "
-                    f"{p.outstanding_cents} (line {p.line_cents}); his markers and repayments make {want}")
+                    f"{p.outstanding_cents} (line {p.line_cents}); his markers and repayments make {want}, "
+                    f"his line set at {CAGE_KEY} is {line}")
             outstanding[p.player_id] = want
         elif isinstance(p, ChipsRedeemed) and p.method == "marker_redemption":
             want = outstanding.get(p.player_id, 0) - p.amount_cents

@@ -159,3 +159,14 @@ async def test_a_marker_booked_before_casino_wide_credit_is_not_a_finding():
     assert findings(old) == ([], [])
     old[-1] = msgspec.structs.replace(old[-1], occurred_at=first)
     assert findings(old) == ([("T2", "marker_mismatch", f"cage.events#{old[-1].seq}")], [])
+
+
+async def test_a_marker_issued_over_the_line_with_its_line_edited_is_found():
+    """bob's line is $500 at CAGE; a $300 marker issued with its stated line edited to $200 (or a marker
+    made to pass a line it stated larger than the one set) is found at its record."""
+    f = await _floor()
+    log = events(f.bus, T.CAGE_EVENTS)
+    for line in (20_000, 90_000):
+        edited = [msgspec.structs.replace(e, payload=msgspec.structs.replace(e.payload, line_cents=line))
+                  if isinstance(e.payload, MarkerIssued) else e for e in log]
+        assert findings(edited) == ([(CAGE_KEY, "marker_mismatch", where(log, MarkerIssued, "M1"))], [])
