@@ -60,7 +60,9 @@ Pure: takes decoded envelopes (from the log, a file, or memory) and returns the 
 * the cage's books (:mod:`croupier.audit_cage`), when the reader passes ``cage.events``: every count adds up,
   every slip's steps follow its request with its amount, every closer's and soft count's figures are their
   parts' (``cage_count_mismatch``, ``fill_forged``, ``credit_forged``, ``slip_amount_mismatch``,
-  ``tray_mismatch``, ``drop_mismatch``, ``count_team_too_small``, ``cage_out_of_shift``);
+  ``tray_mismatch``, ``drop_mismatch``, ``count_team_too_small``, ``cage_out_of_shift``, ``game_result_mismatch``,
+  ``marker_mismatch``); a marker buy-in in flight at the end of the log is a ``marker_unsettled`` notice
+  (:attr:`AuditReport.notices`), not a discrepancy;
 * records that could not be decoded at all (passed in by the reader as :class:`UndecodableRecord`) are
   discrepancies of kind ``undecodable_record``; well-formed events of a type this version does not know
   (passed in as :class:`UnknownEvent`) are only counted (``unknown_types``), as the evolution rules say
@@ -196,7 +198,8 @@ def audit(
         report.vault = VaultReport(reason=vault_reason or "the vault was not read")
     report.provenance = check_provenance(envelopes, commands, lambda t, k, w, d: found.append(Discrepancy(t, k, w, d)),
                                          commands_reason, table_id=table_id)
-    audit_cage.check_cage(envelopes, lambda t, k, w, d: found.append(Discrepancy(t, k, w, d)), table_id=table_id)
+    audit_cage.check_cage(envelopes, lambda t, k, w, d: found.append(Discrepancy(t, k, w, d)), table_id=table_id,
+                          notice=lambda t, k, w, d: report.notices.append(Discrepancy(t, k, w, d)))
     for u in undecodable:
         if table_id is not None and u.table_id not in (table_id, "?"):
             continue

@@ -25,12 +25,29 @@ record (``cage.events#<seq>``) with its own kind:
   or closer naming a round the settlements do not hold is one too. So a closer whose game result was changed (and the statement's
   count variance with it), or whose rounds were, is found at its record even when its other figures agree.
 * ``marker_mismatch`` (casino-wide credit, when the log holds the cage key's ``MarkerIssued`` or a table's
-  ``MarkerRequested``; the whole floor, not one table): Σ ``MarkerIssued`` at ``CAGE`` against the tables'
-  marker ``BoughtIn``, one to one (a marker booked at a table that the cage never issued, or of another
-  amount or patron; a marker issued that no table booked), and each patron's outstanding at ``CAGE`` followed
-  from his markers and repayments (``outstanding_cents`` of each ``MarkerIssued`` the one before plus its
-  amount, within its line; ``marker_balance_cents`` of each marker redemption the one before less its
-  amount, never below zero).
+  ``MarkerRequested``; the whole floor, not one table): each marker buy-in's three steps, the table's
+  reservation (``MarkerRequested``), the cage key's ``MarkerIssued`` and the table's marker ``BoughtIn``,
+  matched by table and buy-in id. Found: a marker booked at a table that the cage never issued, or of
+  another amount or patron (a forged ``BoughtIn``); a marker issued that no table asked for, of another
+  amount or patron than asked, or that the table refused (a forged ``MarkerIssued``); a marker the table
+  asked for or the cage issued while the shift closed without its answer (the cage refuses a closer while a
+  marker is pending: the answer never came). Each patron's outstanding at ``CAGE`` is followed from his
+  markers and repayments (``outstanding_cents`` of each ``MarkerIssued`` the one before plus its amount,
+  within its line, its ``line_cents`` the last ``CreditLineSet`` of the patron at ``CAGE``;
+  ``marker_balance_cents`` of each marker redemption the one before less its amount, never
+  below zero).
+
+  **In flight** is a marker whose last step on the log is the reservation or the ``MarkerIssued`` and whose
+  table's shift is still open at the end of the log read: a live floor between two steps. It is a
+  ``marker_unsettled`` *notice* (``notice``; :attr:`croupier.audit.AuditReport.notices`), not a finding,
+  at its last record. The other order (a table's ``BoughtIn`` on the log, the cage's ``MarkerIssued`` not)
+  is no log's state: the ``BoughtIn`` is caused by the ``SettleMarker`` written in the transaction of the
+  ``MarkerIssued``, and the audit's reader reads the cage key's partition last
+  (:func:`croupier.log.read_for_audit`), so such a ``BoughtIn`` is a finding. The result does not depend
+  on the order of ``envelopes`` across tables. A log that spans the change to casino-wide credit holds
+  marker ``BoughtIn`` with no step before them, per table as they were then: one whose ``occurred_at`` is
+  before the log's first ``MarkerRequested`` or ``MarkerIssued`` is not matched (a log with no marker step
+  at all is not checked).
 
 Sources: the formulas of ``docs/cage.md`` (general US table-games accounting); the statement is
 :func:`services.cage.statement.statements` of the same events, so a statement the audit passes adds up.
@@ -44,9 +61,10 @@ from dataclasses import dataclass, field
 from contracts.cage import (
     CAGE_KEY,
     BoughtIn,
-    ChipsRedeemed,
     ChipCount,
+    ChipsRedeemed,
     CreditHandedOver,
+    CreditLineSet,
     CreditReceived,
     CreditRequested,
     DropBoxCounted,
@@ -59,7 +77,7 @@ from contracts.cage import (
     ShiftOpened,
 )
 from contracts.envelope import Envelope
-from contracts.events import BetSettled, RoundSettled
+from contracts.events import BetSettled, CommandRejected, RoundSettled
 from services.cage.counts import count_problem
 
 CAGE_STREAM = "cage.events"
@@ -81,10 +99,12 @@ class _Shift:
     slips: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # id -> (kind, status, total)
 
 
-def check_cage(envelopes: Iterable[Envelope], add: Add, table_id: str | None = None) -> int:
+def check_cage(envelopes: Iterable[Envelope], add: Add, table_id: str | None = None,
+               notice: Add | None = None) -> int:
     """Check every cage event of ``envelopes`` (other streams skipped; one table with ``table_id``);
-    ``add(table_id, kind, where, detail)`` is called for each finding. Returns how many cage events were
-    checked."""
+    ``add(table_id, kind, where, detail)`` is called for each finding, ``notice`` (same arguments; None:
+    dropped) for each marker in flight at the end of the log (``marker_unsettled``: not a finding). Returns
+    how many cage events were checked."""
     by_table: dict[str, list[Envelope]] = {}
     settled: dict[str, list[Envelope]] = {}
     for env in envelopes:
@@ -102,26 +122,65 @@ def check_cage(envelopes: Iterable[Envelope], add: Add, table_id: str | None = N
         if settled:  # the settlements were read: each shift's game result re-derived from them
             _check_game_results(tid, envs, sorted(settled.get(tid, []), key=lambda e: e.seq), add)
     if table_id is None:
-        _check_markers(by_table, add)
+        _check_markers(by_table, add, notice or (lambda *_: None))
     return n
 
 
-def _check_markers(by_table: dict[str, list[Envelope]], add: Add) -> None:
-    """``marker_mismatch`` findings: the cage key's markers against the tables' (see the module docstring)."""
+@dataclass
+class _TableMarker:
+    """One marker buy-in as its table's log shows it: the reservation (``MarkerRequested``) and the table's
+    answer after it (``BoughtIn`` or the buy-in's ``CommandRejected``), or the shift's closer with none."""
+
+    requested: Envelope | None = None
+    booked: Envelope | None = None
+    refused: Envelope | None = None
+    closed: Envelope | None = None
+
+
+def _table_markers(tid: str, envs: list[Envelope]) -> dict[str, _TableMarker]:
+    """``tid``'s marker buy-ins by buy-in id, from its cage events in ``seq`` order."""
+    out: dict[str, _TableMarker] = {}
+    waiting: dict[str, str] = {}  # the buy-in's command id -> buy-in id, while it awaits the cage
+    for e in envs:
+        p = e.payload
+        if isinstance(p, MarkerRequested):
+            out.setdefault(p.buy_in_id, _TableMarker()).requested = e
+            waiting[e.causation_id] = p.buy_in_id
+        elif isinstance(p, BoughtIn) and p.method == "marker":
+            out.setdefault(p.buy_in_id, _TableMarker()).booked = e
+            waiting = {k: v for k, v in waiting.items() if v != p.buy_in_id}
+        elif isinstance(p, CommandRejected) and p.command == "buy_in" and p.command_id in waiting:
+            out[waiting.pop(p.command_id)].refused = e
+        elif isinstance(p, ShiftClosed):
+            for bid in list(waiting.values()):
+                m = out[bid]
+                if m.requested is not None and m.requested.payload.shift_id == p.shift_id and m.closed is None:
+                    m.closed = e
+    return out
+
+
+def _check_markers(by_table: dict[str, list[Envelope]], add: Add, notice: Add) -> None:
+    """``marker_mismatch`` findings and ``marker_unsettled`` notices: the cage key's markers against the
+    tables' (see the module docstring)."""
     cage = by_table.get(CAGE_KEY, [])
     if not any(isinstance(e.payload, (MarkerIssued, MarkerRequested)) for envs in by_table.values() for e in envs):
         return  # a log written before casino-wide credit: markers were per table
     issued: dict[tuple[str, str], Envelope] = {}
     outstanding: dict[str, int] = {}
+    lines: dict[str, int] = {}
     for e in cage:
         p, where = e.payload, f"{CAGE_STREAM}#{e.seq}"
-        if isinstance(p, MarkerIssued):
+        if isinstance(p, CreditLineSet):
+            lines[p.player_id] = p.line_cents
+        elif isinstance(p, MarkerIssued):
             issued[(p.table_id, p.buy_in_id)] = e
             want = outstanding.get(p.player_id, 0) + p.amount_cents
-            if p.outstanding_cents != want or want > p.line_cents or p.amount_cents <= 0:
+            line = lines.get(p.player_id, 0)
+            if p.outstanding_cents != want or want > line or p.line_cents != line or p.amount_cents <= 0:
                 add(CAGE_KEY, "marker_mismatch", where,
                     f"marker {p.buy_in_id} of {p.amount_cents} cents states {p.player_id}'s outstanding "
-                    f"{p.outstanding_cents} (line {p.line_cents}); his markers and repayments make {want}")
+                    f"{p.outstanding_cents} (line {p.line_cents}); his markers and repayments make {want}, "
+                    f"his line set at {CAGE_KEY} is {line}")
             outstanding[p.player_id] = want
         elif isinstance(p, ChipsRedeemed) and p.method == "marker_redemption":
             want = outstanding.get(p.player_id, 0) - p.amount_cents
@@ -130,23 +189,60 @@ def _check_markers(by_table: dict[str, list[Envelope]], add: Add) -> None:
                     f"a repayment of {p.amount_cents} cents states {p.player_id}'s outstanding "
                     f"{p.marker_balance_cents}; his markers and repayments make {want}")
             outstanding[p.player_id] = max(want, 0)
-    for tid, envs in sorted(by_table.items()):
-        if tid == CAGE_KEY:
-            continue
-        for e in envs:
-            p = e.payload
-            if not (isinstance(p, BoughtIn) and p.method == "marker"):
+    # a marker booked before casino-wide credit (no step of it on the log, its time before the log's first
+    # marker step): per table then, nothing issued at CAGE to match
+    first_step = min(e.occurred_at for envs in by_table.values() for e in envs
+                     if isinstance(e.payload, (MarkerIssued, MarkerRequested)))
+    tables = {tid: _table_markers(tid, envs) for tid, envs in sorted(by_table.items()) if tid != CAGE_KEY}
+    for tid, markers in tables.items():
+        for bid, m in sorted(markers.items()):
+            got = issued.pop((tid, bid), None)
+            req = m.requested
+            if m.booked is not None:  # step 3 on the log: step 2 must be too (the reader reads CAGE's key last)
+                p = m.booked.payload
+                if got is None and req is None and m.booked.occurred_at < first_step:
+                    continue  # booked before casino-wide credit
+                if got is None or (got.payload.amount_cents, got.payload.player_id) != (p.amount_cents, p.player_id):
+                    said = "the cage issued none" if got is None else (
+                        f"the cage issued {got.payload.amount_cents} cents to {got.payload.player_id} "
+                        f"({CAGE_STREAM}#{got.seq})")
+                    add(tid, "marker_mismatch", f"{CAGE_STREAM}#{m.booked.seq}",
+                        f"marker {bid} of {p.amount_cents} cents booked to {p.player_id}: {said}")
                 continue
-            got = issued.pop((tid, p.buy_in_id), None)
-            if got is None or (got.payload.amount_cents, got.payload.player_id) != (p.amount_cents, p.player_id):
-                said = "the cage issued none" if got is None else (
-                    f"the cage issued {got.payload.amount_cents} cents to {got.payload.player_id} "
-                    f"({CAGE_STREAM}#{got.seq})")
-                add(tid, "marker_mismatch", f"{CAGE_STREAM}#{e.seq}",
-                    f"marker {p.buy_in_id} of {p.amount_cents} cents booked to {p.player_id}: {said}")
+            if got is None:
+                if req is None:
+                    continue
+                if m.closed is not None:  # the table went on without the cage's answer
+                    add(tid, "marker_mismatch", f"{CAGE_STREAM}#{m.closed.seq}",
+                        f"shift {req.payload.shift_id} closed while marker {bid} of {req.payload.amount_cents} cents "
+                        f"({CAGE_STREAM}#{req.seq}) awaited the cage, which never answered it")
+                elif m.refused is None:
+                    notice(tid, "marker_unsettled", f"{CAGE_STREAM}#{req.seq}",
+                           f"marker {bid} of {req.payload.amount_cents} cents for {req.payload.player_id} awaits "
+                           f"the cage's decision at the end of the log read (in flight: nothing booked yet)")
+                continue
+            g, where = got.payload, f"{CAGE_STREAM}#{got.seq}"
+            what = f"marker {bid} of {g.amount_cents} cents issued to {g.player_id} for {tid}"
+            if req is None:
+                add(CAGE_KEY, "marker_mismatch", where, f"{what}: {tid} never asked for it (no MarkerRequested)")
+            elif (req.payload.amount_cents, req.payload.player_id) != (g.amount_cents, g.player_id):
+                add(CAGE_KEY, "marker_mismatch", where,
+                    f"{what}: {tid} asked for {req.payload.amount_cents} cents for {req.payload.player_id} "
+                    f"({CAGE_STREAM}#{req.seq})")
+            elif m.refused is not None:
+                add(CAGE_KEY, "marker_mismatch", where, f"{what}: {tid} refused the buy-in "
+                    f"({CAGE_STREAM}#{m.refused.seq}, {m.refused.payload.reason}), no patron signed it")
+            elif m.closed is not None:
+                add(CAGE_KEY, "marker_mismatch", where, f"{what}: shift {req.payload.shift_id} closed at "
+                    f"{CAGE_STREAM}#{m.closed.seq} without booking it")
+            else:
+                notice(CAGE_KEY, "marker_unsettled", where,
+                       f"{what}: {tid} has not booked it at the end of the log read (in flight: its "
+                       f"MarkerRequested {CAGE_STREAM}#{req.seq} awaits the cage's answer)")
     for (tid, bid), e in sorted(issued.items()):
         add(CAGE_KEY, "marker_mismatch", f"{CAGE_STREAM}#{e.seq}",
-            f"marker {bid} of {e.payload.amount_cents} cents issued for {tid}: no BoughtIn there")
+            f"marker {bid} of {e.payload.amount_cents} cents issued for {tid}: {tid} never asked for it "
+            f"(no MarkerRequested)")
 
 
 def _check_game_results(tid: str, envs: list[Envelope], settled: list[Envelope], add: Add) -> None:

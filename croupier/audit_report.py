@@ -76,6 +76,9 @@ class AuditReport:
     vault: VaultReport = field(default_factory=VaultReport)
     #: the provenance check: events matched to their commands' records, or why the commands were not read
     provenance: ProvenanceReport = field(default_factory=ProvenanceReport)
+    #: what a live floor's log shows between two steps, worth an investigator's look but not discrepancies:
+    #: ``marker_unsettled`` (a marker buy-in in flight at the end of the log, :mod:`croupier.audit_cage`)
+    notices: list[Discrepancy] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -97,6 +100,8 @@ class AuditReport:
             "refused": dict(sorted(self.refused.items())),
             "vault": self.vault.to_dict(),
             "provenance": self.provenance.to_dict(),
+            "notices": [{"table_id": d.table_id, "kind": d.kind, "where": d.where, "detail": d.detail}
+                        for d in self.notices],
             "discrepancies": [
                 {"table_id": d.table_id, "kind": d.kind, "where": d.where, "detail": d.detail,
                  "round_id": d.round_id}

@@ -47,11 +47,15 @@ from services.cage.statement import GROUPINGS, alerts, csv_text, rollup, stateme
 from services.projection.cage_desk import (
     ACTIONS,
     BUY_IN_METHODS,
+    CAGE_KEY_ACTIONS,
     FIELDS,
+    REDEEM_METHODS,
     FormError,
     actions_now,
     answer_of,
     build_command,
+    credit_dict,
+    credit_now,
     desk_state,
     opener_defaults,
     reason_words,
@@ -71,6 +75,9 @@ CAGE_PAGE_ROLES: Mapping[str, frozenset[str]] = {
     "patrons": frozenset({"cage", "pit", "surveillance"}),
     "currency": frozenset({"cage", "surveillance"}),
 }
+#: who sees the patrons' casino-wide credit on the desk (line, outstanding, available): the cage sets the lines
+#: and takes repayments, the dealer takes marker buy-ins, the pit oversees; the count room does not
+CREDIT_ROLES = frozenset({"cage", "dealer", "pit"})
 CAGE_TITLES = {"statement": "Shift statements", "desk": "Table inventory, buy-ins, fills, credits and the count", "patrons": "Ratings",
                "currency": "Currency reporting"}
 #: the topics the cage's pages read (ratings need the shoe, the table's configuration, bets and settlements)
@@ -217,17 +224,22 @@ class CagePages:
                    if role == ACTIONS["record_opener"][0] and t.open_shift is None]
         if outcome is not None and not outcome["ok"]:
             outcome["words"] = reason_words(outcome["reason"])
+        # casino-wide credit: the cage sets lines, the dealer takes markers, the pit oversees (not the count room)
+        show_credit = role in CREDIT_ROLES
+        credit = credit_now(got) if show_credit else []
         if as_json:
             return JSONResponse({"role": role, "shifts": [{**shift_dict(s), "actions": [
                 {"action": a, "id": i} for a, i in actions_now(s, role)]} for s in shifts],
                 "tables": [{"table_id": t.table_id, "seated": [list(x) for x in t.seated],
                             "open_shift": t.open_shift.shift_id if t.open_shift else None} for t in tables],
-                "openers": [{"table_id": t.table_id, **d} for t, d in openers]})
+                "openers": [{"table_id": t.table_id, **d} for t, d in openers],
+                "credit": [credit_dict(c) for c in credit] if show_credit else []})
         rows = [(s, actions_now(s, role)) for s in reversed(shifts)]
         seated = {t.table_id: t.seated for t in tables}
         return self._page(request, role, "cage_desk.html", status, shifts=rows, actions=ACTIONS, fields=FIELDS,
                           outcome=outcome, form=form or {}, table=table, failed=failed, openers=openers,
-                          seated=seated, methods=BUY_IN_METHODS)
+                          seated=seated, methods=BUY_IN_METHODS, redeem_methods=REDEEM_METHODS, credit=credit,
+                          show_credit=show_credit)
 
     async def act(self, request: Request) -> Response:
         """``POST /cage/desk/{table}/{action}`` (form-encoded): the action's command, sent as the session's
@@ -250,8 +262,8 @@ class CagePages:
             actor = form.get("actor", "").strip()
             if not actor:
                 raise FormError("actor", "required: who you are (your employee id)")
-            # a credit line is casino-wide: decided at the cage's key whichever table's desk set it
-            key = CAGE_KEY if action == "set_credit_line" else table_id
+            # a credit line, a repayment or a cash-out is the window's: decided at the cage's key, whichever desk
+            key = CAGE_KEY if action in CAGE_KEY_ACTIONS else table_id
             cmd = command(key, self.new_id(), self.clock(), build_command(action, form), actor=actor)
             decode_command(encode(cmd))  # the wire's bounds (ids' patterns and lengths) checked before it is sent
         except Undecodable as e:

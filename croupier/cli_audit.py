@@ -104,6 +104,10 @@ def audit(
         typer.echo(f"{len(found)} discrepanc{'y' if len(found) == 1 else 'ies'}" + (":" if found else ": clean"))
         for d in found:
             typer.echo(f"{d.table_id} {d.kind} {d.where}: {d.detail}")
+        if report.notices:
+            typer.echo(f"{len(report.notices)} notice(s), in flight at the end of the log (not discrepancies):")
+            for d in report.notices:
+                typer.echo(f"{d.table_id} {d.kind} {d.where}: {d.detail}")
         v = report.vault
         if v.status == "checked":
             typer.echo(f"vault: {v.opened} of {v.records} sealed order(s) opened and matched their reveal or "

@@ -50,7 +50,10 @@ def parquet_doc() -> str:
         ("The envelope (`contracts/envelope.py`), the event's tag, and where the record sits in Kafka "
          "(`kafka_timestamp`: the record's own timestamp, when it was written; `occurred_at`: the broker's "
          "append time of the command that caused the event, what `--since`/`--until` compare). A payload "
-         "field named like one of these is `payload_<name>` (`payload_round_id`, `payload_shoe_id`)."),
+         "field named like one of these is `payload_<name>` (`payload_round_id`, `payload_shoe_id`, and "
+         "`MarkerIssued`'s `payload_table_id`: the table the marker was drawn at, while its envelope's "
+         "`table_id` is the cage's key `CAGE` that decided it; join it to that table's `BoughtIn` on "
+         "`payload_table_id = table_id` and `buy_in_id`)."),
         "",
         "| column | type | nullable |",
         "|---|---|---|",

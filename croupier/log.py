@@ -109,6 +109,14 @@ async def read_for_audit(settings: Settings, table: str | None = None):  # type:
     if not streams:
         return [], [], []
     got = await read_decoded(settings, [settings.topic(s) for s in streams], table)  # each record read once
+    if T.CAGE_EVENTS in streams and table is None:
+        # the cage key's partition again, last: a table's marker BoughtIn read above has its MarkerIssued
+        from contracts.cage import CAGE_KEY
+        from services.rawlog import decode_records, read_topic
+
+        topic = settings.topic(T.CAGE_EVENTS)
+        cage_key_last(got.ok, decode_records(await read_topic(settings, topic, table_id=CAGE_KEY),
+                                             table_id=CAGE_KEY).ok, topic)
     undecodable = [UndecodableRecord(f.key, f.record.topic, f.record.partition, f.record.offset, f.error)
                    for f in got.undecodable]
     unknown: list[UnknownEvent] = []
@@ -117,6 +125,23 @@ async def read_for_audit(settings: Settings, table: str | None = None):  # type:
         unknown.append(UnknownEvent(probe["table_id"], probe["stream"], probe["seq"], probe["event_id"],
                                     u.type_name))
     return [env for _, env in got.ok], undecodable, unknown
+
+
+def cage_key_last(first: list[tuple[Any, Envelope]], again: list[tuple[Any, Envelope]], topic: str) -> int:
+    """Append to ``first`` (``(record, envelope)`` pairs of a whole read) the cage key's events of ``again``
+    (a later read of the cage key's partition of ``topic``) past what ``first`` read of that partition; returns
+    how many. A marker buy-in's third step (the table's ``BoughtIn``) is caused by the ``SettleMarker`` written
+    in the transaction of its second (``MarkerIssued`` at ``CAGE``, another partition): with the cage key read
+    after the tables, every ``BoughtIn`` read has its ``MarkerIssued`` (the audit's ``marker_mismatch``, and a
+    marker between its steps a ``marker_unsettled`` notice, :mod:`croupier.audit_cage`). Other tables' events
+    of that partition past the first read are left out: the rest of the read stays one cut."""
+    from contracts.cage import CAGE_KEY
+
+    part = {r.partition for r, e in again}
+    seen = max((r.offset for r, _ in first if r.topic == topic and r.partition in part), default=-1)
+    more = [(r, e) for r, e in again if r.offset > seen and e.table_id == CAGE_KEY]
+    first.extend(more)
+    return len(more)
 
 
 class CommandsUnreadable(LookupError):

@@ -12,7 +12,8 @@ of every file, in this order:
   ``kafka_timestamp`` (the record's own Kafka timestamp, ms, UTC: when it was written, which for a reaction
   published later is after ``occurred_at``);
 * the payload's fields, in the contract's order, under their own names; a payload field whose name is an
-  envelope column (``round_id``, ``shoe_id``) is ``payload_<name>``. Where the contract writes "none" as
+  envelope column (``round_id``, ``shoe_id``; ``MarkerIssued.table_id``, the table a marker was drawn at, whose
+  envelope ``table_id`` is ``CAGE``) is ``payload_<name>``: one rule for every event type. Where the contract writes "none" as
   ``""`` (an id field ``round_id`` / ``shoe_id`` whose default is ``""``, e.g. ``LedgerPosted.shoe_id``) the
   column is nullable and "none" is null; a ``gaming_day`` (``YYYY-MM-DD``) is an Arrow ``date32``. Both read
   back as the contract's text.

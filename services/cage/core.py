@@ -482,6 +482,10 @@ class CageCore:
             reason, detail = (("invalid_amount", f"{c.amount_cents} cents") if c.amount_cents <= 0 else
                               ("over_credit_line", f"markers outstanding would total {after} cents, the credit line "
                                                    f"is {line} ({outstanding} outstanding at the tables)"))
+            if reason == "over_credit_line" and c.player_id not in state.lines:
+                # no line at CAGE: a line set at a table's key (a log from before casino-wide lines) decides nothing
+                detail = (f"{c.player_id} has no credit line at {CAGE_KEY}: lines are casino-wide, set at the cage "
+                          f"(a line set at a table before they were is not carried over); {detail}")
             answer = SettleMarker(buy_in_id=c.buy_in_id, issued=False, reason=reason, detail=detail)
             return [Emit(CommandRejected(command_id=cmd.command_id, command=tag, reason=reason, detail=detail)),
                     Send(T.CAGE_MARKERS, command(c.table_id, settle_id, cmd.issued_at, answer,

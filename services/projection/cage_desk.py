@@ -12,7 +12,7 @@ pit app role    cage command ``role``   actions
                                        take a buy-in (cash, marker or chips), receive an issued fill
                                        into the tray, hand a credit over
 ``cage``        ``cage_cashier``       issue a requested fill, receive a handed-over credit, set a
-                                       patron's credit line
+                                       patron's credit line, pay out chips or take a marker repayment
 ``count_team``  ``count_team``         remove a closed shift's drop box, enter its soft count
 =============== ====================== ==============================================================
 
@@ -32,12 +32,16 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from baccarat.money import InvalidAmount, parse_dollars
+from contracts import topics as T
 from contracts.cage import (
+    CAGE_KEY,
     BoughtIn,
     BuyIn,
     ChipCount,
+    ChipsRedeemed,
     CountDropBox,
     CreditHandedOver,
+    CreditLineSet,
     CreditReceived,
     CreditRequested,
     DropBoxCounted,
@@ -47,11 +51,13 @@ from contracts.cage import (
     FillRequested,
     HandOverCredit,
     IssueFill,
+    MarkerIssued,
     MarkerRequested,
     ReceiveCredit,
     ReceiveFill,
     RecordCloser,
     RecordOpener,
+    RedeemChips,
     RemoveDropBox,
     RequestCredit,
     RequestFill,
@@ -59,7 +65,6 @@ from contracts.cage import (
     ShiftClosed,
     ShiftOpened,
 )
-from contracts import topics as T
 from contracts.commands import Command
 from contracts.envelope import CommandEnvelope, Envelope
 from contracts.events import CommandRejected, PlayerLeft, PlayerSeated
@@ -76,6 +81,7 @@ ACTIONS: Mapping[str, tuple[str, str, str]] = {
     "hand_over_credit": ("dealer", "dealer", "Hand over credit"),
     "receive_credit": ("cage", "cage_cashier", "Receive credit"),
     "set_credit_line": ("cage", "cage_cashier", "Set credit line (casino-wide)"),
+    "redeem_chips": ("cage", "cage_cashier", "Pay out chips / take a marker repayment"),
     "remove_drop_box": ("count_team", "count_team", "Remove drop box"),
     "count_drop_box": ("count_team", "count_team", "Enter soft count"),
 }
@@ -91,11 +97,16 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
     "hand_over_credit": ("slip_id", "runner_id"),
     "receive_credit": ("slip_id",),
     "set_credit_line": ("player_id", "line"),
+    "redeem_chips": ("redemption_id", "player_id", "method", "amount"),
     "remove_drop_box": ("shift_id",),
     "count_drop_box": ("shift_id", "cash", "cash_total", "markers", "markers_total", "counters"),
 }
 #: the buy-in methods the dealer's form offers, as the cage names them (``services.cage.core.BUY_IN_METHODS``)
 BUY_IN_METHODS = (("cash", "Cash"), ("marker", "Marker"), ("chips", "Chips from elsewhere"))
+#: what the window's redemption form offers (``RedeemChips.method``): chips paid out in cash, or a marker repaid
+REDEEM_METHODS = (("cash", "Chips paid out in cash"), ("marker_redemption", "Marker repaid"))
+#: the actions decided at the cage's key ``CAGE`` (casino-wide), whichever table's desk they are pressed at
+CAGE_KEY_ACTIONS = frozenset({"set_credit_line", "redeem_chips"})
 #: the hour (UTC) a gaming day starts, as the cage's (``services.cage.patrons``): the opener's default day
 GAMING_DAY_CUTOFF_HOUR = 6
 #: each reason code the desk may show, in words (the cage service's, ``services.cage.core``, and the page's own)
@@ -248,6 +259,48 @@ def tables_now(events: Iterable[Envelope], shifts: Iterable[ShiftNow]) -> list[T
     return [TableNow(t, sorted(seated[t]), by_table.get(t, [])) for t in sorted(seated)]
 
 
+@dataclass(frozen=True, slots=True)
+class CreditNow:
+    """A patron's casino-wide credit as the cage's key holds it now (cents): ``line_cents`` the line the cage
+    set (0: none), ``outstanding_cents`` his markers issued at every table less those repaid at the window."""
+
+    player_id: str
+    line_cents: int
+    outstanding_cents: int
+
+    @property
+    def available_cents(self) -> int:
+        """What he may still sign in markers (cents): the line less the outstanding, 0 when the line was
+        lowered below what he owes."""
+        return max(0, self.line_cents - self.outstanding_cents)
+
+
+def credit_now(events: Iterable[Envelope]) -> list[CreditNow]:
+    """Every patron with a credit line or markers at the cage's key ``CAGE`` (``CreditLineSet``,
+    ``MarkerIssued``'s ``outstanding_cents``, a marker redemption's ``marker_balance_cents``), by player id.
+    A ``CreditLineSet`` at a table's key (a log written before lines were casino-wide) is no line: the cage
+    decides markers at ``CAGE`` alone (``docs/cage.md``)."""
+    lines: dict[str, int] = {}
+    owed: dict[str, int] = {}
+    for env in events:
+        if env.table_id != CAGE_KEY or env.stream != T.CAGE_EVENTS:
+            continue
+        e = env.payload
+        if isinstance(e, CreditLineSet):
+            lines[e.player_id] = e.line_cents
+        elif isinstance(e, MarkerIssued):
+            owed[e.player_id] = e.outstanding_cents
+        elif isinstance(e, ChipsRedeemed) and e.method == "marker_redemption":
+            owed[e.player_id] = e.marker_balance_cents
+    return [CreditNow(p, lines.get(p, 0), owed.get(p, 0)) for p in sorted(lines.keys() | owed.keys())]
+
+
+def credit_dict(c: CreditNow) -> dict[str, Any]:
+    """A patron's credit of :func:`credit_now` for JSON (cents)."""
+    return {"player_id": c.player_id, "line_cents": c.line_cents, "outstanding_cents": c.outstanding_cents,
+            "available_cents": c.available_cents}
+
+
 def gaming_day(now: datetime) -> date:
     """The gaming day of ``now`` (UTC): the calendar day of ``now`` less :data:`GAMING_DAY_CUTOFF_HOUR` hours."""
     return (now - timedelta(hours=GAMING_DAY_CUTOFF_HOUR)).date()
@@ -287,7 +340,7 @@ def actions_now(shift: ShiftNow, role: str) -> list[tuple[str, str]]:
         if role == "dealer":
             out += [("buy_in", ""), ("record_closer", shift.shift_id)]
         if role == "cage":
-            out.append(("set_credit_line", ""))
+            out += [("set_credit_line", ""), ("redeem_chips", "")]
     elif role == "count_team" and shift.box == "at_table":
         out.append(("remove_drop_box", shift.shift_id))
     elif role == "count_team" and shift.box == "removed":
@@ -366,6 +419,9 @@ def build_command(action: str, form: Mapping[str, str]) -> Command:
         return ReceiveCredit(credit_id=_text(f, "slip_id"), role=role)
     if action == "set_credit_line":
         return SetCreditLine(player_id=_text(f, "player_id"), line_cents=_dollars(f, "line"), role=role)
+    if action == "redeem_chips":
+        return RedeemChips(redemption_id=_text(f, "redemption_id"), player_id=_text(f, "player_id"),
+                           amount_cents=_dollars(f, "amount"), method=_text(f, "method"), role=role)
     if action == "remove_drop_box":
         return RemoveDropBox(shift_id=_text(f, "shift_id"), role=role)
     if action == "count_drop_box":

@@ -69,6 +69,26 @@ async def test_opener_buy_ins_closer_and_count_through_the_desk():
                              amount="300.00")) == "booked"
     assert outcome(await act(dealer, TABLE, "buy_in", **buy, buy_in_id="C1", method="chips", amount="100")) \
         == "booked"
+    # the desk shows the patron's casino-wide credit: line, markers outstanding, available (cents in JSON,
+    # dollars on the page), to the cage, the dealer and the pit; not to the count room
+    credit = {c["player_id"]: c for c in (await cage.get("/cage/desk.json")).json()["credit"]}
+    assert credit["pat-7"] == {"player_id": "pat-7", "line_cents": 100_000, "outstanding_cents": 30_000,
+                               "available_cents": 70_000}
+    for c in (cage, dealer):
+        row = re.search(r'<tr id="credit-pat-7">(.*?)</tr>', (await c.get(f"/cage/desk?table={TABLE}")).text)
+        assert row and re.findall(r'class="num \w+">([^<]*)<', row.group(1)) == ["$1,000.00", "$300.00", "$700.00"]
+    assert (await team.get("/cage/desk.json")).json()["credit"] == []
+    # the window takes a $100 repayment of pat-7's marker (keyed CAGE, from T7's desk); more than he owes is
+    # refused (never below zero); the desk shows the outstanding fall
+    repay = {"actor": "cashier-1", "player_id": "pat-7", "method": "marker_redemption"}
+    r = await act(cage, TABLE, "redeem_chips", **repay, redemption_id="R-1", amount="300.01")
+    assert (r.status_code, outcome(r)) == (422, "over_outstanding") and 'value="300.01"' in r.text
+    assert outcome(await act(cage, TABLE, "redeem_chips", **repay, redemption_id="R-1", amount="100")) == "booked"
+    credit = {c["player_id"]: c for c in (await cage.get("/cage/desk.json")).json()["credit"]}
+    assert (credit["pat-7"]["outstanding_cents"], credit["pat-7"]["available_cents"]) == (20_000, 80_000)
+    paid = [e for e in events(bus, T.CAGE_EVENTS) if type(e.payload).__name__ == "ChipsRedeemed"][-1]
+    assert (paid.table_id, paid.payload.amount_cents, paid.payload.marker_balance_cents) == ("CAGE", 10_000, 20_000)
+    assert 'id="credit-lines"' not in (await team.get("/cage/desk")).text
     bought = [p for p in booked(bus) if isinstance(p, BoughtIn)]
     assert [(b.method, b.amount_cents, b.tray_cents) for b in bought] == \
         [("cash", 50_000, 150_000), ("marker", 30_000, 120_000), ("chips", 10_000, 120_000)]

@@ -7,7 +7,8 @@ role in its own session: the pit requests a fill (first with a count that does n
 receives it; the closer is counted, the count team removes and counts the drop box; the shift statement shows
 the figures, and the currency list refuses the pit. Then a second table's whole shift, every step typed into
 the pages by its role: the dealer's opener (a count attested by its own counter refused first), a cash buy-in,
-a fill, a credit, a marker within the line the cage set, the closer, the count team's soft count; the
+a fill, a credit, a marker within the line the cage set (the cage's desk then shows the patron's line,
+outstanding and available), the closer, the count team's soft count; the
 statement's win equals the game result, variance $0.00. Screenshots go to ``var/screenshots/cage-*.png``.
 """
 
@@ -293,6 +294,10 @@ def test_one_shift_typed_into_the_pages_by_each_role(server: CageServer, browser
             amount="300")
     _as(d, base, "cage", t)
     _booked(d, f"act-{t}-receive_credit-C-201", actor="cashier-2")
+    # the cage sees the patron's casino-wide credit on its desk: the line, the marker outstanding, what is left
+    row = d.find_element(By.ID, "credit-pat-B1")
+    assert [c.text for c in row.find_elements(By.CSS_SELECTOR, "td.num")] == ["$1,000.00", "$300.00", "$700.00"]
+    d.save_screenshot(str(SHOTS / "cage-credit-lines.png"))
     # the tray: 1,500 - 500 (cash) + 500 (fill) - 200 (credit) - 300 (marker) = 1,000
     _as(d, base, "dealer", t)
     _booked(d, f"act-{t}-record_closer-CB2-s1", actor="dl-2", chips="25x40", total="1000", supervisor_id="sup-2")

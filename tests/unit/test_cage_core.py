@@ -10,6 +10,7 @@ from contracts.cage import (
     BoughtIn,
     BuyIn,
     CountDropBox,
+    CreditLineSet,
     DrawMarker,
     DropBoxCounted,
     FillReceived,
@@ -281,3 +282,28 @@ def test_a_marker_awaiting_the_cage_holds_its_chips_and_the_closer():
     assert (d.state.reserved, d.state.shift.tray_cents) == ({}, 40_000)
     # delivered twice (a re-send after a restore): decided once
     assert not d.runner.decide(step2.sends[0].command, route=T.ROUTES[T.CAGE_MARKERS])
+
+
+def test_a_credit_line_set_at_a_table_before_lines_were_casino_wide():
+    """A log written before casino-wide lines holds ``CreditLineSet`` at a table's key. Replayed, it folds
+    into that table's state and decides nothing: a marker is decided at ``CAGE``, where the patron has no
+    line, and is refused ``over_credit_line`` with a detail that says so (not carried over: the cage sets the
+    line again, at the cage), nothing booked; once set at ``CAGE`` the marker passes."""
+    from contracts.envelope import Envelope, event_id
+    from services.cage.core import CageCore
+
+    d = Desk("T1")
+    d.send(OPENER)
+    d.feed(PlayerSeated(seat=1, player_id="alice"), T.WAGERING_EVENTS)
+    old = CreditLineSet(player_id="alice", line_cents=50_000, by="cashier-1")
+    d.runner.slot("T1").state = CageCore().evolve(d.at("T1"), Envelope(
+        event_id=event_id(T.CAGE_EVENTS, "T1", 99), stream=T.CAGE_EVENTS, table_id="T1", seq=99,
+        causation_id="old", correlation_id="old", occurred_at=AT, payload=old))
+    assert d.at("T1").lines == {"alice": 50_000} and d.at("CAGE").lines == {}
+    marker = BuyIn(buy_in_id="M1", seat=1, player_id="alice", method="marker", amount_cents=30_000)
+    assert d.refused(marker) == "over_credit_line"
+    refusal = [e.payload for e in d.log if e.table_id == "T1"][-1]
+    assert "alice has no credit line at CAGE" in refusal.detail and "not carried over" in refusal.detail
+    assert (d.at("T1").shift.tray_cents, d.at("T1").reserved) == (100_000, {})
+    d.send(SetCreditLine(player_id="alice", line_cents=50_000), actor="cashier-1", table="CAGE")
+    assert d.send(marker)[-1].marker_balance_cents == 30_000

@@ -76,3 +76,45 @@ def test_rows_read_back_as_the_contract_structs(records, out):  # type: ignore[n
     back = P.read_directory(out)
     got = sorted((r for rs in back.values() for r in rs), key=lambda r: r.offset)
     assert [r.env for r in got] == [r.env for r in records]
+
+
+async def _marker_log() -> list[LogRecord]:
+    """bob's markers at two tables, issued at ``CAGE`` and booked at each (the in-memory floor of
+    ``tests/services/test_cage_credit.py``), as Kafka records."""
+    from contracts.cage import CAGE_KEY, BuyIn, SetCreditLine
+    from tests.services.test_cage_statement import Floor
+
+    f = Floor()
+    for table in ("T1", "T2"):
+        await f.open_table(table, f"{table}-s1", 100_000, "pit-1", [(2, "bob")])
+    f.cage(CAGE_KEY, SetCreditLine(player_id="bob", line_cents=50_000), "cashier-1")
+    f.cage("T1", BuyIn(buy_in_id="M1", seat=2, player_id="bob", method="marker", amount_cents=30_000), "dealer-1")
+    f.cage("T2", BuyIn(buy_in_id="M2", seat=2, player_id="bob", method="marker", amount_cents=20_000), "dealer-1")
+    await f.bus.pump()
+    envs = events(f.bus, T.CAGE_EVENTS)
+    return [LogRecord(T.CAGE_EVENTS, 0, i, 1_767_225_600_000 + i, e) for i, e in enumerate(envs)]
+
+
+def test_a_marker_issued_names_its_table_in_payload_table_id(tmp_path):  # type: ignore[no-untyped-def]
+    """``MarkerIssued.table_id`` (the table the marker was drawn at) collides with the envelope's ``table_id``
+    (``CAGE``, the key that decided it): ``payload_table_id``, the export's one rule for such a field (as
+    ``payload_round_id``, ``payload_shoe_id``); no other cage event has a prefixed column. The files join a
+    marker issued to the table's ``BoughtIn`` one to one, and read back as the contract structs."""
+    from contracts.cage import MarkerIssued
+
+    records = asyncio.run(_marker_log())
+    P.write_directory(records, tmp_path)
+    assert list(P.payload_columns(MarkerIssued))[0] == "payload_table_id"
+    assert P.payload_columns(MarkerIssued)["payload_table_id"] == "table_id"
+    prefixed = {tp.__name__: [c for c in P.payload_columns(tp) if c.startswith(P.PAYLOAD_PREFIX)]
+                for tp in CAGE_EVENTS}
+    assert {k: v for k, v in prefixed.items() if v} == {"MarkerIssued": ["payload_table_id"]}
+    m, b = tmp_path / "MarkerIssued.parquet", tmp_path / "BoughtIn.parquet"
+    assert duckdb.sql(f"select table_id, payload_table_id, buy_in_id, amount_cents from '{m}' order by all"
+                      ).fetchall() == [("CAGE", "T1", "M1", 30_000), ("CAGE", "T2", "M2", 20_000)]
+    joined = duckdb.sql(f"select b.table_id, b.buy_in_id, b.amount_cents = m.amount_cents from '{b}' b join '{m}' m "
+                        f"on m.payload_table_id = b.table_id and m.buy_in_id = b.buy_in_id "
+                        f"where b.method = 'marker' order by all").fetchall()
+    assert joined == [("T1", "M1", True), ("T2", "M2", True)]
+    back = [r.env for rs in P.read_directory(tmp_path).values() for r in rs if isinstance(r.env.payload, MarkerIssued)]
+    assert sorted((e.table_id, e.payload.table_id) for e in back) == [("CAGE", "T1"), ("CAGE", "T2")]
