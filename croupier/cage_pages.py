@@ -52,6 +52,7 @@ from services.projection.cage_desk import (
     REDEEM_METHODS,
     FormError,
     actions_now,
+    window_actions,
     answer_of,
     build_command,
     credit_dict,
@@ -233,13 +234,14 @@ class CagePages:
                 "tables": [{"table_id": t.table_id, "seated": [list(x) for x in t.seated],
                             "open_shift": t.open_shift.shift_id if t.open_shift else None} for t in tables],
                 "openers": [{"table_id": t.table_id, **d} for t, d in openers],
-                "credit": [credit_dict(c) for c in credit] if show_credit else []})
+                "credit": [credit_dict(c) for c in credit] if show_credit else [],
+                "window": [{"action": a, "key": CAGE_KEY} for a in window_actions(role)]})
         rows = [(s, actions_now(s, role)) for s in reversed(shifts)]
         seated = {t.table_id: t.seated for t in tables}
         return self._page(request, role, "cage_desk.html", status, shifts=rows, actions=ACTIONS, fields=FIELDS,
                           outcome=outcome, form=form or {}, table=table, failed=failed, openers=openers,
                           seated=seated, methods=BUY_IN_METHODS, redeem_methods=REDEEM_METHODS, credit=credit,
-                          show_credit=show_credit)
+                          show_credit=show_credit, window=window_actions(role), cage_key=CAGE_KEY)
 
     async def act(self, request: Request) -> Response:
         """``POST /cage/desk/{table}/{action}`` (form-encoded): the action's command, sent as the session's
@@ -258,13 +260,14 @@ class CagePages:
             return await self._desk_page(request, role, status=403, form=form, outcome={
                 "ok": False, "reason": "role_not_permitted",
                 "detail": f"{ACTIONS[action][2]} is for the {ACTIONS[action][0]} role, not {role}"})
+        if action in CAGE_KEY_ACTIONS:  # the window's, whichever desk it was pressed at: shown again there
+            table_id = CAGE_KEY
         try:
             actor = form.get("actor", "").strip()
             if not actor:
                 raise FormError("actor", "required: who you are (your employee id)")
-            # a credit line, a repayment or a cash-out is the window's: decided at the cage's key, whichever desk
-            key = CAGE_KEY if action in CAGE_KEY_ACTIONS else table_id
-            cmd = command(key, self.new_id(), self.clock(), build_command(action, form), actor=actor)
+            # a credit line, a repayment or a cash-out is the window's: decided at the cage's key (table_id above)
+            cmd = command(table_id, self.new_id(), self.clock(), build_command(action, form), actor=actor)
             decode_command(encode(cmd))  # the wire's bounds (ids' patterns and lengths) checked before it is sent
         except Undecodable as e:
             return await self._desk_page(request, role, status=422, form=form, failed=(table_id, action), outcome={

@@ -107,6 +107,9 @@ BUY_IN_METHODS = (("cash", "Cash"), ("marker", "Marker"), ("chips", "Chips from 
 REDEEM_METHODS = (("cash", "Chips paid out in cash"), ("marker_redemption", "Marker repaid"))
 #: the actions decided at the cage's key ``CAGE`` (casino-wide), whichever table's desk they are pressed at
 CAGE_KEY_ACTIONS = frozenset({"set_credit_line", "redeem_chips"})
+#: the window's own forms, in the order the desk shows them (the cage role's, at the top of the desk whether or
+#: not a table has a shift open: a patron's line and a repayment are no table's; :func:`window_actions`)
+WINDOW_ACTIONS = ("set_credit_line", "redeem_chips")
 #: the hour (UTC) a gaming day starts, as the cage's (``services.cage.patrons``): the opener's default day
 GAMING_DAY_CUTOFF_HOUR = 6
 #: each reason code the desk may show, in words (the cage service's, ``services.cage.core``, and the page's own)
@@ -326,9 +329,9 @@ def next_action(slip: SlipNow) -> str | None:
 
 def actions_now(shift: ShiftNow, role: str) -> list[tuple[str, str]]:
     """``(action, slip or shift id)`` the pit app role ``role`` may take on ``shift`` now: the next step of each
-    open slip that is its role's, a new fill or credit request on an open shift (pit), a patron's credit line
-    at an open table (cage), the drop box's
-    removal and soft count on a closed shift (cage)."""
+    open slip that is its role's, a new fill or credit request on an open shift (pit), the dealer's buy-in and
+    closer, the drop box's removal and soft count on a closed shift (count team). The window's actions (a credit
+    line, a repayment) are no shift's: :func:`window_actions`."""
     out: list[tuple[str, str]] = []
     if shift.open:
         for slip in shift.slips.values():
@@ -339,13 +342,17 @@ def actions_now(shift: ShiftNow, role: str) -> list[tuple[str, str]]:
             out += [("request_fill", ""), ("request_credit", "")]
         if role == "dealer":
             out += [("buy_in", ""), ("record_closer", shift.shift_id)]
-        if role == "cage":
-            out += [("set_credit_line", ""), ("redeem_chips", "")]
     elif role == "count_team" and shift.box == "at_table":
         out.append(("remove_drop_box", shift.shift_id))
     elif role == "count_team" and shift.box == "removed":
         out.append(("count_drop_box", shift.shift_id))
     return out
+
+
+def window_actions(role: str) -> list[str]:
+    """The window's actions (:data:`WINDOW_ACTIONS`) the pit app role ``role`` may take: all of them for the
+    ``cage``, none for any other role. Offered whether or not any table has a shift open."""
+    return [a for a in WINDOW_ACTIONS if ACTIONS[a][0] == role]
 
 
 def parse_count(text: str, what: str) -> list[ChipCount]:

@@ -35,7 +35,12 @@ async def test_opener_buy_ins_closer_and_count_through_the_desk():
     page = (await dealer.get(f"/cage/desk?table={TABLE}")).text
     assert forms(page) == [f"{TABLE}-record_opener"] and 'value="T7-s1"' in page  # the next shift's id suggested
     assert f'action="/cage/desk/{TABLE}/record_opener?table={TABLE}"' in page  # the filter kept after a press
-    assert forms((await cage.get(f"/cage/desk?table={TABLE}")).text) == []  # no shift: nothing for the cage
+    # no shift open anywhere: the cage still has its window (a patron's line, a repayment are no table's)
+    assert forms((await cage.get(f"/cage/desk?table={TABLE}")).text) == ["CAGE-set_credit_line",
+                                                                        "CAGE-redeem_chips"]
+    assert [w["action"] for w in (await cage.get("/cage/desk.json")).json()["window"]] == [
+        "set_credit_line", "redeem_chips"]
+    assert (await dealer.get("/cage/desk.json")).json()["window"] == []
     opener = {"actor": "dl-7", "shift_id": "T7-s1", "gaming_day": "2026-01-01", "pit": "pit-3",
               "chips": "25x80", "total": "$2,000"}
     r = await act(dealer, TABLE, "record_opener", **{**opener, "supervisor_id": "dl-7"})
@@ -63,8 +68,8 @@ async def test_opener_buy_ins_closer_and_count_through_the_desk():
                              cash="100x5")) == "booked"
     r = await act(dealer, TABLE, "buy_in", **buy, buy_in_id="M1", method="marker", amount="300.00")
     assert outcome(r) == "over_credit_line" and "past the credit line" in r.text
-    assert outcome(await act(cage, TABLE, "set_credit_line", actor="cashier-1", player_id="pat-7",
-                             line="1,000")) == "booked"
+    r = await act(cage, "CAGE", "set_credit_line", actor="cashier-1", player_id="pat-7", line="1,000")
+    assert outcome(r) == "booked" and "Set credit line (casino-wide) at the cage: booked" in r.text
     assert outcome(await act(dealer, TABLE, "buy_in", **buy, buy_in_id="M1", method="marker",
                              amount="300.00")) == "booked"
     assert outcome(await act(dealer, TABLE, "buy_in", **buy, buy_in_id="C1", method="chips", amount="100")) \

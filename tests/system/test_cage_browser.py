@@ -278,7 +278,7 @@ def test_one_shift_typed_into_the_pages_by_each_role(server: CageServer, browser
     assert got == "booked", d.find_element(By.ID, "outcome").text
     d.save_screenshot(str(SHOTS / "cage-dealer-buy-in.png"))
     _as(d, base, "cage", t)
-    _booked(d, f"act-{t}-set_credit_line", actor="cashier-2", player_id="pat-B1", line="1,000")
+    _booked(d, "act-CAGE-set_credit_line", actor="cashier-2", player_id="pat-B1", line="1,000")
     _as(d, base, "pit", t)
     _booked(d, f"act-{t}-request_fill", actor="sup-2", slip_id="F-201", chips="25x20", total="500")
     _booked(d, f"act-{t}-request_credit", actor="sup-2", slip_id="C-201", chips="25x8", total="200")
