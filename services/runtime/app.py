@@ -45,7 +45,8 @@ POLL_MS = 100
 #: (``group.min.session.timeout.ms``), so a killed or paused instance's tables stall at most this long plus the
 #: rebalance and restore (issue 25: at most 2 s more). A stopped instance leaves at once (LeaveGroup, no static
 #: membership: :meth:`Service.stop`) and does not wait for it. A false expiry needs the member's event loop
-#: blocked for the session less one heartbeat interval (5.75 s): the folds yield every 500 records.
+#: blocked for the session less one heartbeat interval (5.75 s): the folds yield every 500 records. The default
+#: of ``Settings.session_timeout_ms`` (``CROUPIER_SESSION_TIMEOUT_MS``).
 SESSION_TIMEOUT_MS = 6_000
 #: how often a member heartbeats (ms): how soon it learns that a rebalance began (another member left or
 #: expired) and rejoins; 1 s made every hand-over wait 0.5 s on average and up to 1 s for it. Four small
@@ -198,7 +199,7 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
         isolation_level="read_committed",
         ack_policy=AckPolicy.MANUAL,  # offsets are committed inside each task's transaction
         partition_assignment_strategy=(TableTaskAssignor.for_member(),),
-        session_timeout_ms=SESSION_TIMEOUT_MS,
+        session_timeout_ms=settings.session_timeout_ms,  # SESSION_TIMEOUT_MS unless the floor sets more
         heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
         listener=tasks,
         include_in_schema=False,

@@ -65,6 +65,10 @@ class Settings:
     #: a command whose ``issued_at`` is further than this from the broker's append time is refused
     #: ``clock_skew`` (0: no check)
     max_clock_skew_s: float = 120.0
+    #: how long a service's group member may be silent before the group hands its tasks on (ms;
+    #: ``CROUPIER_SESSION_TIMEOUT_MS``): the broker's minimum, 6,000, by default (``services.runtime.app``); more
+    #: only where a starved machine's event loop may stall that long (a loaded CI run: the logs test)
+    session_timeout_ms: int = 6_000
     extra: dict[str, str] = field(default_factory=dict)
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
@@ -101,7 +105,8 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """``KAFKA_BOOTSTRAP_SERVERS``, ``CROUPIER_TOPIC_PREFIX``, ``CROUPIER_GROUP_PREFIX``,
-        ``CROUPIER_INSTANCE`` (default: the host name); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
+        ``CROUPIER_INSTANCE`` (default: the host name), ``CROUPIER_SESSION_TIMEOUT_MS`` (at least 6,000, the
+        broker's ``group.min.session.timeout.ms``; ``ValueError`` below it); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
         ``KAFKA_SASL_MECHANISM`` (default ``SCRAM-SHA-512`` when the protocol is SASL), ``KAFKA_SASL_USERNAME``
         and the password from ``KAFKA_SASL_PASSWORD_FILE`` (a file holding it, e.g.
         ``var/kafka/passwords/shoe``; trailing newline ignored) or ``KAFKA_SASL_PASSWORD``, not both;
@@ -124,6 +129,7 @@ class Settings:
             snapshot_interval_s=float(env.get("CROUPIER_SNAPSHOT_INTERVAL_S", "5")),
             snapshot_every_records=_int_env(env, "CROUPIER_SNAPSHOT_EVERY_RECORDS", 2000, low=1),
             max_clock_skew_s=float(env.get("CROUPIER_MAX_CLOCK_SKEW_S", "120")),
+            session_timeout_ms=_int_env(env, "CROUPIER_SESSION_TIMEOUT_MS", 6_000, low=6_000),
             security_protocol=protocol,
             sasl_mechanism=mechanism if sasl else None,
             sasl_username=(env.get("KAFKA_SASL_USERNAME") or None) if sasl else None,

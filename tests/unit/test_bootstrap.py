@@ -34,3 +34,15 @@ def test_a_service_broker_gets_every_host_of_the_cluster(monkeypatch):
     monkeypatch.setattr(app_module, "KafkaBroker", recording)
     build_app(SettlementCore(), Settings(bootstrap_servers="k1:9092,k2:9092"))
     assert seen == [["k1:9092", "k2:9092"]]
+
+
+def test_the_session_timeout_is_the_brokers_minimum_unless_the_floor_sets_more():
+    """``CROUPIER_SESSION_TIMEOUT_MS``: 6,000 ms by default (``services.runtime.app.SESSION_TIMEOUT_MS``), more
+    when set; below the broker's minimum, or not a number, a ``ValueError`` naming it."""
+    from services.runtime.app import SESSION_TIMEOUT_MS
+
+    assert Settings.from_env({}).session_timeout_ms == SESSION_TIMEOUT_MS == 6_000
+    assert Settings.from_env({"CROUPIER_SESSION_TIMEOUT_MS": "20000"}).session_timeout_ms == 20_000
+    for bad in ("5999", "6 s"):
+        with pytest.raises(ValueError, match="CROUPIER_SESSION_TIMEOUT_MS"):
+            Settings.from_env({"CROUPIER_SESSION_TIMEOUT_MS": bad})
