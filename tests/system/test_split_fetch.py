@@ -116,7 +116,7 @@ async def test_bets_led_by_a_paused_broker_stand_when_the_call_is_read_first(two
             await check_the_call_held_the_bets_in_time(c, "S1", k, since)
             cut.append(tasks.held > held)  # the call's batch was cut and read again
         # every round's bets stood (above); the cut is how, in at least one of the two rounds: a loaded CI run
-        # (2026-12-04) saw round 1 stand with no cut counted, its bets and call read in one fetch
+        # (2026-12-04) saw round 1 stand with no cut counted (how it stood then was not found)
         assert any(cut), cut
     finally:
         await c.stop()
