@@ -190,6 +190,12 @@ async def test_a_zombie_of_an_old_generation_is_fenced(kafka_bootstrap: str, kaf
         await _after_the_zombie(kafka_bootstrap, producer, out)
         async with producer.transaction():  # the same member with its current metadata commits as before
             await send_offsets_to_transaction(producer, {tp: 1}, group_metadata(first))
+        # committed once the broker has written the commit marker into the offsets topic, which follows EndTxn's
+        # answer: asked again for up to 10 s (a loaded CI run read None right after the commit)
+        for _ in range(50):
+            if await first.committed(tp) == 1:
+                break
+            await asyncio.sleep(0.2)
         assert await first.committed(tp) == 1
     finally:
         await producer.stop()
