@@ -224,7 +224,7 @@ async def delete_prefix(settings: Settings, prefix: str, *, refuse_if_running: b
             out.topics = topics
         loop = asyncio.get_running_loop()
         # a group whose last member has just left, or whose coordinator is loading or moving, is asked again
-        # for a few seconds (a loaded broker answered NON_EMPTY_GROUP right after the members' LeaveGroup);
+        # for a few seconds (a loaded CI broker deleted none of four groups right after their members left);
         # NON_EMPTY_GROUP only when the groups were seen without members just before
         again = set(_GROUP_RETRIABLE) | ({_NON_EMPTY_GROUP} if refuse_if_running else set())
         group_deadline = loop.time() + _GROUP_RETRY_S

@@ -92,7 +92,7 @@ def _deleting(monkeypatch, admin):
 
 def test_a_group_just_left_is_deleted_once_the_broker_has_emptied_it(monkeypatch):
     """NON_EMPTY_GROUP (68) and COORDINATOR_LOAD_IN_PROGRESS (14) just after the members left: asked again, and
-    the groups are deleted, no note (a loaded CI broker answered 68 to all four groups of a stopped floor)."""
+    the groups are deleted, no note (a loaded CI broker deleted none of the four groups of a floor just stopped)."""
     admin = DeletingAdmin({"croupier.f1.dealing": [68, 68], "croupier.f1.shoe": [14]})
     out = asyncio.run(_deleting(monkeypatch, admin))
     assert (out.topics, out.groups, out.notes) == (
