@@ -252,12 +252,13 @@ async def _start_pit(projection: Service, settings: Settings, port: int, console
     127.0.0.1:``port`` (or the next free port), with fresh tokens written to ``var/<prefix>pit-tokens``
     (mode 600); prints the address and the file. Returns the server task and its stop event."""
     from croupier.pit import create_pit_app, serve_pit
-    from croupier.serve import PortTaken, check_port
     from services.runtime.credentials import write_ephemeral_tokens
+    from services.runtime.ops import PortTaken, bind_listener
 
     for candidate in range(port, port + 20):
         try:
-            check_port("127.0.0.1", candidate)
+            # bound here and held: another process cannot take it before the pages are served
+            sock = bind_listener("127.0.0.1", candidate)
             break
         except PortTaken:
             continue
@@ -270,7 +271,7 @@ async def _start_pit(projection: Service, settings: Settings, port: int, console
     tokens = write_ephemeral_tokens(path)
     pit = create_pit_app(projection.host, tokens, ready=lambda: projection.ready)
     stop = asyncio.Event()
-    task = asyncio.create_task(serve_pit(pit, "127.0.0.1", candidate, stop))
+    task = asyncio.create_task(serve_pit(pit, "127.0.0.1", candidate, stop, sock=sock))
     console.print(f"The floor in a browser: http://127.0.0.1:{candidate}/ (plain HTTP on this machine only, served "
                   f"while the demo runs; a floor serves `croupier pit --tls-cert --tls-key`; log in with "
                   f"the pit or surveillance token from {path}, mode 600: grep pit= {path})", markup=False,

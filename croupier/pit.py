@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import socket
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -119,10 +120,12 @@ def create_pit_app(host: ServiceHost, tokens: Mapping[str, str] | Credentials, *
 
 
 async def serve_pit(pit: PitApp, host: str, port: int, stop: asyncio.Event,
-                    context: contextvars.Context | None = None, tls: ServerTls | None = None) -> None:
+                    context: contextvars.Context | None = None, tls: ServerTls | None = None,
+                    sock: socket.socket | None = None) -> None:
     """Serve ``pit`` on ``host:port`` until ``stop`` is set, with its fan-out; the live streams are ended as
     soon as ``stop`` is set (an open ``EventSource`` would hold the server's shutdown). ``tls``: over HTTPS
-    (create the app with ``secure_cookies=True`` then)."""
+    (create the app with ``secure_cookies=True`` then). ``sock``: a listener already bound to ``host:port``
+    (:func:`services.runtime.ops.bind_listener`). Raises ``PortTaken`` when the port cannot be bound."""
     from services.runtime.ops import serve_http
 
     async def close_on_stop() -> None:
@@ -132,7 +135,7 @@ async def serve_pit(pit: PitApp, host: str, port: int, stop: asyncio.Event,
     fan_out = asyncio.create_task(pit.feed.run())
     closer = asyncio.create_task(close_on_stop())
     try:
-        await serve_http(pit.app, host, port, stop, context=context, tls=tls)
+        await serve_http(pit.app, host, port, stop, context=context, tls=tls, sock=sock)
     finally:
         pit.feed.close()
         for task in (closer, fan_out):

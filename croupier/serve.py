@@ -18,7 +18,7 @@ from croupier.serving import PortTaken, _stop_on_signals, check_port, projection
 from services.runtime.app import Service
 from services.runtime.https import ServerTls, scheme
 from services.runtime.logging import bind_service, get_logger
-from services.runtime.ops import BrokerProbe, create_ops_app, readiness, serve_http
+from services.runtime.ops import BrokerProbe, bind_listener, create_ops_app, readiness, serve_http
 from services.runtime.settings import Settings
 
 
@@ -55,11 +55,11 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
     _stop_on_signals(stop)
     if api_port is not None:
         tokens = tokens or _load_tokens()
-        check_port(api_host, api_port)
-    if metrics_port is not None:
-        if metrics_port == api_port:
-            raise PortTaken(f"the metrics port {metrics_port} is the API's port: give each its own")
-        check_port(metrics_host, metrics_port)
+        check_port(api_host, api_port)  # bound again when the API starts (PortTaken then if taken meanwhile)
+    if metrics_port is not None and metrics_port == api_port:
+        raise PortTaken(f"the metrics port {metrics_port} is the API's port: give each its own")
+    # the metrics port is bound now and served at once: taken, it fails here, before anything starts
+    metrics_sock = bind_listener(metrics_host, metrics_port) if metrics_port is not None else None
     running: list[Service] = []
     started: dict[str, Service | None] = dict.fromkeys(names)
     probe = BrokerProbe(settings)
@@ -68,7 +68,7 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
     ops: asyncio.Task[None] | None = None
     if metrics_port is not None:
         ops = asyncio.create_task(serve_http(create_ops_app(lambda: started, probe), metrics_host, metrics_port,
-                                             ops_stop))
+                                             ops_stop, sock=metrics_sock))
         log.info("metrics_started", url=f"http://{metrics_host}:{metrics_port}/metrics")
     keeper = (asyncio.create_task(keep_ready_file(ReadyFile(ready_file),
                                                   lambda: running if len(running) == len(names) else [], stop))
@@ -110,6 +110,8 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
             with contextlib.suppress(Exception):
                 await ops
         await probe.stop()
+        if metrics_sock is not None:  # closed by its server (again here, harmless)
+            metrics_sock.close()
         log.info("stopped", services=names)
 
 

@@ -9,28 +9,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
 import uuid
 from collections.abc import AsyncIterator
 
 from croupier.topics import require_prefix
 from services.runtime.app import Service
-from services.runtime.ops import BrokerProbe
+from services.runtime.ops import BrokerProbe, PortTaken, bind_listener
 from services.runtime.settings import Settings
 
 
-class PortTaken(OSError):
-    """The API's port is already in use."""
-
-
 def check_port(host: str, port: int) -> None:
-    """Raise :class:`PortTaken` if ``host:port`` cannot be bound."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError as e:
-            raise PortTaken(f"port {host}:{port} is already in use ({e.strerror})") from None
+    """Raise :class:`PortTaken` if ``host:port`` cannot be bound now (a check before anything starts; the
+    server binds again when it starts, :func:`services.runtime.ops.serve_http`)."""
+    bind_listener(host, port).close()
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:

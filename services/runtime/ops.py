@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -178,23 +179,65 @@ def create_ops_app(services: Callable[[], Mapping[str, Service | None]], probe: 
                              Route("/health/ready", ready)])
 
 
+class PortTaken(OSError):
+    """A port this process was asked to serve on cannot be bound (already in use, or not an address of this
+    machine)."""
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (IPv6 when ``host`` holds a colon) and listening, with
+    ``SO_REUSEADDR`` as asyncio's own servers set it; the caller owns it (hand it to :func:`serve_http`, which
+    closes it; a connection made before the server serves it waits in the backlog). It must listen to hold the
+    port: Linux lets a second ``SO_REUSEADDR`` socket bind a port that is bound but not listening. Binding here, not inside uvicorn, means a taken port is a :class:`PortTaken` at the caller, not
+    uvicorn's ``sys.exit(3)`` inside a task (a ``SystemExit`` that escapes the event loop), and that a port found
+    free is held from then on, with no moment for another process to take it between a check and the bind.
+    Raises :class:`PortTaken`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        raise PortTaken(f"port {host}:{port} is already in use ({e.strerror})") from None
+    sock.setblocking(False)
+    return sock
+
+
 async def serve_http(app: Any, host: str, port: int, stop: asyncio.Event,
-                     context: contextvars.Context | None = None, tls: ServerTls | None = None) -> None:
+                     context: contextvars.Context | None = None, tls: ServerTls | None = None,
+                     sock: socket.socket | None = None) -> None:
     """Serve the ASGI ``app`` on ``host:port`` (uvicorn, in this event loop) until ``stop`` is set; over HTTPS
     with ``tls`` (:func:`services.runtime.https.server_tls`, checked before).
     ``context``: the contextvars the server runs in (its log lines name that service). ``log_config=None``:
     uvicorn's records go to the root logger, rendered as JSON like every other line
-    (:mod:`services.runtime.logging`), not through the plain-text handlers uvicorn would install."""
+    (:mod:`services.runtime.logging`), not through the plain-text handlers uvicorn would install.
+    ``sock``: a listener already bound to ``host:port`` (:func:`bind_listener`); without one, it is bound
+    here. Raises :class:`PortTaken` when the port cannot be bound, ``RuntimeError`` when uvicorn does not start
+    (never uvicorn's ``SystemExit``). The socket is closed on return."""
     import uvicorn
 
+    if sock is None:
+        sock = bind_listener(host, port)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", log_config=None,
                                            access_log=False, lifespan="off",
                                            **(tls.uvicorn_options() if tls is not None else {})))
-    task = asyncio.create_task(server.serve(), context=context)
+
+    async def run() -> None:
+        try:
+            await server.serve(sockets=[sock])
+        except SystemExit as e:  # uvicorn's sys.exit(STARTUP_FAILURE): an exception here, never an exit
+            raise RuntimeError(f"the HTTP server on {host}:{port} did not start (uvicorn exit {e.code})") from None
+
+    task = asyncio.create_task(run(), context=context)
     stopping = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stopping.cancel()
         server.should_exit = True
-        await task
+        try:
+            await task
+        finally:
+            sock.close()
