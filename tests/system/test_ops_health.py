@@ -156,11 +156,21 @@ async def test_readiness_follows_the_broker_down_and_back(own_broker: OwnBroker)
             async def tables() -> float | None:
                 return _gauge((await client.get(f"{ops}/metrics")).text, "croupier_tables", service="dealing")
 
+            # 180 s: a quiet run opens it within a second; one loaded CI run saw no table in 120 s (cause not
+            # found): the message says what readiness and the command topic showed then
             loop = asyncio.get_running_loop()
-            deadline = loop.time() + 120
+            deadline = loop.time() + 180
             while await tables() != 1 and loop.time() < deadline:
-                await asyncio.sleep(0.25)
-            assert await tables() == 1
+                await asyncio.sleep(0.5)
+            if await tables() != 1:
+                from services.rawlog import read_topic
+
+                ready_now = await _get(client, f"{ops}/health/ready")
+                sent = await read_topic(settings, settings.topic(T.DEALING_COMMANDS))
+                events = await read_topic(settings, settings.topic(T.DEALING_EVENTS))
+                raise AssertionError(f"no table opened in 180 s; readiness now {ready_now!r}; "
+                                     f"{len(sent)} record(s) on {T.DEALING_COMMANDS}, {len(events)} committed on "
+                                     f"{T.DEALING_EVENTS}")
         finally:
             stop.set()
             await run
