@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import errno
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -188,10 +189,12 @@ def bind_listener(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``host:port`` (IPv6 when ``host`` holds a colon) and listening, with
     ``SO_REUSEADDR`` as asyncio's own servers set it; the caller owns it (hand it to :func:`serve_http`, which
     closes it; a connection made before the server serves it waits in the backlog). It must listen to hold the
-    port: Linux lets a second ``SO_REUSEADDR`` socket bind a port that is bound but not listening. Binding here, not inside uvicorn, means a taken port is a :class:`PortTaken` at the caller, not
-    uvicorn's ``sys.exit(3)`` inside a task (a ``SystemExit`` that escapes the event loop), and that a port found
-    free is held from then on, with no moment for another process to take it between a check and the bind.
-    Raises :class:`PortTaken`."""
+    port: Linux lets a second ``SO_REUSEADDR`` socket bind a port that is bound but not listening.
+
+    Binding here, not inside uvicorn, makes a taken port a :class:`PortTaken` at the caller, not uvicorn's
+    ``sys.exit(3)`` inside a task (a ``SystemExit`` that escapes the event loop), and a port found free is held
+    from then on: no moment for another process to take it between a check and the bind. Raises
+    :class:`PortTaken` (the message says why: in use, or not an address of this machine)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -200,7 +203,8 @@ def bind_listener(host: str, port: int) -> socket.socket:
         sock.listen(2048)
     except OSError as e:
         sock.close()
-        raise PortTaken(f"port {host}:{port} is already in use ({e.strerror})") from None
+        why = "is already in use" if e.errno == errno.EADDRINUSE else "cannot be bound"
+        raise PortTaken(f"port {host}:{port} {why} ({e.strerror})") from None
     sock.setblocking(False)
     return sock
 

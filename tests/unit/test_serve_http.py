@@ -68,3 +68,8 @@ async def test_a_bound_listener_holds_its_port_then_serves_and_is_closed_after()
     await server
     assert sock.fileno() == -1  # closed by serve_http
     bind_listener("127.0.0.1", port).close()  # and the port is free again
+
+
+def test_an_address_not_of_this_machine_is_named_so():
+    with pytest.raises(PortTaken, match=r"port 192\.0\.2\.1:\d+ cannot be bound"):  # TEST-NET-1 (RFC 5737)
+        bind_listener("192.0.2.1", 0)
