@@ -25,6 +25,7 @@ from contracts import topics as T
 from contracts.codecs import encode
 from contracts.commands import OpenTable
 from croupier.serve import serve
+from services.rawlog import read_topic
 from services.runtime.core import command
 from services.runtime.settings import Settings
 from services.runtime.translate import table_spec
@@ -157,14 +158,12 @@ async def test_readiness_follows_the_broker_down_and_back(own_broker: OwnBroker)
                 return _gauge((await client.get(f"{ops}/metrics")).text, "croupier_tables", service="dealing")
 
             # 180 s: a quiet run opens it within a second; one loaded CI run saw no table in 120 s (cause not
-            # found): the message says what readiness and the command topic showed then
+            # found): the message says what readiness and the command and event topics showed then
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 180
             while await tables() != 1 and loop.time() < deadline:
                 await asyncio.sleep(0.5)
             if await tables() != 1:
-                from services.rawlog import read_topic
-
                 ready_now = await _get(client, f"{ops}/health/ready")
                 sent = await read_topic(settings, settings.topic(T.DEALING_COMMANDS))
                 events = await read_topic(settings, settings.topic(T.DEALING_EVENTS))
