@@ -6,8 +6,9 @@ It wraps three methods of the runtime (class-level, in this process only; nothin
 
 * ``TaskManager.on_records``: **read**, the wall time (ms) a batch holding the card's ``CardDrawn`` reaches the tasks;
 * ``ServiceHost.collect``: **fold** start and end (the fold of the card and the odds it makes due);
-* ``TaskManager._commit``: **transaction** start and end, for each ``OddsUpdated`` (public view, trigger ``card``)
-  it carries, with the number of records and whether a checkpoint rode along;
+* ``TaskManager._commit`` and ``PromptLane._commit`` (the odds' own transaction, :mod:`services.runtime.prompt_lane`):
+  **transaction** start and end, for each ``OddsUpdated`` (public view, trigger ``card``) it carries, with the
+  number of records and whether a checkpoint rode along;
 * aiokafka's sender request handlers (``aiokafka.producer.sender``): the **wire** of that transaction, the ms
   spent in each request the task's producer sent while it was open (AddPartitionsToTxn, Produce,
   AddOffsetsToTxn, TxnOffsetCommit, EndTxn; each with its backoff sleeps) and how many were answered with an
@@ -37,6 +38,7 @@ from contracts.codecs import decode_event  # noqa: E402
 from contracts.events import CardDrawn, OddsUpdated  # noqa: E402
 from croupier.serve import serve  # noqa: E402
 from services.runtime.host import ServiceHost  # noqa: E402
+from services.runtime.prompt_lane import PromptLane  # noqa: E402
 from services.runtime.settings import Settings  # noqa: E402
 from services.runtime.task_manager import TaskManager  # noqa: E402
 
@@ -108,12 +110,12 @@ def install(shoe_topic: str) -> None:
         return out
 
     async def traced_commit(self: TaskManager, p: int, decisions: list[Any], letters: list[Any], offsets: Any,
-                            handled: int = 0, force_checkpoint: bool = False) -> None:
+                            handled: int = 0, force_checkpoint: bool = False, waits: Any = None) -> None:
         t0 = _now_ms()
         cps = self.checkpoints
         sender = getattr(self.producers.get(p), "_sender", None)
         before = {k: list(v) for k, v in WIRE.get(id(sender), {}).items()}
-        await commit(self, p, decisions, letters, offsets, handled, force_checkpoint)
+        await commit(self, p, decisions, letters, offsets, handled, force_checkpoint, waits)
         t1 = _now_ms()
         n = sum(len(d.events) + len(d.sends) for d in decisions)
         after = WIRE.get(id(sender), {})
@@ -126,6 +128,26 @@ def install(shoe_topic: str) -> None:
                     LINES.append(f"txn {env.table_id} {o.step} {t0:.3f} {t1:.3f} {n} {int(self.checkpoints > cps)}")
                     LINES.append(f"wire {env.table_id} {o.step} {wire}")
 
+    async def traced_prompt(self: PromptLane, p: int, decisions: list[Any]) -> None:
+        m = self.tasks
+        t0 = _now_ms()
+        sender = getattr(m.collector.prompt_producers.get(p), "_sender", None)
+        before = {k: list(v) for k, v in WIRE.get(id(sender), {}).items()}
+        await prompt_commit(self, p, decisions)
+        t1 = _now_ms()
+        n = sum(len(d.events) for d in decisions)
+        after = WIRE.get(id(sender), {})
+        wire = " ".join(f"{k}={v[0] - before.get(k, [0, 0, 0])[0]:.2f}/{v[1] - before.get(k, [0, 0, 0])[1]}/"
+                        f"{v[2] - before.get(k, [0, 0, 0])[2]}" for k, v in sorted(after.items()))
+        for d in decisions:
+            for env in d.events:
+                o = env.payload
+                if isinstance(o, OddsUpdated) and o.trigger == "card" and o.view == "public":
+                    LINES.append(f"txn {env.table_id} {o.step} {t0:.3f} {t1:.3f} {n} 0")
+                    LINES.append(f"wire {env.table_id} {o.step} {wire}")
+
+    prompt_commit = PromptLane._commit
+    PromptLane._commit = traced_prompt  # type: ignore[method-assign]
     TaskManager.on_records = traced_on_records  # type: ignore[method-assign]
     ServiceHost.collect = traced_collect  # type: ignore[method-assign]
     TaskManager._commit = traced_commit  # type: ignore[method-assign]

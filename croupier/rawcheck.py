@@ -14,7 +14,9 @@ What it counts (:class:`RawReport`):
   ``shoe.commands``) that no event names as its cause (``causation_id``) nor as a rejected command.
 * ``doubled``: every settlement of a bet beyond its first (distinct events, i.e. distinct seqs), every
   ``RoundOpened``/``RoundResolved``/``RoundVoided``/``RoundSettled`` of a round beyond its first, every
-  ``BetPlaced`` of a bet id beyond its first, every ledger ``entry_id`` posted more than once.
+  ``BetPlaced`` of a bet id beyond its first, every ledger ``entry_id`` posted more than once, every
+  ``OddsUpdated`` of a point of a shoe (table, shoe, step, trigger, round, view) beyond its first (the odds
+  are published ahead of their inputs' offsets: issue 30).
 * ``seq_conflicts``: every (stream, table, seq) slot held by more than one record (identical copies and
   different events, counted apart in ``seq_duplicates_identical`` / ``seq_duplicates_different``) plus every
   missing seq (``seq_gaps``), over every event topic (the projection's and the shoe's vault included).
@@ -51,6 +53,7 @@ from contracts.events import (
     CommissionAccrued,
     CommissionCollected,
     LedgerPosted,
+    OddsUpdated,
     RoundOpened,
     RoundResolved,
     RoundSettled,
@@ -256,6 +259,7 @@ def check(records: dict[str, list[RawRecord]]) -> RawReport:
     _check_rounds_and_bets(d, rep)
     _check_commands(d, rep)
     _check_ledger(d, rep)
+    _check_odds(d, rep)
     progress: dict[str, list[int]] = defaultdict(list)
     for topic in PROGRESS_STREAMS:
         for rec, env in d.events.get(topic, []):
@@ -302,6 +306,20 @@ def _check_seqs(d: _Decoded, rep: RawReport) -> None:
                 rep.seq_gaps += len(missing)
                 rep.findings.append(Finding("seq_gap", table, f"{stream} misses {len(missing)} seq(s), first "
                                             f"{min(missing)}"))
+
+
+def _check_odds(d: _Decoded, rep: RawReport) -> None:
+    """Every ``OddsUpdated`` of one point of a shoe beyond its first is doubled (distinct events: a copy of
+    one event at its seq is a seq conflict instead)."""
+    points: Counter[tuple[str, str, int, str, str, str]] = Counter()
+    for env in d.unique(T.PROJECTION_ODDS):
+        p = env.payload
+        if isinstance(p, OddsUpdated):
+            points[(env.table_id, p.shoe_id, p.step, p.trigger, p.round_id, p.view)] += 1
+    for (table, shoe, step, trigger, round_id, view), n in points.items():
+        if n > 1:
+            _double(rep, "odds_updated", table, f"{view} odds of {shoe} step {step} ({trigger} {round_id}) "
+                                                f"published {n} times", n - 1)
 
 
 def _check_rounds_and_bets(d: _Decoded, rep: RawReport) -> None:

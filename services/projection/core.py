@@ -116,10 +116,38 @@ class OddsDue(msgspec.Struct, frozen=True):
 
 
 def _due(state: ProjectionState, due: OddsDue) -> ProjectionState:
-    """Make ``due`` the odds to publish unless something later in the shoe's history already is."""
+    """Make ``due`` the odds to publish unless something later in the shoe's history already is, or the odds
+    of this point of the shoe, or of a later one, are already published (``odds_sent``).
+
+    The second rule matters after a restore: the odds are published ahead of the transaction that commits
+    their input's offsets (the runtime's prompt stream, :mod:`services.runtime.prompt_lane`), so a restore
+    folds odds already on ``projection.odds`` and then reads again the cards they were computed from; those
+    cards must publish nothing a second time (issue 30: never twice)."""
     if state.odds_due is not None and state.odds_due.order >= due.order:
         return state
+    if _sent_already(state, due):
+        return state
     return replace(state, odds_due=due)
+
+
+def _sent_already(state: ProjectionState, due: OddsDue) -> bool:
+    """Whether the odds of ``due``'s point of its shoe, or of a later point, are already published."""
+    sent = state.odds_sent.get(due.shoe_id)
+    return sent is not None and sent >= due.order[1:]
+
+
+#: shoes whose latest published odds point a table's state remembers (``ProjectionState.odds_sent``): the
+#: current and the one before (a card of the old shoe can be read again after the new shoe's odds published)
+ODDS_SENT_SHOES = 2
+
+
+def _sent(state: ProjectionState, e: OddsUpdated) -> dict[str, tuple[int, int]]:
+    """``state.odds_sent`` with published odds ``e``: its shoe's latest point (step, 1 for a round's
+    opening else 0) kept as the highest seen, the shoe moved last, at most :data:`ODDS_SENT_SHOES` shoes."""
+    point = (e.step, 1 if e.trigger == "round_opened" else 0)
+    old = state.odds_sent.get(e.shoe_id)
+    rest = [(k, v) for k, v in state.odds_sent.items() if k != e.shoe_id]
+    return dict([*rest[-(ODDS_SENT_SHOES - 1):], (e.shoe_id, point if old is None else max(old, point))])
 
 
 class PlayerWatch(msgspec.Struct, frozen=True):
@@ -182,6 +210,9 @@ class ProjectionState(msgspec.Struct, frozen=True):
     roads: dict[str, tuple[str, ...]] = {}
     odds_due: OddsDue | None = None
     odds_published: tuple[str, int, str] | None = None
+    #: shoe id -> the latest point of it whose odds are published: (step, 1 for a round's opening else 0), the
+    #: last :data:`ODDS_SENT_SHOES` shoes (see :func:`_due`)
+    odds_sent: dict[str, tuple[int, int]] = {}
     last_odds: dict[str, OddsUpdated] = {}  # view -> latest published
     ledger: LedgerState = LedgerState()
     ledger_published: PMap[frozenset[str]] = PMap()
@@ -232,6 +263,9 @@ class ProjectionCore:
 
     name = "projection"
     own_stream = T.PROJECTION_ODDS
+    #: the odds go out at once, in short transactions of their own (:mod:`services.runtime.prompt_lane`; never
+    #: twice after a restore: :func:`_due`), not behind a batch's transaction with ledger entries and offsets
+    prompt_stream = T.PROJECTION_ODDS
     private_streams = (T.PROJECTION_LEDGER, T.PROJECTION_ALERTS)
     command_streams: tuple[str, ...] = ()
     same_time_first: tuple[str, ...] = ()
@@ -256,7 +290,8 @@ class ProjectionCore:
         e = env.payload
         if isinstance(e, OddsUpdated):
             key = (e.shoe_id, e.step, e.trigger + ":" + e.round_id)
-            return replace(state, odds_published=key, last_odds={**state.last_odds, e.view: e})
+            return replace(state, odds_published=key, last_odds={**state.last_odds, e.view: e},
+                           odds_sent=_sent(state, e))
         if isinstance(e, LedgerPosted):
             pending = tuple(p for p in state.ledger_pending if p[0].entry_id != e.entry_id)
             if len(pending) < len(state.ledger_pending):  # posted live, after its source was folded
@@ -421,8 +456,11 @@ class ProjectionCore:
             out.append(Emit(alert, round_id=alert.round_id, shoe_id=alert.shoe_id, causation_id=cause,
                             occurred_at=at, stream=T.PROJECTION_ALERTS))
         due = state.odds_due
-        if due is not None and due.key != state.odds_published and state.config is not None and state.shoe is not None \
-                and state.shoe.shoe_id == due.shoe_id:
+        # not the odds of a point already published, nor of an earlier one: after a restore the own stream can
+        # hold odds of cards past the committed offsets (the prompt stream), and the due of the checkpoint
+        # is older than them
+        if due is not None and due.key != state.odds_published and not _sent_already(state, due) \
+                and state.config is not None and state.shoe is not None and state.shoe.shoe_id == due.shoe_id:
             comps = {view: state.shoe.composition(view) for view in VIEWS}
             # both views lose the card just dealt: one walk of the kernel for the two (a cache step, same odds)
             self.views.follow_pair(((state.table_id, "public"), (state.table_id, "surveillance")),

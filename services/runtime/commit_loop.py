@@ -47,6 +47,9 @@ class CommitLoop:
         self.uncommitted: dict[int, dict[TopicPartition, int]] = {}
         self.deferred_since: dict[int, float] = {}
         self.deferred_records: dict[int, int] = {}
+        #: task p -> the prompt transactions of its deferred batches (:mod:`services.runtime.prompt_lane`):
+        #: the transaction that commits their offsets waits for them
+        self.deferred_waits: dict[int, list[Any]] = {}
         self.flusher: asyncio.Task[None] | None = None
         #: task p -> monotonic s of its latest checkpoint, and records handled since
         self.last_checkpoint: dict[int, float] = {}
@@ -72,9 +75,13 @@ class CommitLoop:
             return False
         return self.deferred_records.get(p, 0) + records < DEFER_MAX_RECORDS
 
-    def defer(self, p: int, offsets: dict[TopicPartition, int], records: int) -> None:
-        """Keep a batch's ``offsets`` (``records`` records that caused nothing) for task ``p``'s next
-        transaction, and make sure the flusher runs (a quiet table's offsets are committed too)."""
+    def defer(self, p: int, offsets: dict[TopicPartition, int], records: int, waits: list[Any] | None = None,
+              ) -> None:
+        """Keep a batch's ``offsets`` (``records`` records that caused nothing in the task's transaction; their
+        prompt events' transactions: ``waits``) for task ``p``'s next transaction, and make sure the flusher
+        runs (a quiet table's offsets are committed too)."""
+        if waits:
+            self.deferred_waits.setdefault(p, []).extend(waits)
         pending = self.uncommitted.setdefault(p, {})
         for tp, off in offsets.items():
             pending[tp] = max(pending.get(tp, 0), off)
@@ -96,6 +103,7 @@ class CommitLoop:
     def forget(self, p: int) -> None:
         """Drop task ``p``'s deferred offsets (a restore reads them again from the committed offsets)."""
         self.uncommitted.pop(p, None)
+        self.deferred_waits.pop(p, None)
         self.deferred_since.pop(p, None)
         self.deferred_records.pop(p, None)
 
@@ -174,12 +182,13 @@ class CommitLoop:
 
     async def commit(self, p: int, decisions: list[Decision], letters: list[Any],
                      offsets: dict[TopicPartition, int], handled: int = 0, force_checkpoint: bool = False,
-                     ) -> None:
+                     waits: list[Any] | None = None) -> None:
         """Write a batch's decisions, dead letters, due checkpoint (none while the task's state holds a batch not
         yet queued: :attr:`StreamTask.unqueued`) and input ``offsets`` (with the deferred ones) in one transaction of task ``p``'s producer; ``handled``: the batch's records. Raises
         :class:`TaskFailed` without a live producer, else whatever the producer raises (the caller restores
         the task); the failed transaction's futures are retrieved, never "Future exception was never
-        retrieved"."""
+        retrieved". ``waits``: the prompt transactions of the batch's records, awaited (with the deferred
+        batches' ones) before the offsets go (:mod:`services.runtime.prompt_lane`)."""
         m = self.tasks
         prod = m.producers.get(p)
         if prod is None:
@@ -187,6 +196,9 @@ class CommitLoop:
         if producer_dead(prod):  # never begin a transaction on a fenced producer: restore (a new one)
             raise TaskFailed(f"task {p}: its producer is fenced")
         deferred = dict(self.uncommitted.get(p) or {})
+        # the deferred batches' prompt transactions: this one carries their offsets (kept on a failure: the
+        # task is restored, and forgets them)
+        waits = [*self.deferred_waits.get(p, ()), *(waits or ())]
         if deferred:  # other batches' offsets that caused nothing: committed with this transaction
             offsets = {tp: max(deferred.get(tp, 0), offsets.get(tp, 0)) for tp in {*deferred, *offsets}}
         own = {m.host.core.own_stream, *m.host.core.private_streams}
@@ -201,7 +213,7 @@ class CommitLoop:
         t0 = time.perf_counter()
         futs: list[tuple[str | None, Any]] = []
         try:
-            await m.collector.transaction(prod, p, decisions, letters, checkpoint, offsets, futs)
+            await m.collector.transaction(prod, p, decisions, letters, checkpoint, offsets, futs, waits)
         except BaseException:
             runner.touched.update(snapped)
             for _, f in futs:  # the records' futures fail later (ProducerFenced...): their error is the
@@ -210,6 +222,12 @@ class CommitLoop:
             raise
         metas = [f.result() for _, f in futs]
         m.host.metrics.transaction(time.perf_counter() - t0, bool(checkpoint))
+        if p in self.deferred_waits:  # those this one awaited are committed
+            left = [w for w in self.deferred_waits[p] if not w.done()]
+            if left:
+                self.deferred_waits[p] = left
+            else:
+                del self.deferred_waits[p]
         if deferred:
             self._committed(p, offsets)
         nxt = m.own_next.setdefault(p, {})

@@ -52,11 +52,15 @@ class Queued:
     offsets: dict[TopicPartition, int] = field(default_factory=dict)
     records: int = 0
     batches: int = 0
+    #: the prompt transactions of the queued records (:mod:`services.runtime.prompt_lane`)
+    waits: list[Any] = field(default_factory=list)
 
     def add(self, decisions: list[Any], letters: list[Any], offsets: dict[TopicPartition, int],
-            records: int) -> None:
-        """Queue one batch's outcome (``records``: how many input records it handled)."""
+            records: int, waits: list[Any] | None = None) -> None:
+        """Queue one batch's outcome (``records``: how many input records it handled; ``waits``: its prompt
+        transactions)."""
         self.decisions.extend(decisions)
+        self.waits.extend(waits or ())
         self.letters.extend(letters)
         for tp, off in offsets.items():
             self.offsets[tp] = max(self.offsets.get(tp, 0), off)
@@ -83,16 +87,17 @@ class CommitQueue:
         return c is not None and not c.done()
 
     async def submit(self, p: int, decisions: list[Any], letters: list[Any], offsets: dict[TopicPartition, int],
-                     records: int) -> None:
-        """Queue a batch's outcome of task ``p`` and make sure its committer runs; returns at once, unless
-        :data:`MAX_QUEUED_RECORDS` records are queued already (then once the transaction in flight is done)."""
+                     records: int, waits: list[Any] | None = None) -> None:
+        """Queue a batch's outcome of task ``p`` (``waits``: its prompt transactions, awaited before its
+        offsets go) and make sure its committer runs; returns at once, unless :data:`MAX_QUEUED_RECORDS`
+        records are queued already (then once the transaction in flight is done)."""
         q = self.queued.get(p)
         if q is not None and q.records >= MAX_QUEUED_RECORDS:
             await self.drain(p)
             if self.tasks.state.get(p) != "ready":  # it failed meanwhile: the restore re-reads this batch
                 self.tasks.host.uncollect(letters)
                 return
-        self.queued.setdefault(p, Queued()).add(decisions, letters, offsets, records)
+        self.queued.setdefault(p, Queued()).add(decisions, letters, offsets, records, waits)
         if not self.busy(p):
             self.committers[p] = asyncio.create_task(self._run(p), name=f"{self.tasks.service}-commit-{p}")
 
@@ -104,7 +109,8 @@ class CommitQueue:
                     m.host.uncollect(q.letters)
                     continue
                 self.merged += q.batches > 1
-                if not await m.stream.commit_outcome(p, q.decisions, q.letters, q.offsets, q.records):
+                if not await m.stream.commit_outcome(p, q.decisions, q.letters, q.offsets, q.records,
+                                                     waits=q.waits):
                     dropped = self.queued.pop(p, None)  # decided after the failed one: read again after the restore
                     if dropped is not None:
                         m.host.uncollect(dropped.letters)

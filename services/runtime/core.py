@@ -81,7 +81,11 @@ class Decision:
 
 
 class ServiceCore(Protocol[S]):
-    """What a service defines: names, and pure functions over one table's state."""
+    """What a service defines: names, and pure functions over one table's state.
+
+    Optional: ``prompt_stream``, the base name of one own stream whose events a transactional runtime
+    publishes at once in short transactions of their own (:mod:`services.runtime.prompt_lane`); a core that
+    names one must publish nothing for an input read again after a restore that its stream already holds."""
 
     name: str
     own_stream: str

@@ -110,14 +110,18 @@ class RecordCollector:
     transaction that writes a batch's outcome.
 
     ``settings``: topic names and client options; ``service``: the writing service (its dead-letter and
-    snapshot topics, and the transactional ids); ``group_id``: the consumer group the offsets go to.
+    snapshot topics, and the transactional ids); ``group_id``: the consumer group the offsets go to;
+    ``prompt``: each task has a second producer, for its prompt stream (``prompt_producers``,
+    :mod:`services.runtime.prompt_lane`), opened and closed with the first.
     """
 
-    def __init__(self, settings: Settings, service: str, group_id: str):
+    def __init__(self, settings: Settings, service: str, group_id: str, prompt: bool = False):
         self.settings = settings
         self.service = service
         self.group_id = group_id
+        self.prompt = prompt
         self.producers: dict[int, AIOKafkaProducer] = {}
+        self.prompt_producers: dict[int, AIOKafkaProducer] = {}
 
     def transactional_id(self, p: int) -> str:
         """The producer id of task ``p``: derived from service and partition, never from the instance."""
@@ -125,12 +129,18 @@ class RecordCollector:
         return f"{s.group_prefix}.{s.topic_prefix}{self.service}.task-{p}"
 
     async def open(self, p: int) -> None:
-        """Close task ``p``'s producer if any and start a new one: its ``init_transactions`` fences the
-        previous owner and completes its open transaction. Raises what the start raises (fenced, moved away,
-        the broker away), having closed the new producer's connections."""
+        """Close task ``p``'s producers if any and start new ones (the prompt stream's too, when the service
+        has one): their ``init_transactions`` fence the previous owner's and complete its open transactions.
+        Raises what a start raises (fenced, moved away, the broker away), having closed the new producers'
+        connections."""
         await self.close(p)
         quick_concurrent_retry()
-        prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=self.transactional_id(p),
+        self.producers[p] = await self._start(self.transactional_id(p))
+        if self.prompt:
+            self.prompt_producers[p] = await self._start(self.transactional_id(p) + ".prompt")
+
+    async def _start(self, transactional_id: str) -> AIOKafkaProducer:
+        prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=transactional_id,
                                 enable_idempotence=True, acks="all", linger_ms=0,
                                 max_request_size=16 * 1024 * 1024,  # snapshots; the broker caps events
                                 # a transaction's records for one partition in one batch, so one produce
@@ -147,27 +157,30 @@ class RecordCollector:
         except BaseException:  # never leave it open (its connections)
             await stop_quietly(prod)
             raise
-        self.producers[p] = prod
+        return prod
 
     async def close(self, p: int) -> None:
-        """Stop task ``p``'s producer quietly, whatever its state (fenced included); nothing without one."""
-        prod = self.producers.pop(p, None)
-        if prod is not None:
-            await stop_quietly(prod)
+        """Stop task ``p``'s producers quietly, whatever their state (fenced included); nothing without one."""
+        for producers in (self.producers, self.prompt_producers):
+            prod = producers.pop(p, None)
+            if prod is not None:
+                await stop_quietly(prod)
 
     async def close_all(self) -> None:
-        """Stop every task's producer (a graceful stop)."""
-        for p in list(self.producers):
+        """Stop every task's producers (a graceful stop)."""
+        for p in {*self.producers, *self.prompt_producers}:
             await self.close(p)
 
     async def transaction(self, prod: Any, p: int, decisions: list[Decision], letters: list[Any],
                           checkpoint: list[tuple[bytes, bytes]], offsets: dict[TopicPartition, int],
-                          futs: list[tuple[str | None, Any]]) -> None:
+                          futs: list[tuple[str | None, Any]], waits: list[Any] | None = None) -> None:
         """One transaction of task ``p`` on ``prod``: the decisions' events and commands, the dead letters,
         the checkpoint's ``(key, value)`` records and the input ``offsets`` (next offset per input partition).
         Each record's future is appended to ``futs`` as sent, with the own stream of each event (None for the
-        others); returns once every record is acknowledged and the transaction committed. Raises whatever the
-        producer raises (the caller retrieves ``futs``' errors)."""
+        others); returns once every record is acknowledged and the transaction committed. ``waits``: the
+        prompt transactions of these records (:mod:`services.runtime.prompt_lane`), awaited before the
+        offsets go: one that failed aborts this one. Raises whatever the producer raises (the caller
+        retrieves ``futs``' errors)."""
         s = self.settings
         async with prod.transaction():
             for d in decisions:
@@ -186,6 +199,8 @@ class RecordCollector:
             for key, value in checkpoint:
                 futs.append((None, await prod.send(s.topic(snapshot_topic(self.service)), value, key=key,
                                                    partition=p)))
+            if waits:  # never the offsets of records whose prompt events are not committed
+                await asyncio.gather(*waits)
             if offsets:
                 await prod.send_offsets_to_transaction(offsets, self.group_id)
             await asyncio.gather(*(f for _, f in futs))

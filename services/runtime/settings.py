@@ -69,6 +69,10 @@ class Settings:
     #: ``CROUPIER_SESSION_TIMEOUT_MS``): the broker's minimum, 6,000, by default (``services.runtime.app``); more
     #: only where a starved machine's event loop may stall that long (a loaded CI run: the logs test)
     session_timeout_ms: int = 6_000
+    #: a service with a prompt stream (the projection's odds) publishes it in short transactions of its own,
+    #: ahead of its batch's (``CROUPIER_PROMPT_STREAMS``, default 1; 0: in the batch's transaction, as before;
+    #: :mod:`services.runtime.prompt_lane`)
+    prompt_streams: bool = True
     extra: dict[str, str] = field(default_factory=dict)
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
@@ -106,7 +110,7 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """``KAFKA_BOOTSTRAP_SERVERS``, ``CROUPIER_TOPIC_PREFIX``, ``CROUPIER_GROUP_PREFIX``,
         ``CROUPIER_INSTANCE`` (default: the host name), ``CROUPIER_SESSION_TIMEOUT_MS`` (at least 6,000, the
-        broker's ``group.min.session.timeout.ms``; ``ValueError`` below it); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
+        broker's ``group.min.session.timeout.ms``; ``ValueError`` below it), ``CROUPIER_PROMPT_STREAMS`` (0 or 1); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
         ``KAFKA_SASL_MECHANISM`` (default ``SCRAM-SHA-512`` when the protocol is SASL), ``KAFKA_SASL_USERNAME``
         and the password from ``KAFKA_SASL_PASSWORD_FILE`` (a file holding it, e.g.
         ``var/kafka/passwords/shoe``; trailing newline ignored) or ``KAFKA_SASL_PASSWORD``, not both;
@@ -130,6 +134,7 @@ class Settings:
             snapshot_every_records=_int_env(env, "CROUPIER_SNAPSHOT_EVERY_RECORDS", 2000, low=1),
             max_clock_skew_s=float(env.get("CROUPIER_MAX_CLOCK_SKEW_S", "120")),
             session_timeout_ms=_int_env(env, "CROUPIER_SESSION_TIMEOUT_MS", 6_000, low=6_000),
+            prompt_streams=_int_env(env, "CROUPIER_PROMPT_STREAMS", 1, low=0) > 0,
             security_protocol=protocol,
             sasl_mechanism=mechanism if sasl else None,
             sasl_username=(env.get("KAFKA_SASL_USERNAME") or None) if sasl else None,

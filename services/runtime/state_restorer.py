@@ -295,6 +295,8 @@ class StateRestorer:
         marks["committed"] = time.monotonic() - t0
         async with m.host.lock:
             await m.queue.drain(p)  # a transaction of p still in flight ends (it fails: fenced) before the reset
+            if m.prompt is not None:  # so does a prompt one; what was queued behind it is decided again
+                await m.prompt.reset(p)
             m.host.runner.reset(m.tables_of(p))
         cp = await self.load_snapshots(p, worker)
         marks["snapshot"] = time.monotonic() - t0

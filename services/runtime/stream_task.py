@@ -19,6 +19,7 @@ from aiokafka import TopicPartition
 
 from contracts.envelope import DeadLetter
 from services.runtime.core import Decision
+from services.runtime.prompt_lane import split
 from services.runtime.record_collector import unpublishable
 
 if TYPE_CHECKING:
@@ -126,15 +127,20 @@ class StreamTask:
             m.positions[p].update(offsets)
             m.host.metrics.settle(True)
             return True
+        waits: list[Any] = []
+        if m.prompt is not None and not single:  # the prompt stream's events go at once, in their own transaction
+            decisions, prompt = split(decisions, m.prompt.stream)
+            if prompt:
+                waits.append(m.prompt.submit(p, prompt))
         if single:  # after a failure: alone, once nothing is in flight
             await m.queue.drain(p)
         elif not decisions and not letters and not m.queue.busy(p) and m.commits.may_defer(p, len(recs)):
-            m.commits.defer(p, offsets, len(recs))
+            m.commits.defer(p, offsets, len(recs), waits)
             m.positions[p].update(offsets)
             m.host.metrics.settle(True)
             return True
         else:  # committed behind the task's transaction in flight, if any (:mod:`services.runtime.commit_queue`)
-            await m.queue.submit(p, decisions, letters, offsets, len(recs))
+            await m.queue.submit(p, decisions, letters, offsets, len(recs), waits)
             return True
         self.unqueued.discard(p)  # this transaction carries the batch: a checkpoint in it holds its offsets
         return await self.commit_outcome(p, decisions, letters, offsets, len(recs), first=recs[0], single=single,
@@ -142,16 +148,19 @@ class StreamTask:
 
     async def commit_outcome(self, p: int, decisions: list[Decision], letters: list[Any],
                              offsets: dict[TopicPartition, int], records: int, first: Any = None,
-                             single: bool = False, lettered: bool = False) -> bool:
+                             single: bool = False, lettered: bool = False, waits: list[Any] | None = None,
+                             ) -> bool:
         """Commit what ``records`` input records of task ``p`` decided with their ``offsets`` (``first``:
-        the first of them, after a failure the one alone). False (and the task is being restored) when the
-        transaction failed."""
+        the first of them, after a failure the one alone; ``waits``: their prompt transactions). False (and
+        the task is being restored) when the transaction failed."""
         m = self.tasks
         try:
-            await m._commit(p, decisions, letters, offsets, records)
+            await m._commit(p, decisions, letters, offsets, records, waits=waits)
         except Exception as e:  # noqa: BLE001 - fenced, broker away, record too large...: restore, re-read
             m.host.metrics.settle(False)
             m.host.uncollect(letters)
+            if m.state.get(p) != "ready":  # already being restored (its prompt transaction failed first)
+                return False
             fenced = m.transaction_failed(e)
             m.log.warning("transaction_failed", task=p, error=f"{type(e).__name__}: {e}",
                           records=records, fenced=fenced)

@@ -42,6 +42,7 @@ from services.runtime.host import ServiceHost
 from services.runtime.logging import get_logger
 from services.runtime.metrics import LIVE, ServiceMetrics
 from services.runtime.partition_group import PartitionGroup, end, position
+from services.runtime.prompt_lane import PromptLane
 from services.runtime.record_collector import RecordCollector, is_fenced
 from services.runtime.settings import Settings
 from services.runtime.state_restorer import StateRestorer
@@ -98,7 +99,10 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self.closing = False
         self.aborts = 0
         self.fenced = 0
-        self.collector = RecordCollector(settings, self.service, group_id)
+        prompt = getattr(host.core, "prompt_stream", None) if transactional and settings.prompt_streams else None
+        self.collector = RecordCollector(settings, self.service, group_id, prompt=prompt is not None)
+        #: the prompt stream's lane (:mod:`services.runtime.prompt_lane`), None without one
+        self.prompt = PromptLane(self, prompt) if prompt is not None else None
         self.group = PartitionGroup(self)
         self.commits = CommitLoop(self)
         self.queue = CommitQueue(self)
@@ -110,8 +114,8 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self.restorer.enqueue(p)
 
     async def _commit(self, p: int, decisions: list[Any], letters: list[Any], offsets: dict[TopicPartition, int],
-                      handled: int = 0, force_checkpoint: bool = False) -> None:
-        await self.commits.commit(p, decisions, letters, offsets, handled, force_checkpoint)
+                      handled: int = 0, force_checkpoint: bool = False, waits: list[Any] | None = None) -> None:
+        await self.commits.commit(p, decisions, letters, offsets, handled, force_checkpoint, waits)
 
     async def restore(self, p: int, worker: int = 0) -> None:
         """Restore task ``p`` (:meth:`StateRestorer.restore`)."""
@@ -293,6 +297,8 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         next owner restores more, and reads again the few input records whose offsets were deferred)."""
         await self.commits.stop()
         await self.queue.stop()
+        if self.prompt is not None:
+            await self.prompt.stop()
         await self.restorer.stop()
         await self.collector.close_all()
         self.state.clear()
@@ -375,6 +381,8 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self.commits.forget(p)
         self.snapshot_at.pop(p, None)
         self.host.runner.reset(self.tables_of(p))
+        if self.prompt is not None:
+            await self.prompt.reset(p)
         await self.collector.close(p)
 
     # -- batches -------------------------------------------------------------------------------------

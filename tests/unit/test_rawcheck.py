@@ -116,6 +116,19 @@ def test_a_second_settlement_of_a_bet_is_doubled(records):
     assert rep.ledger_diff_cents > 0  # the ledger never posted the second one
 
 
+def test_the_odds_of_a_point_published_again_at_the_next_seq_are_doubled(records):
+    recs = list(records[T.PROJECTION_ODDS])
+    env = decode_event(recs[7].value)
+    last = max(decode_event(r.value).seq for r in recs if r.key == recs[7].key)
+    again = replace(env, seq=last + 1, event_id=event_id(T.PROJECTION_ODDS, env.table_id, last + 1))
+    rep = check(changed(records, T.PROJECTION_ODDS, recs + [moved(recs[7], value=encode(again))]))
+    assert (rep.doubled, dict(rep.doubled_by_kind), rep.seq_conflicts) == (1, {"odds_updated": 1}, 0)
+    # an update of a point not published before is not a doubling (nor a seq conflict)
+    fresh = replace(again, payload=replace(env.payload, step=env.payload.step + 1000))
+    rep = check(changed(records, T.PROJECTION_ODDS, recs + [moved(recs[7], value=encode(fresh))]))
+    assert (rep.doubled, rep.seq_conflicts) == (0, 0)
+
+
 def test_a_ledger_entry_moved_by_cents_is_a_ledger_diff_of_exactly_those_cents(records):
     recs = list(records[T.PROJECTION_LEDGER])
     i = next(i for i, r in enumerate(recs) if len(decode_event(r.value).payload.lines) == 2)

@@ -1,0 +1,169 @@
+"""The prompt lane (``services/runtime/prompt_lane.py``, issue 30): the projection's odds go out at once in
+transactions of their own, and the transaction that commits their inputs' offsets waits for them; a failed
+prompt transaction aborts it and restores the task. On a projection task manager whose producers are fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from aiokafka import TopicPartition
+from aiokafka.errors import KafkaConnectionError
+
+from baccarat.table import punto_banco_full
+from contracts import topics as T
+from services.floor.bettors import Seat
+from services.floor.dealer import Clock, TableDealer
+from services.floor.io import MemoryFloorIO
+from services.projection.core import ProjectionCore
+from services.runtime.app import TasksOnly
+from services.runtime.assignor import partition_of
+from services.runtime.core import Decision, Send
+from services.runtime.host import ServiceHost
+from services.runtime.prompt_lane import split
+from services.runtime.task_manager import TaskManager
+from tests.services.helpers import floor_bus
+from tests.services.runtime_fakes import Rec, RecordingProducer, settings
+
+INPUTS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
+ODDS = f"t.{T.PROJECTION_ODDS}"
+
+
+@dataclass
+class OrderedProducer(RecordingProducer):
+    """A recording producer that writes what happened, in order, to a log shared with the other
+    (``log``: (name, what)); ``fail``: its transactions fail with this error after their sends."""
+
+    name: str = ""
+    log: list[tuple[str, str]] = field(default_factory=list)
+    fail: BaseException | None = None
+    gate: asyncio.Event | None = None
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> Any:
+        yield
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail is not None:
+            self.log.append((self.name, "aborted"))
+            raise self.fail
+        self.committed += 1
+        self.log.append((self.name, "committed"))
+
+    async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
+        self.log.append((self.name, "offsets"))
+        await super().send_offsets_to_transaction(offsets, group_id)
+
+
+@pytest.fixture(scope="module")
+def inputs() -> list[Any]:
+    """A table's input records, two rounds into a shoe (the shoe's load, cut, burn and the rounds' cards)."""
+    async def run() -> list[Any]:
+        bus, _ = floor_bus(seed=5)
+        dealer = TableDealer(MemoryFloorIO(bus), "T1", punto_banco_full(), [Seat(1, "player-1")],
+                             random.Random(5), Clock())
+        await dealer.open_table()
+        from contracts.commands import LoadShoe
+        from services.runtime.core import command
+        await MemoryFloorIO(bus).send(T.SHOE_COMMANDS, command("T1", "load", Clock()(),
+                                                               LoadShoe(shoe_id="S", cut_at=40)))
+        for n in (1, 2):
+            await dealer.play_round("S", f"S-{n}")
+        return [r for r in bus.log if r.topic in INPUTS]
+
+    return asyncio.run(run())
+
+
+def projection_manager() -> tuple[TaskManager, int, OrderedProducer, OrderedProducer]:
+    s = settings()
+    tasks = TaskManager(ServiceHost(ProjectionCore(), s, TasksOnly()), s, "t.projection")
+    tasks.version = None
+    p = partition_of("T1", s.partitions)
+    log: list[tuple[str, str]] = []
+    main, prompt = OrderedProducer(name="main", log=log), OrderedProducer(name="prompt", log=log)
+    tasks.producers[p] = main  # type: ignore[assignment]
+    tasks.collector.prompt_producers[p] = prompt  # type: ignore[assignment]
+    tasks.state[p] = "ready"
+    tasks.positions[p] = {}
+    tasks.enqueued = []  # type: ignore[attr-defined]
+    tasks._enqueue = tasks.enqueued.append  # type: ignore[attr-defined,method-assign]
+    return tasks, p, main, prompt
+
+
+def records(inputs: list[Any], p: int) -> list[Rec]:
+    return [Rec(f"t.{r.topic}", p, r.offset, r.key, r.value) for r in inputs]
+
+
+async def settle(tasks: TaskManager) -> None:
+    await tasks.queue.drain()
+    assert tasks.prompt is not None
+    await tasks.prompt.stop()
+
+
+def test_split_takes_the_prompt_streams_events_and_keeps_the_rest_in_order():
+    odds, ledger, odds2 = (SimpleNamespace(stream=s) for s in (T.PROJECTION_ODDS, T.PROJECTION_LEDGER,
+                                                               T.PROJECTION_ODDS))
+    send = Send(T.DEALING_COMMANDS, None)  # type: ignore[arg-type]
+    rest, prompt = split([Decision("T1", events=(odds, ledger, odds2)), Decision("T2", events=(ledger,)),
+                          Decision("T3", events=(odds,), sends=(send,)), Decision("T4", events=(odds2,))],
+                         T.PROJECTION_ODDS)
+    assert [(d.table_id, d.events, d.sends) for d in rest] == [("T1", (ledger,), ()), ("T2", (ledger,), ()),
+                                                               ("T3", (), (send,))]
+    assert [(d.table_id, d.events) for d in prompt] == [("T1", (odds, odds2)), ("T3", (odds,)), ("T4", (odds2,))]
+    assert split([Decision("T1", events=(ledger,))], T.PROJECTION_ODDS)[1] == []
+
+
+@pytest.mark.asyncio
+async def test_odds_go_in_their_own_transaction_and_the_offsets_only_after_it(inputs):
+    tasks, p, main, prompt = projection_manager()
+    await asyncio.wait_for(tasks.on_records(records(inputs, p)), 10)
+    await asyncio.wait_for(settle(tasks), 10)
+    assert prompt.sent and {t for t, _, _ in prompt.sent} == {ODDS}
+    assert ODDS not in {t for t, _, _ in main.sent}  # no odds in the batch's transaction
+    # the prompt transaction committed before the batch's offsets went, and they went
+    assert ("prompt", "committed") in main.log[:main.log.index(("main", "offsets"))]
+    shoe = TopicPartition(f"t.{T.SHOE_EVENTS}", p)
+    assert main.offsets[-1][0][shoe] == max(r.offset for r in inputs if r.topic == T.SHOE_EVENTS) + 1
+    assert tasks.own_next[p][T.PROJECTION_ODDS] == len(prompt.sent)
+    assert tasks.state[p] == "ready" and tasks.enqueued == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.asyncio
+async def test_a_failed_prompt_transaction_commits_no_offsets_and_restores_the_task(inputs):
+    tasks, p, main, prompt = projection_manager()
+    prompt.fail = KafkaConnectionError("broker away")
+    await asyncio.wait_for(tasks.on_records(records(inputs, p)), 10)
+    await asyncio.wait_for(settle(tasks), 10)
+    assert ("prompt", "aborted") in main.log
+    assert main.offsets == [] and ("main", "committed") not in main.log  # the inputs are read again
+    assert tasks.state[p] == "restoring" and tasks.enqueued == [p]  # type: ignore[attr-defined]
+    assert tasks.own_next.get(p, {}).get(T.PROJECTION_ODDS) is None
+
+
+@pytest.mark.asyncio
+async def test_odds_decided_while_a_prompt_transaction_is_in_flight_go_in_the_next_one(inputs):
+    tasks, p, main, prompt = projection_manager()
+    prompt.gate = asyncio.Event()
+    recs = records(inputs, p)
+    cards = [i for i, r in enumerate(recs) if b"card_drawn" in r.value]
+    await asyncio.wait_for(tasks.on_records(recs[:cards[0] + 1]), 10)
+    await asyncio.wait_for(tasks.on_records(recs[cards[0] + 1:cards[1] + 1]), 10)
+    await asyncio.wait_for(tasks.on_records(recs[cards[1] + 1:cards[2] + 1]), 10)
+    assert tasks.prompt is not None and len(tasks.prompt.queued[p].decisions) >= 2  # behind the one in flight
+    assert main.offsets == []  # no input offset before its odds are committed
+    prompt.gate.set()
+    await asyncio.wait_for(settle(tasks), 10)
+    assert prompt.committed == 2 and tasks.prompt.transactions == 2
+    assert main.offsets and tasks.state[p] == "ready"
+
+
+@pytest.mark.asyncio
+async def test_without_prompt_streams_the_odds_stay_in_the_batchs_transaction(inputs):
+    s = replace(settings(), prompt_streams=False)
+    tasks = TaskManager(ServiceHost(ProjectionCore(), s, TasksOnly()), s, "t.projection")
+    assert tasks.prompt is None and not tasks.collector.prompt

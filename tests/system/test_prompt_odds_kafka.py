@@ -1,0 +1,134 @@
+"""The projection's odds, published ahead of their inputs' offsets (issue 30: the prompt stream), on a real
+broker: a batch's transaction lost after its odds committed makes the task restore, and no odds are
+published twice nor lost.
+
+The projection runs in this process (``build_service``); its task transaction is made to fail once, right after
+the prompt transactions of its records committed and before its input offsets would have gone (the crash the
+prompt stream opens: odds on ``projection.odds`` for inputs the group will read again). The inputs are a table's
+events dealt on the in-memory bus and written to the input topics one by one. Then the odds topic is read raw
+(``read_committed``) and checked independently of the projection's code: every point of the shoe once (table,
+shoe, step, trigger, round, view), its seqs 1..n without a gap, and every card's public odds there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections import Counter
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaConnectionError
+
+from baccarat.table import punto_banco_full
+from contracts import topics as T
+from contracts.codecs import decode_event
+from contracts.events import CardDrawn, OddsUpdated
+from services.floor.bettors import Seat
+from services.floor.dealer import Clock, TableDealer
+from services.floor.io import MemoryFloorIO
+from services.projection.core import ProjectionCore
+from services.rawlog import read_topic
+from services.runtime.app import build_service
+from services.runtime.kafka import ensure_topics
+from tests.services.helpers import floor_bus
+from tests.system.conftest import broker_settings
+from tests.system.floors import short_shoe
+
+INPUTS = (T.SHOE_EVENTS, T.DEALING_EVENTS, T.WAGERING_EVENTS, T.SETTLEMENT_EVENTS)
+
+
+async def _dealt() -> list[Any]:
+    """A table's input events through a short shoe, as the four services wrote them (in-memory bus)."""
+    bus, _ = floor_bus(seed=41)
+    dealer = TableDealer(MemoryFloorIO(bus), "PO1", short_shoe(punto_banco_full()),
+                         [Seat(i, f"player-{i}") for i in range(1, 4)], random.Random(41), Clock())
+    await dealer.run(shoes=1)
+    return [r for r in bus.log if r.topic in INPUTS]
+
+
+async def test_a_batch_lost_after_its_odds_committed_publishes_no_odds_twice_and_loses_none(kafka_bootstrap: str):
+    settings = broker_settings(kafka_bootstrap, topic_prefix=f"po{uuid.uuid4().hex[:8]}.", partitions=2)
+    await ensure_topics(settings, T.ALL_TOPICS)
+    inputs = await _dealt()
+    cards = [decode_event(r.value) for r in inputs if r.topic == T.SHOE_EVENTS]
+    card_count = sum(isinstance(e.payload, CardDrawn) for e in cards)
+    svc = build_service(ProjectionCore(), settings)
+    await svc.start()
+    await svc.wait_ready()
+    tasks = svc.tasks
+    assert tasks is not None and tasks.prompt is not None
+    real = tasks.collector.transaction
+    lost: list[int] = []
+    with_odds = 0
+
+    async def lose_the_third(prod: Any, p: int, decisions: Any, letters: Any, checkpoint: Any, offsets: Any,
+                             futs: Any, waits: Any = None) -> None:
+        nonlocal with_odds
+        if waits and offsets and not lost:
+            with_odds += 1
+            if with_odds == 3:
+                await asyncio.gather(*waits)  # its odds are committed; its offsets never go
+                lost.append(p)
+                raise KafkaConnectionError("test: the batch's transaction lost after its odds committed")
+        await real(prod, p, decisions, letters, checkpoint, offsets, futs, waits)
+
+    tasks.collector.transaction = lose_the_third  # type: ignore[method-assign]
+    producer = AIOKafkaProducer(**settings.client_options(), linger_ms=0)
+    await producer.start()
+    try:
+        restores = tasks.restores
+        for r in inputs:
+            await producer.send_and_wait(settings.topic(r.topic), r.value, key=r.key)
+        odds: list[Any] = []
+        for _ in range(240):  # until every card's public odds are there (a loaded CI machine: a minute)
+            odds = [decode_event(x.value) for x in await read_topic(settings, settings.topic(T.PROJECTION_ODDS))]
+            public_cards = {o.payload.step for o in odds if o.payload.trigger == "card" and o.payload.view == "public"}
+            if len(public_cards) >= card_count:
+                break
+            await asyncio.sleep(0.25)
+    finally:
+        await producer.stop()
+        await svc.stop()
+    assert lost, "no batch transaction carried odds: the crash was never injected"
+    assert tasks.restores > restores  # the task was restored after the lost transaction
+    points = Counter((o.table_id, o.payload.shoe_id, o.payload.step, o.payload.trigger, o.payload.round_id,
+                      o.payload.view) for o in odds if isinstance(o.payload, OddsUpdated))
+    assert [k for k, n in points.items() if n > 1] == []  # never twice
+    assert sorted(o.seq for o in odds) == list(range(1, len(odds) + 1))  # no gap, no seq held twice
+    steps = sorted(o.payload.step for o in odds if o.payload.trigger == "card" and o.payload.view == "public")
+    assert steps == list(range(steps[0], steps[0] + card_count)) and card_count > 50  # none lost
+
+
+async def test_the_next_owners_restore_fences_the_old_owners_prompt_producer(kafka_bootstrap: str):
+    """A paused owner that lost its task comes back with its prompt transaction open: the next owner's open
+    (its restore's fence) aborted it, its commit fails, and a ``read_committed`` reader sees none of it."""
+    from aiokafka.errors import KafkaError
+
+    from services.runtime.record_collector import RecordCollector
+
+    settings = broker_settings(kafka_bootstrap, topic_prefix=f"pf{uuid.uuid4().hex[:8]}.", partitions=1)
+    await ensure_topics(settings, [T.PROJECTION_ODDS])
+    topic = settings.topic(T.PROJECTION_ODDS)
+    old = RecordCollector(settings, "projection", settings.group("projection"), prompt=True)
+    new = RecordCollector(settings, "projection", settings.group("projection"), prompt=True)
+    try:
+        await old.open(0)
+        assert old.prompt_producers[0]._txn_manager.transactional_id.endswith("projection.task-0.prompt")
+        prod = old.prompt_producers[0]
+        await prod.begin_transaction()
+        await (await prod.send(topic, b"the zombie's odds", partition=0))
+        await new.open(0)  # the next owner's restore
+        try:
+            await prod.commit_transaction()
+            committed = True
+        except KafkaError:
+            committed = False
+        assert not committed
+        async with new.prompt_producers[0].transaction():
+            await (await new.prompt_producers[0].send(topic, b"the owner's odds", partition=0))
+        assert [r.value for r in await read_topic(settings, topic)] == [b"the owner's odds"]
+    finally:
+        await old.close_all()
+        await new.close_all()
