@@ -128,13 +128,14 @@ def install(shoe_topic: str) -> None:
                     LINES.append(f"txn {env.table_id} {o.step} {t0:.3f} {t1:.3f} {n} {int(self.checkpoints > cps)}")
                     LINES.append(f"wire {env.table_id} {o.step} {wire}")
 
-    async def traced_prompt(self: PromptLane, p: int, decisions: list[Any]) -> None:
+    async def traced_prompt(self: PromptLane, p: int, joined: list[Any]) -> None:
         m = self.tasks
         t0 = _now_ms()
         sender = getattr(m.collector.prompt_producers.get(p), "_sender", None)
         before = {k: list(v) for k, v in WIRE.get(id(sender), {}).items()}
-        await prompt_commit(self, p, decisions)
+        await prompt_commit(self, p, joined)
         t1 = _now_ms()
+        decisions = [d for j in joined for d in j.decisions]
         n = sum(len(d.events) for d in decisions)
         after = WIRE.get(id(sender), {})
         wire = " ".join(f"{k}={v[0] - before.get(k, [0, 0, 0])[0]:.2f}/{v[1] - before.get(k, [0, 0, 0])[1]}/"

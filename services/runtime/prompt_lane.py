@@ -7,7 +7,8 @@ its odds at the tail (issue 30: ``bench/projection.py``'s "to txn" and "txn"). A
 stream its **prompt stream** (``ServiceCore.prompt_stream``; the projection's ``projection.odds``): the events a
 batch decides for it are sent at once by a second fenced transactional producer of the task
 (``<task's id>.prompt``, :meth:`RecordCollector.open`) in a transaction of their own (three round trips, no
-offsets), one in flight per task, the next ones queued behind it in decision order.
+offsets), one in flight per task; those decided while its records are sent join it, the later ones queue
+behind it, all in decision order.
 
 Exactly-once stays, for these reasons:
 
@@ -44,6 +45,10 @@ from services.runtime.record_collector import TaskFailed, producer_dead
 
 if TYPE_CHECKING:
     from services.runtime.task_manager import TaskManager
+
+#: times prompt events queued while a prompt transaction sends its records may join it before it commits (then
+#: it commits, and what is queued waits for the next one: a busy task's transaction stays short)
+MAX_JOINED = 3
 
 
 def split(decisions: list[Decision], stream: str) -> tuple[list[Decision], list[Decision]]:
@@ -83,9 +88,10 @@ class PromptLane:
         self.queued: dict[int, Prompted] = {}
         #: task p -> its prompt committer (running while a prompt transaction of p is in flight or queued)
         self.committers: dict[int, asyncio.Task[None]] = {}
-        #: prompt transactions committed, and the events they carried
+        #: prompt transactions committed, the events they carried, and the times queued events joined one
         self.transactions = 0
         self.events = 0
+        self.joins = 0
 
     def submit(self, p: int, decisions: list[Decision]) -> asyncio.Future[None]:
         """Queue task ``p``'s prompt ``decisions`` (from :func:`split`) and make sure its committer runs;
@@ -103,24 +109,29 @@ class PromptLane:
     async def _run(self, p: int) -> None:
         m = self.tasks
         while (q := self.queued.pop(p, None)) is not None:
+            joined = [q]  # and what joins it while its records are sent (:meth:`_commit`)
             try:
                 if m.state.get(p) != "ready":  # revoked or restoring: the restore reads the records again
                     raise TaskFailed(f"task {p} is not ready: its prompt events are decided again")
-                await self._commit(p, q.decisions)
+                await self._commit(p, joined)
             except Exception as e:  # noqa: BLE001 - fenced, broker away...: restore the task, fail the waits
-                if not q.done.done():
-                    q.done.set_exception(e)
+                for j in joined:
+                    if not j.done.done():
+                        j.done.set_exception(e)
                 self.drop(p, e)
                 if m.state.get(p) == "ready":
                     m.transaction_failed(e)
                     m.log.warning("prompt_transaction_failed", task=p, error=f"{type(e).__name__}: {e}")
                     m.restore_after_failure(p)
                 return
-            q.done.set_result(None)
+            for j in joined:
+                j.done.set_result(None)
 
-    async def _commit(self, p: int, decisions: list[Decision]) -> None:
-        """One prompt transaction of task ``p``: the events of ``decisions`` to the prompt stream's partition
-        ``p``; returns once committed (``own_next`` of the stream then moves past them)."""
+    async def _commit(self, p: int, joined: list[Prompted]) -> None:
+        """One prompt transaction of task ``p``: the events of ``joined`` to the prompt stream's partition
+        ``p``; returns once committed (``own_next`` of the stream then moves past them). Prompt events queued
+        while its records are sent **join it** (appended to ``joined``), at most :data:`MAX_JOINED` times, so
+        they go with its commit instead of waiting for it and a transaction of their own."""
         m = self.tasks
         prod = m.collector.prompt_producers.get(p)
         if prod is None or producer_dead(prod):
@@ -129,11 +140,17 @@ class PromptLane:
         futs: list[Any] = []
         try:
             async with prod.transaction():
-                for d in decisions:
-                    key = T.key(d.table_id)
-                    for env in d.events:
-                        futs.append(await prod.send(topic, encode(env), key=key, partition=p))
-                await asyncio.gather(*futs)
+                i = 0
+                while i < len(joined):
+                    for d in joined[i].decisions:
+                        key = T.key(d.table_id)
+                        for env in d.events:
+                            futs.append(await prod.send(topic, encode(env), key=key, partition=p))
+                    i += 1
+                    await asyncio.gather(*futs)
+                    if len(joined) <= MAX_JOINED and m.state.get(p) == "ready" \
+                            and (more := self.queued.pop(p, None)) is not None:
+                        joined.append(more)
         except BaseException:
             for f in futs:
                 retrieve_later(f)
@@ -144,7 +161,9 @@ class PromptLane:
             nxt[self.stream] = max(nxt.get(self.stream, 0), max(f.result().offset for f in futs) + 1)
         self.transactions += 1
         self.events += len(futs)
-        m.host.log_published(decisions)
+        self.joins += len(joined) - 1
+        for j in joined:
+            m.host.log_published(j.decisions)
 
     def drop(self, p: int, error: BaseException | None = None) -> None:
         """Forget task ``p``'s queued prompt events (never sent: a restore decides them again); the

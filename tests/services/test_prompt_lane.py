@@ -167,3 +167,40 @@ async def test_without_prompt_streams_the_odds_stay_in_the_batchs_transaction(in
     s = replace(settings(), prompt_streams=False)
     tasks = TaskManager(ServiceHost(ProjectionCore(), s, TasksOnly()), s, "t.projection")
     assert tasks.prompt is None and not tasks.collector.prompt
+
+
+@dataclass
+class SlowAcks(OrderedProducer):
+    """Its records are acknowledged only when the test sets ``ack`` (a produce round trip in flight)."""
+
+    ack: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def send(self, topic: str, value: bytes, key: bytes | None = None, partition: int = 0) -> Any:
+        self.sent.append((topic, partition, key))
+        fut = asyncio.get_running_loop().create_future()
+        n = len(self.sent) - 1
+
+        async def later() -> None:
+            await self.ack.wait()
+            fut.set_result(SimpleNamespace(offset=n))
+
+        asyncio.get_running_loop().create_task(later())
+        return fut
+
+
+@pytest.mark.asyncio
+async def test_odds_decided_while_a_prompt_transactions_records_are_sent_join_it(inputs):
+    tasks, p, main, _ = projection_manager()
+    prompt = SlowAcks(name="prompt", log=main.log)
+    tasks.collector.prompt_producers[p] = prompt  # type: ignore[assignment]
+    recs = records(inputs, p)
+    cards = [i for i, r in enumerate(recs) if b"card_drawn" in r.value]
+    await asyncio.wait_for(tasks.on_records(recs[:cards[0] + 1]), 10)
+    await asyncio.sleep(0)  # its transaction has begun and waits for its records' acknowledgements
+    await asyncio.wait_for(tasks.on_records(recs[cards[0] + 1:cards[1] + 1]), 10)
+    prompt.ack.set()
+    await asyncio.wait_for(settle(tasks), 10)
+    assert tasks.prompt is not None
+    assert (prompt.committed, tasks.prompt.transactions, tasks.prompt.joins) == (1, 1, 1)
+    assert tasks.own_next[p][T.PROJECTION_ODDS] == len(prompt.sent) >= 4  # two cards' odds, both views
+    assert main.offsets and tasks.state[p] == "ready"
