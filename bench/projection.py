@@ -307,6 +307,9 @@ def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, 
             fold.setdefault((f[1], int(f[2])), (float(f[3]), float(f[4])))
         elif f[0] == "txn":
             txn.setdefault((f[1], int(f[2]) + 2), (float(f[3]), float(f[4]), int(f[5]), int(f[6])))
+        elif f[0] == "count":
+            print(f"transactions committed: {f[1]} of the tasks (outcomes and offsets), {f[2]} of the prompt lane "
+                  f"(odds alone); {(int(f[1]) + int(f[2])) / max(len(card_ts), 1):.2f} per card")
         elif f[0] == "wire":
             parts = {}
             for item in f[3:]:

@@ -19,7 +19,8 @@ then). On SIGTERM the service stops and the trace is written, one line per event
 ``read <table> <seq> <ms>``, ``fold <table> <seq> <start ms> <end ms>`` and
 ``txn <table> <step> <start ms> <end ms> <records> <checkpoint 0|1>`` and
 ``wire <table> <step> <request>=<ms>/<count>/<retries> ...`` (``seq``: the ``CardDrawn``'s seq in
-``shoe.events``; ``step``: the ``OddsUpdated``'s, seq − 2).
+``shoe.events``; ``step``: the ``OddsUpdated``'s, seq − 2), and last ``count <batch transactions> <prompt
+transactions>`` (committed ones; ``TaskManager._commit`` and ``PromptLane._commit``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from services.runtime.settings import Settings  # noqa: E402
 from services.runtime.task_manager import TaskManager  # noqa: E402
 
 LINES: list[str] = []
+#: transactions committed: the tasks' (a batch's outcome with its offsets) and the prompt lane's (odds alone)
+COUNTS = {"batch": 0, "prompt": 0}
 #: id of a producer's sender -> request name -> [ms, requests, retried] (cumulative)
 WIRE: dict[int, dict[str, list[float]]] = {}
 #: the short names of aiokafka's request handlers
@@ -117,6 +120,7 @@ def install(shoe_topic: str) -> None:
         before = {k: list(v) for k, v in WIRE.get(id(sender), {}).items()}
         await commit(self, p, decisions, letters, offsets, handled, force_checkpoint, waits)
         t1 = _now_ms()
+        COUNTS["batch"] += 1
         n = sum(len(d.events) + len(d.sends) for d in decisions)
         after = WIRE.get(id(sender), {})
         wire = " ".join(f"{k}={v[0] - before.get(k, [0, 0, 0])[0]:.2f}/{v[1] - before.get(k, [0, 0, 0])[1]}/"
@@ -135,6 +139,7 @@ def install(shoe_topic: str) -> None:
         before = {k: list(v) for k, v in WIRE.get(id(sender), {}).items()}
         await prompt_commit(self, p, joined)
         t1 = _now_ms()
+        COUNTS["prompt"] += 1
         decisions = [d for j in joined for d in j.decisions]
         n = sum(len(d.events) for d in decisions)
         after = WIRE.get(id(sender), {})
@@ -161,6 +166,7 @@ async def main(bootstrap: str, prefix: str, trace: str) -> None:
         # the ready file exists once the projection's tasks are restored: the bench starts dealing then
         await serve(["projection"], settings, ready_file=Path(trace).with_name("ready"))
     finally:
+        LINES.append(f"count {COUNTS['batch']} {COUNTS['prompt']}")
         Path(trace).write_text("\n".join(LINES) + "\n")
 
 

@@ -266,6 +266,9 @@ class ProjectionCore:
     #: the odds go out at once, in short transactions of their own (:mod:`services.runtime.prompt_lane`; never
     #: twice after a restore: :func:`_due`), not behind a batch's transaction with ledger entries and offsets
     prompt_stream = T.PROJECTION_ODDS
+    #: the rest (ledger entries, alerts, offsets, checkpoints) in at most one transaction per task every 100 ms
+    #: (:class:`services.runtime.commit_queue.CommitQueue`): fewer transactions for the broker and this process
+    commit_interval_ms = 100
     private_streams = (T.PROJECTION_LEDGER, T.PROJECTION_ALERTS)
     command_streams: tuple[str, ...] = ()
     same_time_first: tuple[str, ...] = ()

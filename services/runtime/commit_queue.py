@@ -29,6 +29,7 @@ Exactly-once stays:
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,13 @@ class CommitQueue:
 
     def __init__(self, tasks: TaskManager):
         self.tasks = tasks
+        #: a task's transactions begin at most this often (s): the core's ``commit_interval_ms`` (Kafka Streams'
+        #: ``commit.interval.ms``; 0, the default, begins each as soon as the one before is committed). What is
+        #: decided meanwhile is queued and merged, so a service off the dealing path (the projection: ledger
+        #: entries and offsets; its odds go by the prompt lane) commits fewer, larger transactions
+        self.interval_s = getattr(tasks.host.core, "commit_interval_ms", 0) / 1000
+        #: task p -> when (monotonic s) its last transaction began
+        self.began: dict[int, float] = {}
         #: task p -> what waits for its transaction in flight
         self.queued: dict[int, Queued] = {}
         #: task p -> its committer (running while a transaction of p is in flight or queued)
@@ -104,7 +112,15 @@ class CommitQueue:
     async def _run(self, p: int) -> None:
         m = self.tasks
         try:
-            while (q := self.queued.pop(p, None)) is not None:
+            while p in self.queued:
+                if self.interval_s:  # nothing queued: no wait (a drain, a stop, a revocation never waits for it)
+                    wait = self.began.get(p, 0.0) + self.interval_s - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                q = self.queued.pop(p, None)
+                if q is None:
+                    break
+                self.began[p] = time.monotonic()
                 if m.state.get(p) != "ready":  # revoked or restoring: the records are read again
                     m.host.uncollect(q.letters)
                     continue

@@ -154,3 +154,26 @@ async def test_no_checkpoint_holds_a_batch_waiting_for_room_in_a_full_queue(monk
     assert prod.checkpoints == [True, False, True]  # before: [True, True, True]
     assert prod.offsets == [({TP: 5}, "t.wagering"), ({TP: 6}, "t.wagering"), ({TP: 7}, "t.wagering")]
     assert tasks.stream.unqueued == set() and tasks.positions[0] == {TP: 7}
+
+
+@pytest.mark.asyncio
+async def test_with_a_commit_interval_a_tasks_transactions_begin_at_most_that_often_and_merge_what_waited():
+    tasks, prod = held_manager()
+    prod.release.set()
+    tasks.queue.interval_s = 0.2
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 4)]), 5)  # the first begins at once
+    await asyncio.sleep(0.02)
+    assert prod.attempts == 1
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 5)]), 5)
+    await asyncio.wait_for(tasks.on_records([Rec(BETS, 0, 6)]), 5)
+    await asyncio.sleep(0.05)
+    assert prod.attempts == 1 and tasks.queue.queued[0].batches == 2  # waiting for the interval
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await tasks.queue.drain()
+    assert prod.committed == 2 and tasks.queue.merged == 1  # the two waiting batches in one transaction
+    assert loop.time() - t0 > 0.05  # it waited for the interval
+    assert prod.offsets == [({TP: 5}, "t.wagering"), ({TP: 7}, "t.wagering")]
+    t0 = loop.time()
+    await tasks.queue.drain()  # nothing queued: a drain never waits for the interval
+    assert loop.time() - t0 < 0.05 and not tasks.queue.busy(0)
