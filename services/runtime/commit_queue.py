@@ -79,7 +79,11 @@ class CommitQueue:
         #: ``commit.interval.ms``; 0, the default, begins each as soon as the one before is committed). What is
         #: decided meanwhile is queued and merged, so a service off the dealing path (the projection: ledger
         #: entries and offsets; its odds go by the prompt lane) commits fewer, larger transactions
-        self.interval_s = getattr(tasks.host.core, "commit_interval_ms", 0) / 1000
+        core = tasks.host.core
+        # a core whose prompt stream is turned off (``CROUPIER_PROMPT_STREAMS=0``) has its prompt events in these
+        # transactions: they begin at once, as before
+        prompt_off = getattr(core, "prompt_stream", None) is not None and getattr(tasks, "prompt", None) is None
+        self.interval_s = 0.0 if prompt_off else getattr(core, "commit_interval_ms", 0) / 1000
         #: task p -> when (monotonic s) its last transaction began
         self.began: dict[int, float] = {}
         #: task p -> what waits for its transaction in flight

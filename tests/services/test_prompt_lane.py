@@ -167,6 +167,9 @@ async def test_without_prompt_streams_the_odds_stay_in_the_batchs_transaction(in
     s = replace(settings(), prompt_streams=False)
     tasks = TaskManager(ServiceHost(ProjectionCore(), s, TasksOnly()), s, "t.projection")
     assert tasks.prompt is None and not tasks.collector.prompt
+    assert tasks.queue.interval_s == 0  # and they are not held back by the commit interval either
+    on = TaskManager(ServiceHost(ProjectionCore(), settings(), TasksOnly()), settings(), "t.projection")
+    assert on.prompt is not None and on.queue.interval_s == ProjectionCore.commit_interval_ms / 1000 > 0
 
 
 @dataclass
