@@ -298,6 +298,8 @@ def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, 
     fold: dict[tuple[str, int], tuple[float, float]] = {}
     txn: dict[tuple[str, int], tuple[float, float, int, int]] = {}
     wire: dict[tuple[str, int], dict[str, tuple[float, int, int]]] = {}
+    gcs: dict[int, list[float]] = {}
+    full: list[tuple[float, float]] = []  # (ms since the first card, ms) of each full collection
     lines = trace.read_text().splitlines() if trace.exists() else []
     for line in lines:
         f = line.split()
@@ -307,6 +309,10 @@ def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, 
             fold.setdefault((f[1], int(f[2])), (float(f[3]), float(f[4])))
         elif f[0] == "txn":
             txn.setdefault((f[1], int(f[2]) + 2), (float(f[3]), float(f[4]), int(f[5]), int(f[6])))
+        elif f[0] == "gc":
+            gcs.setdefault(int(f[1]), []).append(float(f[2]))
+            if int(f[1]) == 2 and card_ts:
+                full.append((float(f[3]) - min(card_ts.values()), float(f[2])))
         elif f[0] == "count":
             print(f"transactions committed: {f[1]} of the tasks (outcomes and offsets), {f[2]} of the prompt lane "
                   f"(odds alone); {(int(f[1]) + int(f[2])) / max(len(card_ts), 1):.2f} per card")
@@ -317,6 +323,11 @@ def print_breakdown(card_ts: dict[tuple[str, int], int], acked: dict[tuple[str, 
                 ms, count, retried = v.split("/")
                 parts[name] = (float(ms), int(count), int(retried))
             wire.setdefault((f[1], int(f[2]) + 2), parts)
+    if gcs:
+        print("garbage collections of the projection's process (ms each): " + "; ".join(
+            f"generation {g}: n={len(v)} p50 {statistics.median(v):.2f} max {max(v):.1f}" for g, v in sorted(gcs.items()))
+            + "; the full ones at " + ", ".join(f"{at / 1000:+.1f} s ({ms:.0f} ms)" for at, ms in full)
+            + " from the first card")
     stages: dict[str, list[float]] = defaultdict(list)
     names = ("append", "read", "queue", "fold+odds", "to txn", "txn", "visible", "total")
     checkpointed = 0

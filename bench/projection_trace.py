@@ -20,7 +20,8 @@ then). On SIGTERM the service stops and the trace is written, one line per event
 ``txn <table> <step> <start ms> <end ms> <records> <checkpoint 0|1>`` and
 ``wire <table> <step> <request>=<ms>/<count>/<retries> ...`` (``seq``: the ``CardDrawn``'s seq in
 ``shoe.events``; ``step``: the ``OddsUpdated``'s, seq − 2), and last ``count <batch transactions> <prompt
-transactions>`` (committed ones; ``TaskManager._commit`` and ``PromptLane._commit``).
+transactions>`` (committed ones; ``TaskManager._commit`` and ``PromptLane._commit``); and one line per garbage
+collection of the process, ``gc <generation> <ms> <wall ms at its start>``.
 """
 
 from __future__ import annotations
@@ -90,9 +91,25 @@ def install_wire() -> None:
         cls.do = wrap(cls.do)
 
 
+def install_gc() -> None:
+    """Record each garbage collection of this process: ``gc <generation> <ms> <wall ms at its start>``."""
+    import gc
+
+    began: list[float] = [0.0, 0.0]
+
+    def seen(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            began[0], began[1] = time.perf_counter(), _now_ms()
+        else:
+            LINES.append(f"gc {info['generation']} {(time.perf_counter() - began[0]) * 1000:.3f} {began[1]:.3f}")
+
+    gc.callbacks.append(seen)
+
+
 def install(shoe_topic: str) -> None:
     """Wrap the three methods and the request handlers (see the module's docstring)."""
     install_wire()
+    install_gc()
     on_records, collect, commit = TaskManager.on_records, ServiceHost.collect, TaskManager._commit
 
     async def traced_on_records(self: TaskManager, records: Any) -> None:

@@ -16,6 +16,7 @@ import services
 from croupier.readyfile import ReadyFile, keep_ready_file
 from croupier.serving import PortTaken, _stop_on_signals, check_port, projection_replica
 from services.runtime.app import Service
+from services.runtime.gc_policy import freeze_startup_heap
 from services.runtime.https import ServerTls, scheme
 from services.runtime.logging import bind_service, get_logger
 from services.runtime.ops import BrokerProbe, bind_listener, create_ops_app, readiness, serve_http
@@ -48,7 +49,9 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
     API is asked for and no credential is configured). ``metrics_port``: serve ``/metrics``,
     ``/health/live`` and ``/health/ready`` there (on ``metrics_host``) for the whole run. ``ready_file``: a
     file that exists exactly while every named service runs and is ready (:mod:`croupier.readyfile`; a
-    container's health check). ``tls``: the API over HTTPS (:mod:`services.runtime.https`). Raises
+    container's health check). ``tls``: the API over HTTPS (:mod:`services.runtime.https`). Once every service
+    is up, the heap built to start is frozen out of the garbage collector's walks
+    (:func:`services.runtime.gc_policy.freeze_startup_heap`). Raises
     :class:`PortTaken` before anything starts when a port cannot be bound (or both ports are the same)."""
     log = get_logger("serve")
     stop = stop or asyncio.Event()
@@ -92,6 +95,8 @@ async def serve(names: list[str], settings: Settings, stop: asyncio.Event | None
             running.append(svc)
             started[name] = svc
             log.info("service_started", name=name, bootstrap=settings.bootstrap_servers)
+        if running and len(running) == len(names):  # every service up: what was built to start lives on
+            log.info("startup_heap_frozen", objects=freeze_startup_heap())  # (services/runtime/gc_policy.py)
         projection = started.get("projection")
         if api_port is not None and projection is not None:
             log.info("api_started", url=f"{scheme(tls)}://{api_host}:{api_port}/docs")
