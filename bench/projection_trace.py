@@ -129,45 +129,42 @@ def install(shoe_topic: str) -> None:
                 LINES.append(f"fold {card[0]} {card[1]} {t0:.3f} {t1:.3f}")
         return out
 
+    def record_txn(sender: Any, before: dict[str, list[float]], decisions: list[Any], t0: float, t1: float,
+                   n: int, checkpoint: bool) -> None:
+        """The ``txn`` and ``wire`` lines of a committed transaction (``before``: its sender's :data:`WIRE`
+        totals as it began), one pair per public card ``OddsUpdated`` it carried."""
+        after = WIRE.get(id(sender), {})
+        wire = " ".join(f"{k}={v[0] - before.get(k, [0, 0, 0])[0]:.2f}/{v[1] - before.get(k, [0, 0, 0])[1]}/"
+                        f"{v[2] - before.get(k, [0, 0, 0])[2]}" for k, v in sorted(after.items()))
+        for d in decisions:
+            for env in d.events:
+                o = env.payload
+                if isinstance(o, OddsUpdated) and o.trigger == "card" and o.view == "public":
+                    LINES.append(f"txn {env.table_id} {o.step} {t0:.3f} {t1:.3f} {n} {int(checkpoint)}")
+                    LINES.append(f"wire {env.table_id} {o.step} {wire}")
+
+    def totals(sender: Any) -> dict[str, list[float]]:
+        return {k: list(v) for k, v in WIRE.get(id(sender), {}).items()}
+
     async def traced_commit(self: TaskManager, p: int, decisions: list[Any], letters: list[Any], offsets: Any,
                             handled: int = 0, force_checkpoint: bool = False, waits: Any = None) -> None:
         t0 = _now_ms()
         cps = self.checkpoints
         sender = getattr(self.producers.get(p), "_sender", None)
-        before = {k: list(v) for k, v in WIRE.get(id(sender), {}).items()}
+        before = totals(sender)
         await commit(self, p, decisions, letters, offsets, handled, force_checkpoint, waits)
-        t1 = _now_ms()
         COUNTS["batch"] += 1
-        n = sum(len(d.events) + len(d.sends) for d in decisions)
-        after = WIRE.get(id(sender), {})
-        wire = " ".join(f"{k}={v[0] - before.get(k, [0, 0, 0])[0]:.2f}/{v[1] - before.get(k, [0, 0, 0])[1]}/"
-                        f"{v[2] - before.get(k, [0, 0, 0])[2]}" for k, v in sorted(after.items()))
-        for d in decisions:
-            for env in d.events:
-                o = env.payload
-                if isinstance(o, OddsUpdated) and o.trigger == "card" and o.view == "public":
-                    LINES.append(f"txn {env.table_id} {o.step} {t0:.3f} {t1:.3f} {n} {int(self.checkpoints > cps)}")
-                    LINES.append(f"wire {env.table_id} {o.step} {wire}")
+        record_txn(sender, before, decisions, t0, _now_ms(), sum(len(d.events) + len(d.sends) for d in decisions),
+                   self.checkpoints > cps)
 
     async def traced_prompt(self: PromptLane, p: int, joined: list[Any]) -> None:
-        m = self.tasks
         t0 = _now_ms()
-        sender = getattr(m.collector.prompt_producers.get(p), "_sender", None)
-        before = {k: list(v) for k, v in WIRE.get(id(sender), {}).items()}
+        sender = getattr(self.tasks.collector.prompt_producers.get(p), "_sender", None)
+        before = totals(sender)
         await prompt_commit(self, p, joined)
-        t1 = _now_ms()
         COUNTS["prompt"] += 1
         decisions = [d for j in joined for d in j.decisions]
-        n = sum(len(d.events) for d in decisions)
-        after = WIRE.get(id(sender), {})
-        wire = " ".join(f"{k}={v[0] - before.get(k, [0, 0, 0])[0]:.2f}/{v[1] - before.get(k, [0, 0, 0])[1]}/"
-                        f"{v[2] - before.get(k, [0, 0, 0])[2]}" for k, v in sorted(after.items()))
-        for d in decisions:
-            for env in d.events:
-                o = env.payload
-                if isinstance(o, OddsUpdated) and o.trigger == "card" and o.view == "public":
-                    LINES.append(f"txn {env.table_id} {o.step} {t0:.3f} {t1:.3f} {n} 0")
-                    LINES.append(f"wire {env.table_id} {o.step} {wire}")
+        record_txn(sender, before, decisions, t0, _now_ms(), sum(len(d.events) for d in decisions), False)
 
     prompt_commit = PromptLane._commit
     PromptLane._commit = traced_prompt  # type: ignore[method-assign]
