@@ -182,13 +182,19 @@ class CommitLoop:
 
     async def commit(self, p: int, decisions: list[Decision], letters: list[Any],
                      offsets: dict[TopicPartition, int], handled: int = 0, force_checkpoint: bool = False,
-                     waits: list[Any] | None = None) -> None:
+                     waits: list[Any] | None = None, alone: bool = False) -> None:
         """Write a batch's decisions, dead letters, due checkpoint (none while the task's state holds a batch not
         yet queued: :attr:`StreamTask.unqueued`) and input ``offsets`` (with the deferred ones) in one transaction of task ``p``'s producer; ``handled``: the batch's records. Raises
         :class:`TaskFailed` without a live producer, else whatever the producer raises (the caller restores
         the task); the failed transaction's futures are retrieved, never "Future exception was never
         retrieved". ``waits``: the prompt transactions of the batch's records, awaited (with the deferred
-        batches' ones) before the offsets go (:mod:`services.runtime.prompt_lane`)."""
+        batches' ones) before the offsets go (:mod:`services.runtime.prompt_lane`). ``alone``: a record retried
+        alone after a failure (``exactly_once_v2``: in a transaction of its own, never with other tasks').
+
+        Under ``exactly_once_v2`` the offsets always include the task's current positions of the input
+        partitions the batch did not move: the group coordinator fences only a transaction that sends offsets
+        (KIP-447), so a transaction with none (a restore's reactions, a revocation's checkpoint) of a member
+        that lost the task would commit."""
         m = self.tasks
         prod = m.producers.get(p)
         if prod is None:
@@ -201,6 +207,8 @@ class CommitLoop:
         waits = [*self.deferred_waits.get(p, ()), *(waits or ())]
         if deferred:  # other batches' offsets that caused nothing: committed with this transaction
             offsets = {tp: max(deferred.get(tp, 0), offsets.get(tp, 0)) for tp in {*deferred, *offsets}}
+        if m.collector.v2:  # never a transaction without offsets: those are the ones the generation fences
+            offsets = {**m.positions.get(p, {}), **offsets}
         own = {m.host.core.own_stream, *m.host.core.private_streams}
         # never a snapshot of a task whose state holds a batch not in this transaction nor queued (one waiting
         # for room in a full commit queue): the checkpoint, still due, goes with the task's next transaction
@@ -213,7 +221,7 @@ class CommitLoop:
         t0 = time.perf_counter()
         futs: list[tuple[str | None, Any]] = []
         try:
-            await m.collector.transaction(prod, p, decisions, letters, checkpoint, offsets, futs, waits)
+            await m.collector.transaction(prod, p, decisions, letters, checkpoint, offsets, futs, waits, alone)
         except BaseException:
             runner.touched.update(snapped)
             for _, f in futs:  # the records' futures fail later (ProducerFenced...): their error is the

@@ -9,11 +9,19 @@ can never write to it again, and two instances started with the same configurati
 
 A fenced producer is in aiokafka's fatal state (:func:`producer_dead`): no transaction begins on it again,
 the task is restored with a new one, and the old one is stopped quietly (:mod:`services.runtime.producers`).
+
+Under ``exactly_once_v2`` (``CROUPIER_PROCESSING_GUARANTEE``; issue 25) the instance has one producer instead,
+its id unique to the process, and its tasks' outcomes go in one transaction
+(:mod:`services.runtime.group_commit`) whose input offsets carry the consumer group's generation and member id
+(KIP-447): the group coordinator refuses them from a member that lost its tasks, and that transaction aborts.
+The prompt stream keeps a producer per task, fenced by its id: its transactions carry no offsets.
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
+from collections.abc import Callable
 from typing import Any
 
 from aiokafka import AIOKafkaProducer, TopicPartition
@@ -22,9 +30,14 @@ from contracts import topics as T
 from contracts.codecs import encode
 from services.runtime.assignor import partition_of
 from services.runtime.core import Decision
+from services.runtime.group_commit import GroupCommit, Part
+from services.runtime.kip447 import require_kip447, send_offsets_to_transaction
 from services.runtime.producers import stop_quietly
 from services.runtime.settings import Settings
 from services.runtime.snapshot import snapshot_topic
+
+#: :attr:`Settings.processing_guarantee` of one producer per instance, fenced by the group's generation (KIP-447)
+EXACTLY_ONCE_V2 = "exactly_once_v2"
 
 #: the largest record batch a task's producer builds (bytes): under the broker's default ``message.max.bytes``
 #: (1 MiB) per batch; a larger single record (a snapshot) still goes alone in a batch of its own size
@@ -115,13 +128,27 @@ class RecordCollector:
     :mod:`services.runtime.prompt_lane`), opened and closed with the first.
     """
 
-    def __init__(self, settings: Settings, service: str, group_id: str, prompt: bool = False):
+    def __init__(self, settings: Settings, service: str, group_id: str, prompt: bool = False,
+                 metadata: Callable[[], Any] | None = None):
         self.settings = settings
         self.service = service
         self.group_id = group_id
         self.prompt = prompt
         self.producers: dict[int, AIOKafkaProducer] = {}
         self.prompt_producers: dict[int, AIOKafkaProducer] = {}
+        #: ``exactly_once_v2``: one producer for the instance (every opened task's entry in ``producers`` is
+        #: it), its tasks' transactions grouped (:mod:`services.runtime.group_commit`) and fenced by the
+        #: consumer group's generation, read by ``metadata`` when a transaction's offsets go
+        self.v2 = settings.processing_guarantee == EXACTLY_ONCE_V2
+        self.metadata = metadata
+        self.instance_producer: AIOKafkaProducer | None = None
+        self._instance_lock = asyncio.Lock()
+        #: the instance producer's transactional id: unique to this process (its instance name and a random
+        #: token, as Kafka Streams' process id), so twins started with one configuration never fence each other
+        #: by id; a new producer after a fatal error takes the same id (its ``init_transactions`` ends the
+        #: old one's open transaction at once)
+        self.instance_id = f"{settings.transactional_id(service)}.{secrets.token_hex(4)}"
+        self.group_commit = GroupCommit(self._send_offsets, producer_dead) if self.v2 else None
 
     def transactional_id(self, p: int) -> str:
         """The producer id of task ``p``: derived from service and partition, never from the instance."""
@@ -131,16 +158,44 @@ class RecordCollector:
     async def open(self, p: int) -> None:
         """Close task ``p``'s producers if any and start new ones (the prompt stream's too, when the service
         has one): their ``init_transactions`` fence the previous owner's and complete its open transactions.
-        Raises what a start raises (fenced, moved away, the broker away), having closed the new producers'
-        connections."""
+        Under ``exactly_once_v2`` the task writes through the instance's producer (:meth:`instance`; the
+        previous owner is fenced by the group's generation instead) and only its prompt producer is new.
+        Raises what a start raises (fenced, moved away, the broker away; :class:`~services.runtime.kip447.Kip447Unsupported`
+        for a broker without KIP-447), having closed the new producers' connections."""
         await self.close(p)
         quick_concurrent_retry()
-        self.producers[p] = await self._start(self.transactional_id(p))
+        self.producers[p] = await (self.instance() if self.v2 else self._start(self.transactional_id(p)))
         if self.prompt:
             self.prompt_producers[p] = await self._start(self.transactional_id(p) + ".prompt")
 
-    async def _start(self, transactional_id: str) -> AIOKafkaProducer:
-        prod = AIOKafkaProducer(**self.settings.client_options(), transactional_id=transactional_id,
+    async def instance(self) -> AIOKafkaProducer:
+        """The instance's producer (``exactly_once_v2``), started on first use and again once fenced (a
+        transaction the broker timed out, an unrecoverable error). Raises what a start raises, and
+        :class:`~services.runtime.kip447.Kip447Unsupported` naming the request and version a broker lacks:
+        never a silent fall back to offsets the broker cannot fence."""
+        async with self._instance_lock:
+            prod = self.instance_producer
+            if prod is not None and not producer_dead(prod):
+                return prod
+            self.instance_producer = None
+            if prod is not None:
+                await stop_quietly(prod)
+            prod = await self._start(self.instance_id, transaction_timeout_ms=self.settings.transaction_timeout_ms)
+            try:
+                await require_kip447(prod.client)
+            except BaseException:
+                await stop_quietly(prod)
+                raise
+            self.instance_producer = prod
+            return prod
+
+    async def _send_offsets(self, prod: Any, offsets: dict[TopicPartition, int]) -> None:
+        if self.metadata is None:
+            raise RuntimeError("exactly_once_v2 needs the consumer group's metadata")
+        await send_offsets_to_transaction(prod, offsets, self.metadata())
+
+    async def _start(self, transactional_id: str, **options: Any) -> AIOKafkaProducer:
+        prod = AIOKafkaProducer(**self.settings.client_options(), **options, transactional_id=transactional_id,
                                 enable_idempotence=True, acks="all", linger_ms=0,
                                 max_request_size=16 * 1024 * 1024,  # snapshots; the broker caps events
                                 # a transaction's records for one partition in one batch, so one produce
@@ -160,47 +215,67 @@ class RecordCollector:
         return prod
 
     async def close(self, p: int) -> None:
-        """Stop task ``p``'s producers quietly, whatever their state (fenced included); nothing without one."""
-        for producers in (self.producers, self.prompt_producers):
-            prod = producers.pop(p, None)
-            if prod is not None:
-                await stop_quietly(prod)
+        """Stop task ``p``'s producers quietly, whatever their state (fenced included); nothing without one.
+        The instance's producer stays (other tasks write through it): :meth:`close_all` stops it."""
+        prod = self.producers.pop(p, None)
+        if prod is not None and prod is not self.instance_producer:
+            await stop_quietly(prod)
+        prompt = self.prompt_producers.pop(p, None)
+        if prompt is not None:
+            await stop_quietly(prompt)
 
     async def close_all(self) -> None:
-        """Stop every task's producers (a graceful stop)."""
+        """Stop every task's producers and the instance's (a graceful stop)."""
         for p in {*self.producers, *self.prompt_producers}:
             await self.close(p)
+        prod, self.instance_producer = self.instance_producer, None
+        if prod is not None:
+            await stop_quietly(prod)
 
     async def transaction(self, prod: Any, p: int, decisions: list[Decision], letters: list[Any],
                           checkpoint: list[tuple[bytes, bytes]], offsets: dict[TopicPartition, int],
-                          futs: list[tuple[str | None, Any]], waits: list[Any] | None = None) -> None:
+                          futs: list[tuple[str | None, Any]], waits: list[Any] | None = None,
+                          alone: bool = False) -> None:
         """One transaction of task ``p`` on ``prod``: the decisions' events and commands, the dead letters,
         the checkpoint's ``(key, value)`` records and the input ``offsets`` (next offset per input partition).
         Each record's future is appended to ``futs`` as sent, with the own stream of each event (None for the
         others); returns once every record is acknowledged and the transaction committed. ``waits``: the
         prompt transactions of these records (:mod:`services.runtime.prompt_lane`), awaited before the
-        offsets go: one that failed aborts this one. Raises whatever the producer raises (the caller
-        retrieves ``futs``' errors)."""
-        s = self.settings
+        offsets go: one that failed aborts this one. Under ``exactly_once_v2`` this is the task's part of the
+        instance's next transaction (:class:`~services.runtime.group_commit.GroupCommit`; ``alone``: in one of
+        its own). Raises whatever the producer raises (the caller retrieves ``futs``' errors)."""
+        async def write(on: Any) -> None:
+            await self.write(on, p, decisions, letters, checkpoint, futs)
+
+        if self.group_commit is not None:
+            await self.group_commit.commit(Part(prod, p, write, offsets, futs, list(waits or ()), alone))
+            return
         async with prod.transaction():
-            for d in decisions:
-                key = T.key(d.table_id)
-                for env in d.events:
-                    futs.append((env.stream, await prod.send(s.topic(env.stream), encode(env), key=key, partition=p)))
-                for send in d.sends:  # a command for another table goes to that table's partition (same txn)
-                    to = send.command.table_id
-                    futs.append((None, await prod.send(
-                        s.topic(send.topic), encode(send.command), key=T.key(to),
-                        partition=p if to == d.table_id else partition_of(to, s.partitions))))
-            for letter in letters:
-                key = letter.key.encode() if letter.key else None
-                futs.append((None, await prod.send(s.topic(T.dlq(self.service)), encode(letter), key=key,
-                                                   partition=p)))
-            for key, value in checkpoint:
-                futs.append((None, await prod.send(s.topic(snapshot_topic(self.service)), value, key=key,
-                                                   partition=p)))
+            await write(prod)
             if waits:  # never the offsets of records whose prompt events are not committed
                 await asyncio.gather(*waits)
             if offsets:
                 await prod.send_offsets_to_transaction(offsets, self.group_id)
             await asyncio.gather(*(f for _, f in futs))
+
+    async def write(self, prod: Any, p: int, decisions: list[Decision], letters: list[Any],
+                    checkpoint: list[tuple[bytes, bytes]], futs: list[tuple[str | None, Any]]) -> None:
+        """Send task ``p``'s records of one transaction on ``prod`` (whose transaction is open): the
+        decisions' events and commands, the dead letters and the checkpoint; each future appended to ``futs``."""
+        s = self.settings
+        for d in decisions:
+            key = T.key(d.table_id)
+            for env in d.events:
+                futs.append((env.stream, await prod.send(s.topic(env.stream), encode(env), key=key, partition=p)))
+            for send in d.sends:  # a command for another table goes to that table's partition (same txn)
+                to = send.command.table_id
+                futs.append((None, await prod.send(
+                    s.topic(send.topic), encode(send.command), key=T.key(to),
+                    partition=p if to == d.table_id else partition_of(to, s.partitions))))
+        for letter in letters:
+            letter_key = letter.key.encode() if letter.key else None
+            futs.append((None, await prod.send(s.topic(T.dlq(self.service)), encode(letter), key=letter_key,
+                                               partition=p)))
+        for snap_key, value in checkpoint:
+            futs.append((None, await prod.send(s.topic(snapshot_topic(self.service)), value, key=snap_key,
+                                               partition=p)))

@@ -26,6 +26,8 @@ FETCH_MAX_WAIT_MS = 50
 PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL")
 #: SASL mechanisms accepted (the secured broker of infra/kafka/kafka.sh offers SCRAM-SHA-512)
 MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
+#: the processing guarantees (:attr:`Settings.processing_guarantee`)
+GUARANTEES = ("exactly_once", "exactly_once_v2")
 
 
 class SecuritySettingsError(ValueError):
@@ -73,6 +75,16 @@ class Settings:
     #: ahead of its batch's (``CROUPIER_PROMPT_STREAMS``, default 1; 0: in the batch's transaction, as before;
     #: :mod:`services.runtime.prompt_lane`)
     prompt_streams: bool = True
+    #: how a service's transactions are fenced (``CROUPIER_PROCESSING_GUARANTEE``, Kafka Streams' names):
+    #: ``exactly_once`` (default), a transactional producer per task, fenced by its id (the next owner's
+    #: ``init_transactions``); ``exactly_once_v2``, one producer for the instance, fenced by the consumer
+    #: group's generation (KIP-447, :mod:`services.runtime.kip447`), its tasks' outcomes in one transaction
+    #: (:mod:`services.runtime.group_commit`)
+    processing_guarantee: str = "exactly_once"
+    #: ``exactly_once_v2``: the broker aborts a transaction of the instance's producer open this long (ms;
+    #: ``CROUPIER_TRANSACTION_TIMEOUT_MS``). A killed instance's open transaction holds its partitions' readers
+    #: until then (no next owner's ``init_transactions`` aborts it), so it is near the session timeout
+    transaction_timeout_ms: int = 6_000
     extra: dict[str, str] = field(default_factory=dict)
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
@@ -82,6 +94,9 @@ class Settings:
     ssl_cafile: str | None = None
 
     def __post_init__(self) -> None:
+        if self.processing_guarantee not in GUARANTEES:
+            raise ValueError(f"CROUPIER_PROCESSING_GUARANTEE={self.processing_guarantee!r}: expected one of "
+                             f"{', '.join(GUARANTEES)}")
         if self.security_protocol not in PROTOCOLS:
             raise SecuritySettingsError(
                 f"KAFKA_SECURITY_PROTOCOL={self.security_protocol!r}: expected one of {', '.join(PROTOCOLS)}")
@@ -110,7 +125,9 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """``KAFKA_BOOTSTRAP_SERVERS``, ``CROUPIER_TOPIC_PREFIX``, ``CROUPIER_GROUP_PREFIX``,
         ``CROUPIER_INSTANCE`` (default: the host name), ``CROUPIER_SESSION_TIMEOUT_MS`` (at least 6,000, the
-        broker's ``group.min.session.timeout.ms``; ``ValueError`` below it), ``CROUPIER_PROMPT_STREAMS`` (0 or 1); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
+        broker's ``group.min.session.timeout.ms``; ``ValueError`` below it), ``CROUPIER_PROMPT_STREAMS`` (0 or 1), ``CROUPIER_PROCESSING_GUARANTEE``
+        (``exactly_once`` or ``exactly_once_v2``; ``ValueError`` otherwise), ``CROUPIER_TRANSACTION_TIMEOUT_MS`` (at
+        least 1,000); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
         ``KAFKA_SASL_MECHANISM`` (default ``SCRAM-SHA-512`` when the protocol is SASL), ``KAFKA_SASL_USERNAME``
         and the password from ``KAFKA_SASL_PASSWORD_FILE`` (a file holding it, e.g.
         ``var/kafka/passwords/shoe``; trailing newline ignored) or ``KAFKA_SASL_PASSWORD``, not both;
@@ -135,6 +152,8 @@ class Settings:
             max_clock_skew_s=float(env.get("CROUPIER_MAX_CLOCK_SKEW_S", "120")),
             session_timeout_ms=_int_env(env, "CROUPIER_SESSION_TIMEOUT_MS", 6_000, low=6_000),
             prompt_streams=_int_env(env, "CROUPIER_PROMPT_STREAMS", 1, low=0) > 0,
+            processing_guarantee=env.get("CROUPIER_PROCESSING_GUARANTEE", "").strip().lower() or "exactly_once",
+            transaction_timeout_ms=_int_env(env, "CROUPIER_TRANSACTION_TIMEOUT_MS", 6_000, low=1_000),
             security_protocol=protocol,
             sasl_mechanism=mechanism if sasl else None,
             sasl_username=(env.get("KAFKA_SASL_USERNAME") or None) if sasl else None,

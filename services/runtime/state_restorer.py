@@ -24,6 +24,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from services.runtime import snapshot as S
 from services.runtime.kafka import topic_partitions
+from services.runtime.kip447 import offset_fetch_stable
 from services.runtime.record_collector import TaskFailed, producer_dead
 
 if TYPE_CHECKING:
@@ -42,6 +43,10 @@ RESTORE_WORKERS = 4
 #: ``getmany`` only returns at its timeout then, so 500 ms cost every restore from a fresh checkpoint half
 #: a second per own stream (issue 25: a SIGTERM'd instance's tables waited for it on the survivor)
 READ_POLL_MS = 20
+#: ``exactly_once_v2``: the longest a restore waits for the previous owner's open transaction holding the task's
+#: offsets (s; it ends by commit, abort or the broker's transaction timeout, ``CROUPIER_TRANSACTION_TIMEOUT_MS``);
+#: then the restore fails and is retried
+STABLE_OFFSETS_TIMEOUT_S = 30.0
 
 
 def install(runner: Any, slots: list[tuple[S.TableSnapshot, Any]]) -> None:
@@ -285,11 +290,14 @@ class StateRestorer:
         if consumer is None:
             raise TaskFailed("no group consumer yet")
         tps = m._tps(p)
-        if m.transactional:
-            await m.collector.open(p)  # init_transactions: fences the old owner, completes its transaction
+        if m.transactional:  # init_transactions: fences the old owner, completes its transaction (exactly_once;
+            await m.collector.open(p)  # under exactly_once_v2 the group's generation fences it, see below)
         marks = {"fence": time.monotonic() - t0}
         committed: dict[TopicPartition, int | None] = {}
-        if m.transactional:
+        if m.transactional and m.collector.v2:  # waits while an old owner's transaction holds offsets of p
+            stable = await offset_fetch_stable(consumer, tps, timeout_s=STABLE_OFFSETS_TIMEOUT_S)
+            committed = {tp: (off if off >= 0 else None) for tp, off in stable.items()}
+        elif m.transactional:
             for tp in tps:
                 committed[tp] = await consumer.committed(tp)
         marks["committed"] = time.monotonic() - t0

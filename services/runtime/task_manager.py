@@ -39,6 +39,7 @@ from services.runtime.assignor import partition_of
 from services.runtime.commit_loop import CommitLoop
 from services.runtime.commit_queue import CommitQueue
 from services.runtime.host import ServiceHost
+from services.runtime.kip447 import group_metadata
 from services.runtime.logging import get_logger
 from services.runtime.metrics import LIVE, ServiceMetrics
 from services.runtime.partition_group import PartitionGroup, end, position
@@ -100,7 +101,8 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self.aborts = 0
         self.fenced = 0
         prompt = getattr(host.core, "prompt_stream", None) if transactional and settings.prompt_streams else None
-        self.collector = RecordCollector(settings, self.service, group_id, prompt=prompt is not None)
+        self.collector = RecordCollector(settings, self.service, group_id, prompt=prompt is not None,
+                                         metadata=lambda: group_metadata(self.consumer))
         #: the prompt stream's lane (:mod:`services.runtime.prompt_lane`), None without one
         self.prompt = PromptLane(self, prompt) if prompt is not None else None
         self.group = PartitionGroup(self)
@@ -114,8 +116,9 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self.restorer.enqueue(p)
 
     async def _commit(self, p: int, decisions: list[Any], letters: list[Any], offsets: dict[TopicPartition, int],
-                      handled: int = 0, force_checkpoint: bool = False, waits: list[Any] | None = None) -> None:
-        await self.commits.commit(p, decisions, letters, offsets, handled, force_checkpoint, waits)
+                      handled: int = 0, force_checkpoint: bool = False, waits: list[Any] | None = None,
+                      alone: bool = False) -> None:
+        await self.commits.commit(p, decisions, letters, offsets, handled, force_checkpoint, waits, alone)
 
     async def restore(self, p: int, worker: int = 0) -> None:
         """Restore task ``p`` (:meth:`StateRestorer.restore`)."""
