@@ -97,7 +97,7 @@ class GroupCommit:
             batch = self.take()
             try:
                 await self.transaction(batch)
-            except BaseException as e:  # noqa: BLE001 - every part learns it; the runner goes on with the next
+            except BaseException as e:
                 for part in batch:
                     if not part.done.done():
                         part.done.set_exception(e)

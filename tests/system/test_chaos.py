@@ -26,7 +26,11 @@ ROUNDS = int(os.environ.get("CROUPIER_CHAOS_ROUNDS", "40"))
 FAULTS = int(os.environ.get("CROUPIER_CHAOS_FAULTS", "15"))
 
 
-async def test_a_chaos_run_loses_doubles_and_conflicts_nothing(kafka_bootstrap):
+@pytest.mark.parametrize("guarantee", ["exactly_once", "exactly_once_v2"])
+async def test_a_chaos_run_loses_doubles_and_conflicts_nothing(kafka_bootstrap, guarantee, monkeypatch):
+    # the instances are processes started with this environment: a producer per task, or one per instance
+    # fenced by the group's generation (KIP-447, issue 25)
+    monkeypatch.setenv("CROUPIER_PROCESSING_GUARANTEE", guarantee)
     cfg = ChaosConfig(bootstrap=kafka_bootstrap, prefix=f"chaostest{uuid.uuid4().hex[:8]}.", rounds=ROUNDS,
                       min_faults=FAULTS, max_seconds=float(os.environ.get("CROUPIER_CHAOS_SECONDS", "300")),
                       tables=int(os.environ.get("CROUPIER_CHAOS_TABLES", "6")), seed=11, fault_gap_s=(4.0, 10.0),
