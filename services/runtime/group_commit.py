@@ -92,7 +92,8 @@ class GroupCommit:
         return batch
 
     async def _run(self) -> None:
-        await asyncio.sleep(0)  # the tasks of one batch hand their parts over in the same turn: one transaction
+        # no yield before the first take: the committers of one batch's tasks all hand their parts over in the
+        # turn that started this runner, before it runs
         while self.pending:
             batch = self.take()
             try:

@@ -136,19 +136,31 @@ class RecordCollector:
         self.prompt = prompt
         self.producers: dict[int, AIOKafkaProducer] = {}
         self.prompt_producers: dict[int, AIOKafkaProducer] = {}
-        #: ``exactly_once_v2``: one producer for the instance (every opened task's entry in ``producers`` is
-        #: it), its tasks' transactions grouped (:mod:`services.runtime.group_commit`) and fenced by the
-        #: consumer group's generation, read by ``metadata`` when a transaction's offsets go
+        #: ``exactly_once_v2``: the instance's producers (one by default; task p's is ``p % n``, every opened
+        #: task's entry in ``producers`` is it), each with its tasks' transactions grouped
+        #: (:mod:`services.runtime.group_commit`) and fenced by the consumer group's generation, read by
+        #: ``metadata`` when a transaction's offsets go
         self.v2 = settings.processing_guarantee == EXACTLY_ONCE_V2
         self.metadata = metadata
-        self.instance_producer: AIOKafkaProducer | None = None
-        self._instance_lock = asyncio.Lock()
-        #: the instance producer's transactional id: unique to this process (its instance name and a random
-        #: token, as Kafka Streams' process id), so twins started with one configuration never fence each other
-        #: by id; a new producer after a fatal error takes the same id (its ``init_transactions`` ends the
-        #: old one's open transaction at once)
+        n = max(1, settings.instance_producers) if self.v2 else 0
+        self.shared: list[AIOKafkaProducer | None] = [None] * n
+        self._locks = [asyncio.Lock() for _ in range(n)]
+        self.group_commits = [GroupCommit(self._send_offsets, producer_dead) for _ in range(n)]
+        #: the instance producers' transactional id: unique to this process (its instance name and a random
+        #: token, as Kafka Streams' process id; ``-<i>`` after it for the i-th of several), so twins started
+        #: with one configuration never fence each other by id; a new producer after a fatal error takes the
+        #: same id (its ``init_transactions`` ends the old one's open transaction at once)
         self.instance_id = f"{settings.transactional_id(service)}.{secrets.token_hex(4)}"
-        self.group_commit = GroupCommit(self._send_offsets, producer_dead) if self.v2 else None
+
+    @property
+    def instance_producer(self) -> AIOKafkaProducer | None:
+        """The instance's (first) producer under ``exactly_once_v2``, once started; None otherwise."""
+        return self.shared[0] if self.shared else None
+
+    @property
+    def group_commit(self) -> GroupCommit | None:
+        """The group commit of the instance's (first) producer under ``exactly_once_v2``; None otherwise."""
+        return self.group_commits[0] if self.group_commits else None
 
     def transactional_id(self, p: int) -> str:
         """The producer id of task ``p``: derived from service and partition, never from the instance."""
@@ -164,29 +176,31 @@ class RecordCollector:
         for a broker without KIP-447), having closed the new producers' connections."""
         await self.close(p)
         quick_concurrent_retry()
-        self.producers[p] = await (self.instance() if self.v2 else self._start(self.transactional_id(p)))
+        self.producers[p] = await (self.instance(p) if self.v2 else self._start(self.transactional_id(p)))
         if self.prompt:
             self.prompt_producers[p] = await self._start(self.transactional_id(p) + ".prompt")
 
-    async def instance(self) -> AIOKafkaProducer:
-        """The instance's producer (``exactly_once_v2``), started on first use and again once fenced (a
-        transaction the broker timed out, an unrecoverable error). Raises what a start raises, and
-        :class:`~services.runtime.kip447.Kip447Unsupported` naming the request and version a broker lacks:
-        never a silent fall back to offsets the broker cannot fence."""
-        async with self._instance_lock:
-            prod = self.instance_producer
+    async def instance(self, p: int = 0) -> AIOKafkaProducer:
+        """The instance producer task ``p`` writes through (``exactly_once_v2``; the ``p % n``-th), started on
+        first use and again once fenced (a transaction the broker timed out, an unrecoverable error). Raises
+        what a start raises, and :class:`~services.runtime.kip447.Kip447Unsupported` naming the request and
+        version a broker lacks: never a silent fall back to offsets the broker cannot fence."""
+        i = p % len(self.shared)
+        async with self._locks[i]:
+            prod = self.shared[i]
             if prod is not None and not producer_dead(prod):
                 return prod
-            self.instance_producer = None
+            self.shared[i] = None
             if prod is not None:
                 await stop_quietly(prod)
-            prod = await self._start(self.instance_id, transaction_timeout_ms=self.settings.transaction_timeout_ms)
+            tid = self.instance_id if i == 0 else f"{self.instance_id}-{i}"
+            prod = await self._start(tid, transaction_timeout_ms=self.settings.transaction_timeout_ms)
             try:
                 await require_kip447(prod.client)
             except BaseException:
                 await stop_quietly(prod)
                 raise
-            self.instance_producer = prod
+            self.shared[i] = prod
             return prod
 
     async def _send_offsets(self, prod: Any, offsets: dict[TopicPartition, int]) -> None:
@@ -216,9 +230,9 @@ class RecordCollector:
 
     async def close(self, p: int) -> None:
         """Stop task ``p``'s producers quietly, whatever their state (fenced included); nothing without one.
-        The instance's producer stays (other tasks write through it): :meth:`close_all` stops it."""
+        The instance's producers stay (other tasks write through them): :meth:`close_all` stops them."""
         prod = self.producers.pop(p, None)
-        if prod is not None and prod is not self.instance_producer:
+        if prod is not None and all(prod is not shared for shared in self.shared):
             await stop_quietly(prod)
         prompt = self.prompt_producers.pop(p, None)
         if prompt is not None:
@@ -228,9 +242,10 @@ class RecordCollector:
         """Stop every task's producers and the instance's (a graceful stop)."""
         for p in {*self.producers, *self.prompt_producers}:
             await self.close(p)
-        prod, self.instance_producer = self.instance_producer, None
-        if prod is not None:
-            await stop_quietly(prod)
+        for i, prod in enumerate(self.shared):
+            self.shared[i] = None
+            if prod is not None:
+                await stop_quietly(prod)
 
     async def transaction(self, prod: Any, p: int, decisions: list[Decision], letters: list[Any],
                           checkpoint: list[tuple[bytes, bytes]], offsets: dict[TopicPartition, int],
@@ -247,8 +262,9 @@ class RecordCollector:
         async def write(on: Any) -> None:
             await self.write(on, p, decisions, letters, checkpoint, futs)
 
-        if self.group_commit is not None:
-            await self.group_commit.commit(Part(prod, p, write, offsets, futs, list(waits or ()), alone))
+        if self.group_commits:
+            await self.group_commits[p % len(self.group_commits)].commit(
+                Part(prod, p, write, offsets, futs, list(waits or ()), alone))
             return
         async with prod.transaction():
             await write(prod)

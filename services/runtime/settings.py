@@ -85,6 +85,10 @@ class Settings:
     #: ``CROUPIER_TRANSACTION_TIMEOUT_MS``). A killed instance's open transaction holds its partitions' readers
     #: until then (no next owner's ``init_transactions`` aborts it), so it is near the session timeout
     transaction_timeout_ms: int = 6_000
+    #: ``exactly_once_v2``: how many transactional producers the instance has (``CROUPIER_INSTANCE_PRODUCERS``,
+    #: default 1, Kafka Streams' one per stream thread); task p writes through producer ``p % n``, each with one
+    #: transaction in flight, so up to n of the instance's transactions overlap
+    instance_producers: int = 1
     extra: dict[str, str] = field(default_factory=dict)
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
@@ -127,7 +131,7 @@ class Settings:
         ``CROUPIER_INSTANCE`` (default: the host name), ``CROUPIER_SESSION_TIMEOUT_MS`` (at least 6,000, the
         broker's ``group.min.session.timeout.ms``; ``ValueError`` below it), ``CROUPIER_PROMPT_STREAMS`` (0 or 1), ``CROUPIER_PROCESSING_GUARANTEE``
         (``exactly_once`` or ``exactly_once_v2``; ``ValueError`` otherwise), ``CROUPIER_TRANSACTION_TIMEOUT_MS`` (at
-        least 1,000); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
+        least 1,000), ``CROUPIER_INSTANCE_PRODUCERS`` (at least 1); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
         ``KAFKA_SASL_MECHANISM`` (default ``SCRAM-SHA-512`` when the protocol is SASL), ``KAFKA_SASL_USERNAME``
         and the password from ``KAFKA_SASL_PASSWORD_FILE`` (a file holding it, e.g.
         ``var/kafka/passwords/shoe``; trailing newline ignored) or ``KAFKA_SASL_PASSWORD``, not both;
@@ -154,6 +158,7 @@ class Settings:
             prompt_streams=_int_env(env, "CROUPIER_PROMPT_STREAMS", 1, low=0) > 0,
             processing_guarantee=env.get("CROUPIER_PROCESSING_GUARANTEE", "").strip().lower() or "exactly_once",
             transaction_timeout_ms=_int_env(env, "CROUPIER_TRANSACTION_TIMEOUT_MS", 6_000, low=1_000),
+            instance_producers=_int_env(env, "CROUPIER_INSTANCE_PRODUCERS", 1, low=1),
             security_protocol=protocol,
             sasl_mechanism=mechanism if sasl else None,
             sasl_username=(env.get("KAFKA_SASL_USERNAME") or None) if sasl else None,

@@ -224,3 +224,22 @@ def test_the_instance_producers_id_is_the_services_and_instances_and_unique_to_t
     b = TaskManager(ServiceHost(WageringCore(), s, TasksOnly()), s, "t.wagering").collector
     assert a.instance_id.startswith("croupier.t.wagering.pit-7.") and b.instance_id.startswith("croupier.t.wagering.pit-7.")
     assert a.instance_id != b.instance_id  # twins with one configuration never fence each other by id
+
+
+@pytest.mark.asyncio
+async def test_with_two_instance_producers_task_p_writes_through_the_p_mod_2th_and_each_groups_its_own():
+    s = replace(settings(), processing_guarantee="exactly_once_v2", instance_producers=2)
+    tasks = TaskManager(ServiceHost(WageringCore(), s, TasksOnly()), s, "t.wagering")
+    c = tasks.collector
+    assert len(c.group_commits) == 2 and len(c.shared) == 2
+    prods = [SlowProducer(), SlowProducer()]
+    for i, g in enumerate(c.group_commits):
+        async def send_offsets(on: Any, offsets: dict[TopicPartition, int]) -> None:
+            pass
+        g.send_offsets = send_offsets  # type: ignore[method-assign]
+    await asyncio.gather(*(c.transaction(prods[p % 2], p, [], [], [], {TopicPartition(BETS, p): 1}, [])
+                           for p in range(4)))
+    assert [g.parts for g in c.group_commits] == [2, 2]  # tasks 0 and 2, 1 and 3
+    assert [g.transactions for g in c.group_commits] == [1, 1]
+    assert [pr.committed for pr in prods] == [1, 1]
+    assert Settings.from_env({"CROUPIER_INSTANCE_PRODUCERS": "3"}).instance_producers == 3
