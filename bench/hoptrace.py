@@ -14,6 +14,8 @@ Per service and batch:
 * ``catch_up``: the command's wait for the other topic (ListOffsets; a cut batch seeks back);
 * ``decide``: the host's decisions (decode, fold, encode);
 * ``txn``: the task's transaction (sends, ``send_offsets_to_transaction``, commit), per transaction;
+* ``gtxn`` (``exactly_once_v2``): the instance producer's transaction of grouped parts, per transaction
+  (``txn`` is then a task's wait for its part: the transaction in flight, then its own);
 * ``offsets``: its ``send_offsets_to_transaction`` (AddOffsetsToTxn + TxnOffsetCommit) alone;
 * ``batch``: the whole ``on_records`` (the consumer loop reads no next batch meanwhile).
 """
@@ -24,7 +26,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-STEPS = ("age", "cmd_fetch", "dispatch", "lock", "catch_up", "decide", "txn", "offsets", "batch")
+STEPS = ("age", "cmd_fetch", "dispatch", "lock", "catch_up", "decide", "txn", "gtxn", "offsets", "batch")
 
 
 class HopTrace:
@@ -46,6 +48,7 @@ class HopTrace:
         from aiokafka import AIOKafkaProducer
         from aiokafka.consumer import fetcher as F
 
+        from services.runtime.group_commit import GroupCommit
         from services.runtime.host import ServiceHost
         from services.runtime.partition_group import PartitionGroup
         from services.runtime.record_collector import RecordCollector
@@ -125,6 +128,10 @@ class HopTrace:
             return next((s for s in ("shoe", "dealing", "wagering", "settlement") if f"{s}.task-" in tid), "")
 
         self._wrap(AIOKafkaProducer, "send_offsets_to_transaction", timed("offsets", producer_service))
+        # exactly_once_v2: the instance's transaction of grouped parts ("gtxn", one per transaction; "txn" above is
+        # then a part's wait for it) and its KIP-447 offsets
+        self._wrap(RecordCollector, "_send_offsets", timed("offsets", lambda s: s.service))
+        self._wrap(GroupCommit, "transaction", timed("gtxn", lambda g: g.service))
 
     def uninstall(self) -> None:
         for cls, name, orig in reversed(self._undo):

@@ -57,10 +57,12 @@ class Part:
 
 class GroupCommit:
     """The instance's transactions: ``send_offsets(prod, offsets)`` adds a transaction's input offsets with the
-    group's current metadata (KIP-447); ``dead(prod)`` tells a producer no transaction can begin on (fenced)."""
+    group's current metadata (KIP-447); ``dead(prod)`` tells a producer no transaction can begin on (fenced);
+    ``service``: whose (for logs and traces)."""
 
     def __init__(self, send_offsets: Callable[[Any, dict[TopicPartition, int]], Awaitable[None]],
-                 dead: Callable[[Any], bool]):
+                 dead: Callable[[Any], bool], service: str = ""):
+        self.service = service
         self.send_offsets = send_offsets
         self.dead = dead
         self.pending: list[Part] = []
