@@ -21,7 +21,6 @@ import structlog
 from aiokafka.errors import KafkaError
 from faststream import AckPolicy, FastStream
 from faststream.kafka import KafkaBroker
-from faststream.kafka.annotations import KafkaMessage
 
 from contracts import topics as T
 from services.runtime.assignor import TableTaskAssignor
@@ -177,16 +176,18 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
     configure()
     settings = settings or Settings.from_env()
     bind_process(instance=settings.instance)
-    broker = KafkaBroker(settings.bootstrap_hosts(), logger=None, **_broker_security(settings))
+    # apply_types=False: the handler takes the records our decoder hands it, with no dependency injection. With it,
+    # FastStream resolved the handler's ``msg: KafkaMessage`` parameter for every batch through fast_depends: an
+    # anyio task group and a worker thread (``run_in_threadpool``) per batch, about a third of a batch's own cost
+    # in ``bench/pipeline.py --cprofile`` (issue 25), and a thread hop before every batch was handled
+    broker = KafkaBroker(settings.bootstrap_hosts(), logger=None, apply_types=False, **_broker_security(settings))
     group_id = group or settings.group(core.name)
     host = ServiceHost(core, settings, publisher or TasksOnly())
     tasks: TaskManager | None = None
     if publisher is None:
         tasks = TaskManager(host, settings, group_id, transactional=replica_of is None, snapshots_of=replica_of)
 
-    async def handle_batch(msg: KafkaMessage) -> None:
-        raw = msg.raw_message
-        records = raw if isinstance(raw, (list, tuple)) else (raw,)
+    async def handle_batch(records: Any) -> None:
         if tasks is not None:
             await tasks.on_records(records)
         else:  # handler tests: publish directly through the given publisher
@@ -208,7 +209,7 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
         batch_timeout_ms=BATCH_TIMEOUT_MS,
         fetch_max_wait_ms=FETCH_MAX_WAIT_MS,  # a hop waits no 500 ms behind aiokafka's fetch in flight
     )
-    subscriber(handle_batch, decoder=records_undecoded)
+    subscriber(handle_batch, decoder=records_of)
     poll_without_sleep(subscriber)
     if tasks is not None:
         tasks.bind(lambda: getattr(subscriber, "consumer", None))
@@ -242,12 +243,13 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
     return app, broker, host, tasks
 
 
-async def records_undecoded(msg: Any) -> None:
-    """The subscriber's body decoder: nothing (issue 25). The handler reads the records themselves
-    (``msg.raw_message``: the runtime decodes each with msgspec, :mod:`contracts.codecs`); FastStream's default
-    decoder parsed every record's body with the standard library's ``json`` first (a record without a
-    content-type header), a parse per record, on every hop, whose result nothing read."""
-    return
+async def records_of(msg: Any) -> tuple[Any, ...]:
+    """The subscriber's body decoder: the batch's aiokafka records themselves, undecoded (issue 25); the handler
+    gets them (the broker applies no types) and the runtime decodes each with msgspec (:mod:`contracts.codecs`).
+    FastStream's default decoder parsed every record's body with the standard library's ``json`` first (a
+    record without a content-type header), a parse per record, on every hop, whose result nothing read."""
+    raw = msg.raw_message
+    return tuple(raw) if isinstance(raw, (list, tuple)) else (raw,)
 
 
 def poll_without_sleep(subscriber: Any, poll_ms: int = POLL_MS, max_records: int = MAX_RECORDS) -> None:
