@@ -120,6 +120,9 @@ def broker_settings(bootstrap: str, **fields: object) -> Settings:
     the plain broker and, as the admin principal, on the secured one (``.ci/run`` runs tests/system on both)."""
     env = Settings.from_env()
     fields.setdefault("partitions", env.partitions)  # CROUPIER_PARTITIONS: 3 for test floors (tests/conftest.py)
+    # CROUPIER_PROCESSING_GUARANTEE=exactly_once_v2 runs the in-process services of every system test with one
+    # producer per instance (the chaos test runs both guarantees whatever it says)
+    fields.setdefault("processing_guarantee", env.processing_guarantee)
     return Settings(bootstrap_servers=bootstrap, security_protocol=env.security_protocol,  # type: ignore[arg-type]
                     sasl_mechanism=env.sasl_mechanism, sasl_username=env.sasl_username,
                     sasl_password=env.sasl_password, ssl_cafile=env.ssl_cafile, **fields)
