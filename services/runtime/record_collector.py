@@ -249,7 +249,7 @@ class RecordCollector:
 
     async def transaction(self, prod: Any, p: int, decisions: list[Decision], letters: list[Any],
                           checkpoint: list[tuple[bytes, bytes]], offsets: dict[TopicPartition, int],
-                          futs: list[tuple[str | None, Any]], waits: list[Any] | None = None,
+                          futs: list[tuple[str | None, Any]], waits: list[Any] | None = None, *,
                           alone: bool = False) -> None:
         """One transaction of task ``p`` on ``prod``: the decisions' events and commands, the dead letters,
         the checkpoint's ``(key, value)`` records and the input ``offsets`` (next offset per input partition).

@@ -64,7 +64,7 @@ async def test_a_batch_lost_after_its_odds_committed_publishes_no_odds_twice_and
     with_odds = 0
 
     async def lose_the_third(prod: Any, p: int, decisions: Any, letters: Any, checkpoint: Any, offsets: Any,
-                             futs: Any, waits: Any = None) -> None:
+                             futs: Any, waits: Any = None, **kw: Any) -> None:
         nonlocal with_odds
         if waits and offsets and not lost:
             with_odds += 1
@@ -72,7 +72,7 @@ async def test_a_batch_lost_after_its_odds_committed_publishes_no_odds_twice_and
                 await asyncio.gather(*waits)  # its odds are committed; its offsets never go
                 lost.append(p)
                 raise KafkaConnectionError("test: the batch's transaction lost after its odds committed")
-        await real(prod, p, decisions, letters, checkpoint, offsets, futs, waits)
+        await real(prod, p, decisions, letters, checkpoint, offsets, futs, waits, **kw)
 
     tasks.collector.transaction = lose_the_third  # type: ignore[method-assign]
     producer = AIOKafkaProducer(**settings.client_options(), linger_ms=0)
