@@ -29,7 +29,9 @@ from tests.system.conftest import broker_settings, create_topics, delete_topics
 
 async def test_a_task_fenced_mid_transaction_leaves_no_unretrieved_future(kafka_bootstrap: str) -> None:
     prefix = f"fenced{uuid.uuid4().hex[:8]}."
-    settings = broker_settings(kafka_bootstrap, topic_prefix=prefix, partitions=1)
+    # fenced by the task's transactional id: a producer per task (exactly_once); under exactly_once_v2 the
+    # generation fences (tests/system/test_eos_v2.py)
+    settings = broker_settings(kafka_bootstrap, topic_prefix=prefix, partitions=1, processing_guarantee="exactly_once")
     # the records of the fenced transaction: two undecodable bets' dead letters
     names = [settings.topic(T.dlq("wagering")), settings.topic(T.WAGERING_BETS)]
     await create_topics(kafka_bootstrap, names, partitions=1)

@@ -84,8 +84,9 @@ async def until(check: Callable[[], Any], what: str, timeout: float = 120.0) -> 
 
 
 async def test_every_metric_after_a_short_floor(kafka_bootstrap: str, monkeypatch):
+    # a zombie fences the wagering task by its transactional id below: a producer per task (exactly_once)
     settings = broker_settings(kafka_bootstrap, topic_prefix=f"om{uuid.uuid4().hex[:8]}.", partitions=2,
-                               snapshot_interval_s=1.0)
+                               snapshot_interval_s=1.0, processing_guarantee="exactly_once")
     created: dict[str, Service] = {}
     real_create = services.create
 
