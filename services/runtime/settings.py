@@ -264,8 +264,10 @@ class Settings:
 
     def transactional_id(self, service: str) -> str:
         """A transactional id under ``service``'s name (tools and tests; the ACLs grant ``<group prefix>.<topic
-        prefix><service>*``). The services themselves write through one id per task, derived from the service
-        and the partition, never the instance: :meth:`services.runtime.record_collector.RecordCollector.transactional_id`."""
+        prefix><service>*``). Under ``exactly_once`` the services write through one id per task, derived from the
+        service and the partition, never the instance (:meth:`services.runtime.record_collector.RecordCollector.transactional_id`);
+        under ``exactly_once_v2`` through this one with a random token after it, unique to the process
+        (:attr:`~services.runtime.record_collector.RecordCollector.instance_id`)."""
         return f"{self.group_prefix}.{self.topic_prefix}{service}.{self.instance}"
 
 
