@@ -221,8 +221,7 @@ class CommitLoop:
         t0 = time.perf_counter()
         futs: list[tuple[str | None, Any]] = []
         try:
-            await m.collector.transaction(prod, p, decisions, letters, checkpoint, offsets, futs, waits,
-                                          **({"alone": True} if alone else {}))  # wrappers without it still work
+            await m.collector.transaction(prod, p, decisions, letters, checkpoint, offsets, futs, waits, alone=alone)
         except BaseException:
             runner.touched.update(snapped)
             for _, f in futs:  # the records' futures fail later (ProducerFenced...): their error is the

@@ -145,7 +145,9 @@ class RecordCollector:
         n = max(1, settings.instance_producers) if self.v2 else 0
         self.shared: list[AIOKafkaProducer | None] = [None] * n
         self._locks = [asyncio.Lock() for _ in range(n)]
-        self.group_commits = [GroupCommit(self._send_offsets, producer_dead, service) for _ in range(n)]
+        # the offsets' sender looked up at each call (a trace's wrap of ``_send_offsets``, bench/hoptrace.py, is seen)
+        self.group_commits = [GroupCommit(lambda prod, offsets: self._send_offsets(prod, offsets), producer_dead,
+                                          service) for _ in range(n)]
         #: the instance producers' transactional id: unique to this process (its instance name and a random
         #: token, as Kafka Streams' process id; ``-<i>`` after it for the i-th of several), so twins started
         #: with one configuration never fence each other by id; a new producer after a fatal error takes the

@@ -155,7 +155,7 @@ class StreamTask:
         the task is being restored) when the transaction failed."""
         m = self.tasks
         try:
-            await m._commit(p, decisions, letters, offsets, records, waits=waits, **({"alone": True} if single else {}))
+            await m._commit(p, decisions, letters, offsets, records, waits=waits, alone=single)
         except Exception as e:  # noqa: BLE001 - fenced, broker away, record too large...: restore, re-read
             m.host.metrics.settle(False)
             m.host.uncollect(letters)
