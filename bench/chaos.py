@@ -2,7 +2,7 @@
 then an independent check of the raw topics, ``croupier audit`` and a fresh projection replica.
 
 Run: ``.venv/bin/python bench/chaos.py [--rounds 300] [--faults 15] [--max-seconds 600] [--tables 6]
-[--instances 2] [--seed 1] [--own-broker PORT] [--brokers N] [--bootstrap HOST:PORT] [--prefix P] [--keep-topics]``
+[--instances 2] [--seed 1] [--fault-kinds K1,K2] [--own-broker PORT] [--brokers N] [--bootstrap HOST:PORT] [--prefix P] [--keep-topics]``
 (bootstrap default: ``KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:19092``; ``--own-broker PORT`` starts a
 broker of this run's own on PORT (controller on PORT+1, data in /tmp/croupier-chaos-kafka-PORT, emptied when
 the run starts and kept after it), kills it once with ``kill -9`` mid-run, and stops it at the end; the
@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--own-broker", type=int, default=None, metavar="PORT")
     ap.add_argument("--brokers", type=int, default=1, help="nodes of the own broker: a KRaft cluster whose nodes are "
                     "killed and restarted one at a time (default 1; >1 implies --own-broker 29100)")
+    ap.add_argument("--fault-kinds", default=None, metavar="K1,K2",
+                    help="inject only these kinds, drawn uniformly (e.g. broker, kill9, sigterm, sigstop; default: "
+                    "every kind with its weight, croupier.chaos_model.FAULT_WEIGHTS)")
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:19092"))
     ap.add_argument("--prefix", default=None, help="topic prefix (default: a new chaos<hex>.)")
     ap.add_argument("--replica-port", type=int, default=18931)
@@ -72,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = ChaosConfig(bootstrap=a.bootstrap, prefix=prefix, rounds=a.rounds, min_faults=a.faults,
                       max_seconds=a.max_seconds, tables=a.tables, instances=a.instances, seed=a.seed,
                       fault_gap_s=tuple(a.fault_gap), own_broker=a.own_broker, replica_port=a.replica_port,
-                      brokers=a.brokers)
+                      brokers=a.brokers,
+                      fault_kinds=tuple(a.fault_kinds.split(",")) if a.fault_kinds else None)
     if a.brokers > 1 and a.own_broker is None:
         a.own_broker = cfg.own_broker = 29100
     # a SIGTERM (a CI timeout, `kill`) stops the run as Ctrl-C does: the harness's finally blocks stop every

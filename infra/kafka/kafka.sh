@@ -281,6 +281,11 @@ render_config() {
   t="${t//@VOTERS@/"$QUORUM_VOTERS"}"
   t="${t//@REPLICATION@/"$REPLICATION"}"
   t="${t//@MIN_ISR@/"$(min_isr "$REPLICATION")"}"
+  if ((REPLICATION > 1)); then
+    t="${t//@BROKER_SESSION_MS@/2000}"; t="${t//@BROKER_HEARTBEAT_MS@/250}"
+  else
+    t="${t//@BROKER_SESSION_MS@/9000}"; t="${t//@BROKER_HEARTBEAT_MS@/2000}"
+  fi
   if [[ "$SECURE" == 1 ]]; then
     local s
     s="$(<"$SECURE_TEMPLATE")"

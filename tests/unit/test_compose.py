@@ -193,3 +193,26 @@ def test_one_kafka_version_everywhere():
     assert image == "apache/kafka" and tag == pinned, (tag, pinned)
     script = (REPO / "infra/kafka/kafka.sh").read_text(encoding="utf-8")
     assert "pom.xml" in script and not (set(re.findall(r"\b4\.\d+\.\d+\b", script)) - {pinned})
+
+
+def _template_settings() -> dict[str, str]:
+    """The broker settings infra/kafka/server.properties.template fixes (no ``@PLACEHOLDER@`` in the value)."""
+    out = {}
+    for line in (REPO / "infra/kafka/server.properties.template").read_text(encoding="utf-8").splitlines():
+        key, eq, value = line.partition("=")
+        if eq and not line.startswith("#") and "@" not in value:
+            out[key.strip()] = value.strip()
+    return out
+
+
+@pytest.mark.parametrize("key", ["offsets.topic.segment.bytes", "transaction.state.log.segment.bytes",
+                                 "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                                 "offsets.topic.num.partitions", "transaction.state.log.num.partitions",
+                                 "group.initial.rebalance.delay.ms"])
+def test_the_compose_broker_sets_what_the_projects_broker_sets(key: str):
+    """What the local broker needs for the runtime (compacted internal topics, a killed producer's transaction
+    aborted within a second, no first-join delay) holds in the compose broker too: ``a.b.c`` is
+    ``KAFKA_A_B_C``."""
+    template = _template_settings()
+    assert key in template
+    assert KAFKA_ENV.get("KAFKA_" + key.upper().replace(".", "_")) == template[key]
