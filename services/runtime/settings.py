@@ -76,11 +76,12 @@ class Settings:
     #: :mod:`services.runtime.prompt_lane`)
     prompt_streams: bool = True
     #: how a service's transactions are fenced (``CROUPIER_PROCESSING_GUARANTEE``, Kafka Streams' names):
-    #: ``exactly_once`` (default), a transactional producer per task, fenced by its id (the next owner's
-    #: ``init_transactions``); ``exactly_once_v2``, one producer for the instance, fenced by the consumer
-    #: group's generation (KIP-447, :mod:`services.runtime.kip447`), its tasks' outcomes in one transaction
-    #: (:mod:`services.runtime.group_commit`)
-    processing_guarantee: str = "exactly_once"
+    #: ``exactly_once_v2`` (default), one producer for the instance, fenced by the consumer group's
+    #: generation (KIP-447, :mod:`services.runtime.kip447`), its tasks' outcomes in one transaction
+    #: (:mod:`services.runtime.group_commit`); ``exactly_once``, a transactional producer per task, fenced by
+    #: its id (the next owner's ``init_transactions``): a third of the transactions per round and 2.2x the
+    #: rounds per second on three brokers (``bench/pipeline.py``, issue 25), hence the default
+    processing_guarantee: str = "exactly_once_v2"
     #: ``exactly_once_v2``: the broker aborts a transaction of the instance's producer open this long (ms;
     #: ``CROUPIER_TRANSACTION_TIMEOUT_MS``). A killed instance's open transaction holds its partitions' readers
     #: until then (no next owner's ``init_transactions`` aborts it), so it is near the session timeout
@@ -156,7 +157,7 @@ class Settings:
             max_clock_skew_s=float(env.get("CROUPIER_MAX_CLOCK_SKEW_S", "120")),
             session_timeout_ms=_int_env(env, "CROUPIER_SESSION_TIMEOUT_MS", 6_000, low=6_000),
             prompt_streams=_int_env(env, "CROUPIER_PROMPT_STREAMS", 1, low=0) > 0,
-            processing_guarantee=env.get("CROUPIER_PROCESSING_GUARANTEE", "").strip().lower() or "exactly_once",
+            processing_guarantee=env.get("CROUPIER_PROCESSING_GUARANTEE", "").strip().lower() or "exactly_once_v2",
             transaction_timeout_ms=_int_env(env, "CROUPIER_TRANSACTION_TIMEOUT_MS", 6_000, low=1_000),
             instance_producers=_int_env(env, "CROUPIER_INSTANCE_PRODUCERS", 1, low=1),
             security_protocol=protocol,

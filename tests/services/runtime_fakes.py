@@ -107,7 +107,11 @@ class RecordingConsumer:
 
 
 def settings(partitions: int = 4) -> Settings:
-    return Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=partitions)
+    """Settings for the fakes: a producer per task (``exactly_once``), which the fakes here model task by task;
+    ``exactly_once_v2`` (the default) is tested on fakes in test_group_commit.py and on the broker in
+    tests/system (test_eos_v2.py, test_chaos.py under both)."""
+    return Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=partitions,
+                    processing_guarantee="exactly_once")
 
 
 def manager(partitions: int = 4, ready: tuple[int, ...] = (0,)) -> tuple[TaskManager, RecordingProducer]:

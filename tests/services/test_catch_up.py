@@ -97,7 +97,8 @@ class FakeConsumer:
 
 
 def _tasks(consumer: FakeConsumer) -> tuple[Tasks, FakeProducer]:
-    settings = Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=4)
+    settings = Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=4,
+                    processing_guarantee="exactly_once")  # the fakes' producer per task (runtime_fakes.settings)
     host = ServiceHost(WageringCore(), settings, TasksOnly())
     tasks = Tasks(host, settings, "t.wagering")
     prod = FakeProducer()
@@ -211,6 +212,7 @@ async def test_a_command_waits_for_an_unanswered_ends_request_at_most_catch_up_m
 async def test_a_task_without_catch_up_topics_never_asks():
     from services.settlement.core import SettlementCore
 
-    settings = Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=4)
+    settings = Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=4,
+                    processing_guarantee="exactly_once")  # the fakes' producer per task (runtime_fakes.settings)
     tasks = Tasks(ServiceHost(SettlementCore(), settings, TasksOnly()), settings, "t.settlement")
     assert tasks._catch_up == {}

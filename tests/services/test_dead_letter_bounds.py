@@ -67,7 +67,8 @@ class LimitedProducer:
 
 
 def _tasks(producer: LimitedProducer) -> Tasks:
-    settings = Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=1)
+    settings = Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=1,
+                    processing_guarantee="exactly_once")  # the fakes' producer per task (runtime_fakes.settings)
     tasks = Tasks(ServiceHost(WageringCore(), settings, TasksOnly()), settings, "t.wagering")
     tasks.producers = {0: producer}  # type: ignore[dict-item]
     tasks.state[0] = "ready"

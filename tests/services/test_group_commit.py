@@ -211,7 +211,7 @@ def test_the_guarantee_comes_from_the_environment_and_an_unknown_one_is_refused(
     env = {"CROUPIER_PROCESSING_GUARANTEE": "EXACTLY_ONCE_V2", "CROUPIER_TRANSACTION_TIMEOUT_MS": "8000"}
     s = Settings.from_env(env)
     assert (s.processing_guarantee, s.transaction_timeout_ms) == ("exactly_once_v2", 8000)
-    assert Settings.from_env({}).processing_guarantee == "exactly_once"
+    assert Settings.from_env({}).processing_guarantee == "exactly_once_v2"
     with pytest.raises(ValueError, match="CROUPIER_PROCESSING_GUARANTEE='at_least_once'.*exactly_once_v2"):
         Settings.from_env({"CROUPIER_PROCESSING_GUARANTEE": "at_least_once"})
     with pytest.raises(ValueError, match="CROUPIER_TRANSACTION_TIMEOUT_MS"):

@@ -60,7 +60,8 @@ class Restores:
 
 
 def _tasks(partitions: int) -> tuple[Tasks, Restores]:
-    settings = Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=partitions)
+    settings = Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=partitions,
+                    processing_guarantee="exactly_once")  # the fakes' producer per task (runtime_fakes.settings)
     tasks = Tasks(ServiceHost(SettlementCore(), settings, TasksOnly()), settings, "t.settlement")
     fake = Restores(tasks)
     tasks.restore = fake  # type: ignore[method-assign]

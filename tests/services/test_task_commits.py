@@ -73,7 +73,8 @@ class FakeProducer:
 
 
 def _tasks(partitions: int, barrier: asyncio.Barrier) -> tuple[Tasks, dict[int, FakeProducer]]:
-    settings = Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=partitions)
+    settings = Settings(bootstrap_servers="unused:9092", topic_prefix="t.", partitions=partitions,
+                    processing_guarantee="exactly_once")  # the fakes' producer per task (runtime_fakes.settings)
     host = ServiceHost(SettlementCore(), settings, TasksOnly())
     tasks = Tasks(host, settings, "t.settlement")
     producers = {p: FakeProducer(barrier) for p in range(partitions)}
