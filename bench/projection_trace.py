@@ -146,13 +146,15 @@ def install(shoe_topic: str) -> None:
     def totals(sender: Any) -> dict[str, list[float]]:
         return {k: list(v) for k, v in WIRE.get(id(sender), {}).items()}
 
-    async def traced_commit(self: TaskManager, p: int, decisions: list[Any], letters: list[Any], offsets: Any,
-                            handled: int = 0, force_checkpoint: bool = False, waits: Any = None) -> None:
+    async def traced_commit(self: TaskManager, p: int, decisions: list[Any], *args: Any, **kwargs: Any) -> None:
+        # every other argument forwarded as given (a new keyword of the runtime's, e.g. ``alone``, must not
+        # make each batch's commit a TypeError: the projection then dead-letters every batch as unpublishable)
         t0 = _now_ms()
         cps = self.checkpoints
+        # exactly_once_v2: the instance's producer, whose transaction may carry other tasks' parts too
         sender = getattr(self.producers.get(p), "_sender", None)
         before = totals(sender)
-        await commit(self, p, decisions, letters, offsets, handled, force_checkpoint, waits)
+        await commit(self, p, decisions, *args, **kwargs)
         COUNTS["batch"] += 1
         record_txn(sender, before, decisions, t0, _now_ms(), sum(len(d.events) + len(d.sends) for d in decisions),
                    self.checkpoints > cps)
