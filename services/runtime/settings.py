@@ -79,8 +79,10 @@ class Settings:
     #: ``exactly_once_v2`` (default), one producer for the instance, fenced by the consumer group's
     #: generation (KIP-447, :mod:`services.runtime.kip447`), its tasks' outcomes in one transaction
     #: (:mod:`services.runtime.group_commit`); ``exactly_once``, a transactional producer per task, fenced by
-    #: its id (the next owner's ``init_transactions``): a third of the transactions per round and 2.2x the
-    #: rounds per second on three brokers (``bench/pipeline.py``, issue 25), hence the default
+    #: its id (the next owner's ``init_transactions``). The default because v2 writes a third of the
+    #: transactions per round, and on three brokers ran 2.2x the rounds per second (``bench/pipeline.py``,
+    #: issue 25); on one broker its paced round's p99 was longer (a task's outcome waits for the instance's
+    #: transaction in flight: ``CROUPIER_INSTANCE_PRODUCERS`` trades transactions for that wait)
     processing_guarantee: str = "exactly_once_v2"
     #: ``exactly_once_v2``: the broker aborts a transaction of the instance's producer open this long (ms;
     #: ``CROUPIER_TRANSACTION_TIMEOUT_MS``). A killed instance's open transaction holds its partitions' readers
