@@ -80,8 +80,9 @@ class Settings:
     #: generation (KIP-447, :mod:`services.runtime.kip447`), its tasks' outcomes in one transaction
     #: (:mod:`services.runtime.group_commit`); ``exactly_once``, a transactional producer per task, fenced by
     #: its id (the next owner's ``init_transactions``). The default because v2 writes a third of the
-    #: transactions per round, and on three brokers ran 2.2x the rounds per second (``bench/pipeline.py``,
-    #: issue 25); on one broker its paced round's p99 was longer (a task's outcome waits for the instance's
+    #: transactions per round, and on three brokers, where the brokers are the bottleneck, ran faster in two of
+    #: three alternated pairs (median 7.9 rounds/s against 5.8: ``bench/pipeline.py``, issue 25); on one broker
+    #: its paced round's p99 was longer (a task's outcome waits for the instance's
     #: transaction in flight: ``CROUPIER_INSTANCE_PRODUCERS`` trades transactions for that wait)
     processing_guarantee: str = "exactly_once_v2"
     #: ``exactly_once_v2``: the broker aborts a transaction of the instance's producer open this long (ms;
