@@ -2,7 +2,8 @@
 then an independent check of the raw topics, ``croupier audit`` and a fresh projection replica.
 
 Run: ``.venv/bin/python bench/chaos.py [--rounds 300] [--faults 15] [--max-seconds 600] [--tables 6]
-[--instances 2] [--seed 1] [--fault-kinds K1,K2] [--own-broker PORT] [--brokers N] [--bootstrap HOST:PORT] [--prefix P] [--keep-topics]``
+[--instances 2] [--seed 1] [--fault-kinds K1,K2] [--own-broker PORT] [--brokers N] [--bootstrap HOST:PORT]
+[--prefix P] [--keep-topics]``
 (bootstrap default: ``KAFKA_BOOTSTRAP_SERVERS``, else ``127.0.0.1:19092``; ``--own-broker PORT`` starts a
 broker of this run's own on PORT (controller on PORT+1, data in /tmp/croupier-chaos-kafka-PORT, emptied when
 the run starts and kept after it), kills it once with ``kill -9`` mid-run, and stops it at the end; the
@@ -34,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from croupier.chaos import ChaosConfig, report_lines, run_chaos
+from croupier.chaos_model import FAULT_WEIGHTS
 from croupier.topics import cleanup
 from services.runtime.settings import Settings
 
@@ -69,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replica-port", type=int, default=18931)
     ap.add_argument("--keep-topics", action="store_true", help="do not delete this run's topics at the end")
     a = ap.parse_args(argv)
+    kinds = tuple(k.strip() for k in a.fault_kinds.split(",")) if a.fault_kinds else None
+    known = {*FAULT_WEIGHTS, "sigstop_long", "broker"}
+    if kinds is not None and (bad := [k for k in kinds if k not in known]):  # an unknown kind would inject nothing
+        ap.error(f"--fault-kinds: unknown {', '.join(bad)}; known: {', '.join(sorted(known))}")
+    if kinds is not None and "broker" in kinds and a.own_broker is None and a.brokers == 1:
+        ap.error("--fault-kinds broker kills this run's own broker: add --own-broker PORT or --brokers N")
     prefix = a.prefix or f"chaos{uuid.uuid4().hex[:8]}."
     if not prefix.endswith("."):
         prefix += "."
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                       max_seconds=a.max_seconds, tables=a.tables, instances=a.instances, seed=a.seed,
                       fault_gap_s=tuple(a.fault_gap), own_broker=a.own_broker, replica_port=a.replica_port,
                       brokers=a.brokers,
-                      fault_kinds=tuple(a.fault_kinds.split(",")) if a.fault_kinds else None)
+                      fault_kinds=kinds)
     if a.brokers > 1 and a.own_broker is None:
         a.own_broker = cfg.own_broker = 29100
     # a SIGTERM (a CI timeout, `kill`) stops the run as Ctrl-C does: the harness's finally blocks stop every

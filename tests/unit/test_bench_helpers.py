@@ -11,6 +11,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench import rebuild
@@ -222,3 +224,20 @@ def test_pit_latency_watches_at_most_the_floor_s_tables_with_a_scoreboard(capsys
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and words in capsys.readouterr().err, argv
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--fault-kinds", "sigterm,sigkill"], "unknown sigkill"),
+    (["--fault-kinds", "broker"], "add --own-broker PORT or --brokers N"),
+])
+def test_the_chaos_bench_refuses_fault_kinds_that_would_inject_nothing(argv: list[str], says: str,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]):
+    """An unknown kind, or broker kills without a broker of the run's own, would give a run with no faults
+    that reads as a clean one: refused before anything starts (exit 2, the reason on stderr)."""
+    from bench import chaos
+
+    monkeypatch.setenv("CROUPIER_VAULT_KEYS", "unused")
+    with pytest.raises(SystemExit) as exc:
+        chaos.main(argv)
+    assert exc.value.code == 2 and says in capsys.readouterr().err
