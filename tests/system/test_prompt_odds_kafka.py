@@ -128,7 +128,15 @@ async def test_the_next_owners_restore_fences_the_old_owners_prompt_producer(kaf
         assert not committed
         async with new.prompt_producers[0].transaction():
             await (await new.prompt_producers[0].send(topic, b"the owner's odds", partition=0))
-        assert [r.value for r in await read_topic(settings, topic)] == [b"the owner's odds"]
+        # the commit returns once the coordinator logged it; the markers (and so the last stable offset a
+        # read_committed reader stops at) follow a moment later: read again until the commit shows, or 30 s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        seen = [r.value for r in await read_topic(settings, topic)]
+        while not seen and loop.time() < deadline:
+            await asyncio.sleep(0.2)
+            seen = [r.value for r in await read_topic(settings, topic)]
+        assert seen == [b"the owner's odds"]
     finally:
         await old.close_all()
         await new.close_all()
