@@ -25,6 +25,18 @@ Exactly-once stays, for these reasons:
   for them that its own stream already holds (the projection: ``ProjectionState.odds_sent``, which a
   test checks by replaying such a tail).
 
+**Primed transactions.** A prompt transaction's first round trip, AddPartitionsToTxn, does not depend on its
+events: the task's prompt stream partition is always ``p``. So once a prompt transaction committed, the
+task's committer begins the next one at once and adds the partition (:func:`~services.runtime.producers.add_partition_ahead`)
+while it waits: the next prompt events go straight to Produce and EndTxn, two round trips on a card's path
+instead of three. A primed transaction holds nothing back: a partition without records of an open
+transaction has no last stable offset to hold. It is ended empty (aborted: nothing was sent in it) and primed
+again after :data:`PRIME_REFRESH_S` without prompt events, well inside the prompt producer's transaction timeout
+(aiokafka's 60 s), and left ended once the task published nothing for :data:`PRIME_KEEP_S` (an idle task
+writes nothing; its next prompt transaction pays the round trip again). A reset or stop ends it before the
+producer closes; whatever a killed instance left primed, the next owner's ``init_transactions`` aborts as it
+aborts any open transaction of the task's id.
+
 Nothing else changes: a checkpoint still holds the tables as its transaction begins (their prompt events
 already decided; ``own_next`` of the prompt stream only moves once they are committed, so a restore reads
 them again, which folds nothing twice), and the records after a failed transaction, decided one at a time,
@@ -40,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from contracts import topics as T
 from contracts.codecs import encode
 from services.runtime.core import Decision
-from services.runtime.producers import retrieve_later, retrieve_transaction_error
+from services.runtime.producers import add_partition_ahead, retrieve_later, retrieve_transaction_error
 from services.runtime.record_collector import TaskFailed, producer_dead
 
 if TYPE_CHECKING:
@@ -49,6 +61,15 @@ if TYPE_CHECKING:
 #: times prompt events queued while a prompt transaction sends its records may join it before it commits (then
 #: it commits, and what is queued waits for the next one: a busy task's transaction stays short)
 MAX_JOINED = 3
+#: a primed prompt transaction (begun, its partition added, nothing sent) is ended and primed again after this
+#: long without prompt events (s): well inside the prompt producer's transaction timeout (aiokafka's 60 s), past
+#: which the coordinator would abort it and fence the producer
+PRIME_REFRESH_S = 10.0
+#: a task's committer keeps a transaction primed while the task published prompt events within this long (s)
+PRIME_KEEP_S = 60.0
+#: how long ending a primed transaction (its refresh, a reset, a stop) waits for the broker (s); past it the
+#: committer leaves it to the producer's close and the next ``init_transactions`` of the task's id
+END_PRIMED_TIMEOUT_S = 2.0
 
 
 def split(decisions: list[Decision], stream: str) -> tuple[list[Decision], list[Decision]]:
@@ -88,10 +109,19 @@ class PromptLane:
         self.queued: dict[int, Prompted] = {}
         #: task p -> its prompt committer (running while a prompt transaction of p is in flight or queued)
         self.committers: dict[int, asyncio.Task[None]] = {}
+        #: task p -> (its prompt producer, loop time primed) of the transaction begun for its next prompt events
+        self.primed: dict[int, tuple[Any, float]] = {}
+        #: task p -> set when prompt events are queued for it: wakes its committer waiting with a primed transaction
+        self.wakes: dict[int, asyncio.Event] = {}
+        #: tasks whose committer is to end (a reset, a stop): it ends its primed transaction and returns
+        self.closing: set[int] = set()
         #: prompt transactions committed, the events they carried, and the times queued events joined one
         self.transactions = 0
         self.events = 0
         self.joins = 0
+        #: transactions primed, and primed ones ended empty (refreshed, reset, stopped, left idle)
+        self.primes = 0
+        self.ended_empty = 0
 
     def submit(self, p: int, decisions: list[Decision]) -> asyncio.Future[None]:
         """Queue task ``p``'s prompt ``decisions`` (from :func:`split`) and make sure its committer runs;
@@ -101,14 +131,42 @@ class PromptLane:
             q = self.queued[p] = Prompted()
             retrieve_later(q.done)  # a failure is the task's (restored); nobody may await a dropped one
         q.decisions.extend(decisions)
+        self.closing.discard(p)
+        self._wake(p).set()
         c = self.committers.get(p)
         if c is None or c.done():
             self.committers[p] = asyncio.create_task(self._run(p), name=f"{self.tasks.service}-prompt-{p}")
         return q.done
 
+    def _wake(self, p: int) -> asyncio.Event:
+        w = self.wakes.get(p)
+        if w is None:
+            w = self.wakes[p] = asyncio.Event()
+        return w
+
     async def _run(self, p: int) -> None:
+        """Task ``p``'s committer: its queued prompt events in transactions one after another, each primed
+        transaction kept (refreshed) while the task is ready and published within :data:`PRIME_KEEP_S`; ends
+        (its primed transaction ended) on a reset, a stop, a failure or an idle task."""
         m = self.tasks
-        while (q := self.queued.pop(p, None)) is not None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        while True:
+            q = self.queued.pop(p, None)
+            if q is None:
+                if p in self.closing or m.state.get(p) != "ready" or loop.time() - last > PRIME_KEEP_S:
+                    await self._end_primed(p)
+                    if p in self.queued and p not in self.closing:
+                        continue  # queued while it ended: this committer carries them
+                    return
+                wake = self._wake(p)
+                wake.clear()
+                try:
+                    await asyncio.wait_for(wake.wait(), PRIME_REFRESH_S)
+                except TimeoutError:
+                    if await self._end_primed(p) and p not in self.closing and m.state.get(p) == "ready":
+                        await self._prime(p)
+                continue
             joined = [q]  # and what joins it while its records are sent (:meth:`_commit`)
             try:
                 if m.state.get(p) != "ready":  # revoked or restoring: the restore reads the records again
@@ -126,6 +184,50 @@ class PromptLane:
                 return
             for j in joined:
                 j.done.set_result(None)
+            last = loop.time()
+            if p not in self.closing and m.state.get(p) == "ready":
+                await self._prime(p)
+
+    def _live(self, p: int) -> Any:
+        """Task ``p``'s prompt producer when it can carry a transaction (present, not fenced), else None."""
+        prod = self.tasks.collector.prompt_producers.get(p)
+        return None if prod is None or producer_dead(prod) else prod
+
+    async def _prime(self, p: int) -> bool:
+        """Begin task ``p``'s next prompt transaction and add its partition of the prompt stream now
+        (:func:`~services.runtime.producers.add_partition_ahead`); False when it could not (no live producer,
+        an error: logged, nothing primed, the next prompt transaction begins as before)."""
+        from aiokafka import TopicPartition
+
+        prod = self._live(p)
+        if prod is None:
+            return False
+        try:
+            await prod.begin_transaction()
+            add_partition_ahead(prod, TopicPartition(self.tasks.settings.topic(self.stream), p))
+        except Exception as e:  # noqa: BLE001 - only ahead of time: the next transaction begins on its own
+            self.tasks.log.info("prompt_prime_failed", task=p, error=f"{type(e).__name__}: {e}")
+            return False
+        self.primed[p] = (prod, asyncio.get_running_loop().time())
+        self.primes += 1
+        return True
+
+    async def _end_primed(self, p: int) -> bool:
+        """Abort task ``p``'s primed transaction (nothing was sent in it), waiting at most
+        :data:`END_PRIMED_TIMEOUT_S`; True once it ended, False when none was primed on the task's live
+        producer or it did not end in time (left to the producer's close and the next ``init_transactions``)."""
+        primed = self.primed.pop(p, None)
+        prod = self._live(p)
+        if primed is None or primed[0] is not prod:
+            return False
+        try:
+            await asyncio.wait_for(prod.abort_transaction(), END_PRIMED_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - the broker away, the producer fenced: its next use tells
+            retrieve_transaction_error(prod)
+            self.tasks.log.info("prompt_primed_end_failed", task=p, error=f"{type(e).__name__}: {e}")
+            return False
+        self.ended_empty += 1
+        return True
 
     async def _commit(self, p: int, joined: list[Prompted]) -> None:
         """One prompt transaction of task ``p``: the events of ``joined`` to the prompt stream's partition
@@ -138,8 +240,11 @@ class PromptLane:
             raise TaskFailed(f"task {p} has no live prompt producer")
         topic = m.settings.topic(self.stream)
         futs: list[Any] = []
+        primed = self.primed.pop(p, None)
         try:
-            async with prod.transaction():
+            if primed is None or primed[0] is not prod:
+                await prod.begin_transaction()
+            try:
                 i = 0
                 while i < len(joined):
                     for d in joined[i].decisions:
@@ -151,6 +256,11 @@ class PromptLane:
                     if len(joined) <= MAX_JOINED and m.state.get(p) == "ready" \
                             and (more := self.queued.pop(p, None)) is not None:
                         joined.append(more)
+            except BaseException:
+                if not producer_dead(prod):  # as aiokafka's transaction() context: a fatal state cannot abort
+                    await prod.abort_transaction()
+                raise
+            await prod.commit_transaction()
         except BaseException:
             for f in futs:
                 retrieve_later(f)
@@ -176,10 +286,18 @@ class PromptLane:
         """Drop task ``p``'s queued prompt events and wait for its prompt transaction in flight to end (a
         restore's hand-over, a task moved away: called under the host's lock, so none is queued meanwhile)."""
         self.drop(p)
+        self.closing.add(p)
+        self._wake(p).set()
         c = self.committers.pop(p, None)
         if c is not None:
             await asyncio.gather(asyncio.shield(c), return_exceptions=True)
+        self.primed.pop(p, None)  # a producer the restore already replaced: its close ended it
 
     async def stop(self) -> None:
-        """Let every prompt transaction in flight finish (a stop); what is queued behind them still goes."""
+        """Let every prompt transaction in flight finish (a stop); what is queued behind them still goes, then
+        each committer ends its primed transaction."""
+        for p in list(self.committers):
+            self.closing.add(p)
+            self._wake(p).set()
         await asyncio.gather(*(asyncio.shield(c) for c in list(self.committers.values())), return_exceptions=True)
+        self.primed.clear()

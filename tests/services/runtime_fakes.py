@@ -41,11 +41,28 @@ class RecordingProducer:
     committed: int = 0
     refuse: BaseException | None = None
     stopped: bool = False
+    #: transactions aborted (``abort_transaction``), and the partitions added to one ahead of its records
+    aborted: int = 0
+    ahead: list[TopicPartition] = field(default_factory=list)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> Any:
         yield
         self.committed += 1
+
+    async def begin_transaction(self) -> None:
+        pass
+
+    async def commit_transaction(self) -> None:
+        self.committed += 1
+
+    async def abort_transaction(self) -> None:
+        self.aborted += 1
+
+    def __post_init__(self) -> None:
+        # what :func:`services.runtime.producers.add_partition_ahead` reaches of aiokafka's producer (a test may
+        # put a real ``TransactionManager`` in its place)
+        self._txn_manager: Any = SimpleNamespace(maybe_add_partition_to_txn=self.ahead.append)
 
     async def send(self, topic: str, value: bytes, key: bytes | None = None, partition: int = 0) -> Any:
         self.sent.append((topic, partition, key))

@@ -47,6 +47,12 @@ class OrderedProducer(RecordingProducer):
     @contextlib.asynccontextmanager
     async def transaction(self) -> Any:
         yield
+        await self.commit_transaction()
+
+    async def begin_transaction(self) -> None:
+        self.log.append((self.name, "begun"))
+
+    async def commit_transaction(self) -> None:
         if self.gate is not None:
             await self.gate.wait()
         if self.fail is not None:
@@ -54,6 +60,10 @@ class OrderedProducer(RecordingProducer):
             raise self.fail
         self.committed += 1
         self.log.append((self.name, "committed"))
+
+    async def abort_transaction(self) -> None:
+        self.aborted += 1
+        self.log.append((self.name, "aborted"))
 
     async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
         self.log.append((self.name, "offsets"))
@@ -207,3 +217,78 @@ async def test_odds_decided_while_a_prompt_transactions_records_are_sent_join_it
     assert (prompt.committed, tasks.prompt.transactions, tasks.prompt.joins) == (1, 1, 1)
     assert tasks.own_next[p][T.PROJECTION_ODDS] == len(prompt.sent) >= 4  # two cards' odds, both views
     assert main.offsets and tasks.state[p] == "ready"
+
+
+def prompt_log(prompt: OrderedProducer) -> list[str]:
+    return [what for name, what in prompt.log if name == "prompt"]
+
+
+@pytest.mark.asyncio
+async def test_the_next_prompt_transaction_is_primed_its_partition_added_before_its_odds(inputs):
+    tasks, p, _, prompt = projection_manager()
+    recs = records(inputs, p)
+    cards = [i for i, r in enumerate(recs) if b"card_drawn" in r.value]
+    await asyncio.wait_for(tasks.on_records(recs[:cards[0] + 1]), 10)
+    await asyncio.wait_for(tasks.queue.drain(), 10)
+    assert tasks.prompt is not None
+    # the first began with its odds; once committed the next is begun and its partition added, nothing sent
+    assert prompt_log(prompt) == ["begun", "committed", "begun"]
+    assert prompt.ahead == [TopicPartition(ODDS, p)] and p in tasks.prompt.primed
+    sent = len(prompt.sent)
+    await asyncio.wait_for(tasks.on_records(recs[cards[0] + 1:cards[1] + 1]), 10)
+    await asyncio.wait_for(tasks.queue.drain(), 10)
+    assert len(prompt.sent) > sent  # the second card's odds went in the primed transaction, not a new one
+    assert prompt_log(prompt) == ["begun", "committed", "begun", "committed", "begun"]
+    await asyncio.wait_for(settle(tasks), 10)
+    # a stop ends the primed transaction empty (aborted: nothing was sent in it)
+    assert prompt_log(prompt) == ["begun", "committed", "begun", "committed", "begun", "aborted"]
+    assert (tasks.prompt.transactions, tasks.prompt.primes, tasks.prompt.ended_empty) == (2, 2, 1)
+    assert tasks.prompt.primed == {} and all(c.done() for c in tasks.prompt.committers.values())
+
+
+@pytest.mark.asyncio
+async def test_an_idle_primed_transaction_is_refreshed_then_left_ended(inputs, monkeypatch):
+    from services.runtime import prompt_lane
+
+    monkeypatch.setattr(prompt_lane, "PRIME_REFRESH_S", 0.05)
+    monkeypatch.setattr(prompt_lane, "PRIME_KEEP_S", 0.3)
+    tasks, p, _, prompt = projection_manager()
+    recs = records(inputs, p)
+    cards = [i for i, r in enumerate(recs) if b"card_drawn" in r.value]
+    await asyncio.wait_for(tasks.on_records(recs[:cards[0] + 1]), 10)
+    await asyncio.wait_for(tasks.queue.drain(), 10)
+    assert tasks.prompt is not None
+    committer = tasks.prompt.committers[p]
+    await asyncio.wait_for(committer, 5)  # idle past PRIME_KEEP_S: the committer ends
+    log = prompt_log(prompt)
+    assert log[:3] == ["begun", "committed", "begun"] and log[-1] == "aborted"
+    refreshes = log[3:-1]  # each refresh: the primed one ended empty, the next primed
+    assert refreshes == ["aborted", "begun"] * (len(refreshes) // 2) and len(refreshes) >= 4
+    assert tasks.prompt.primed == {} and tasks.prompt.ended_empty == tasks.prompt.primes == 1 + len(refreshes) // 2
+    assert prompt.committed == 1 and tasks.prompt.transactions == 1
+    # the next card begins a transaction of its own again, with a new committer
+    await asyncio.wait_for(tasks.on_records(recs[cards[0] + 1:cards[1] + 1]), 10)
+    await asyncio.wait_for(settle(tasks), 10)
+    assert prompt_log(prompt)[len(log):] == ["begun", "committed", "begun", "aborted"]
+
+
+@pytest.mark.asyncio
+async def test_a_reset_ends_the_primed_transaction_of_the_live_producer_only(inputs):
+    tasks, p, _, prompt = projection_manager()
+    recs = records(inputs, p)
+    cards = [i for i, r in enumerate(recs) if b"card_drawn" in r.value]
+    await asyncio.wait_for(tasks.on_records(recs[:cards[0] + 1]), 10)
+    await asyncio.wait_for(tasks.queue.drain(), 10)
+    assert tasks.prompt is not None and p in tasks.prompt.primed
+    await asyncio.wait_for(tasks.prompt.reset(p), 5)
+    assert prompt_log(prompt)[-1] == "aborted" and tasks.prompt.primed == {} and p not in tasks.prompt.committers
+    # a restore opened a new prompt producer before its reset: the old one's primed transaction is not touched
+    # (its close and the new producer's init_transactions end it); the new one has none to end
+    await asyncio.wait_for(tasks.on_records(recs[cards[0] + 1:cards[1] + 1]), 10)
+    await asyncio.wait_for(tasks.queue.drain(), 10)
+    assert p in tasks.prompt.primed
+    before = list(prompt.log)
+    new = OrderedProducer(name="new", log=prompt.log)
+    tasks.collector.prompt_producers[p] = new  # type: ignore[assignment]
+    await asyncio.wait_for(tasks.prompt.reset(p), 5)
+    assert prompt.log == before and new.aborted == 0 and tasks.prompt.primed == {}

@@ -101,6 +101,64 @@ async def test_a_batch_lost_after_its_odds_committed_publishes_no_odds_twice_and
     assert steps == list(range(steps[0], steps[0] + card_count)) and card_count > 50  # none lost
 
 
+async def read_until(settings: Any, topic: str, n: int, timeout_s: float = 30) -> list[bytes]:
+    """The committed values of ``topic`` (every partition) once there are at least ``n``, or what there is after
+    ``timeout_s``: a commit returns once the coordinator logged it, and its markers (so the last stable offset a
+    ``read_committed`` reader stops at) follow a moment later (CI read ``[]`` once, reading at once)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    seen = [r.value for r in await read_topic(settings, topic)]
+    while len(seen) < n and loop.time() < deadline:
+        await asyncio.sleep(0.2)
+        seen = [r.value for r in await read_topic(settings, topic)]
+    return seen
+
+
+async def test_a_primed_prompt_transaction_holds_no_reader_back_and_carries_the_next_odds(kafka_bootstrap: str):
+    """A prompt producer's next transaction begun with its partition added ahead of any record (the lane's
+    primed transaction, :mod:`services.runtime.prompt_lane`): a ``read_committed`` reader is not held back by it
+    (another producer's record committed there meanwhile is read), the odds then sent in it are read once it
+    commits, and one ended empty leaves nothing."""
+    from aiokafka import TopicPartition
+
+    from services.runtime.producers import add_partition_ahead
+    from services.runtime.record_collector import RecordCollector
+
+    settings = broker_settings(kafka_bootstrap, topic_prefix=f"pp{uuid.uuid4().hex[:8]}.", partitions=1)
+    await ensure_topics(settings, [T.PROJECTION_ODDS])
+    topic = settings.topic(T.PROJECTION_ODDS)
+    tp = TopicPartition(topic, 0)
+    collector = RecordCollector(settings, "projection", settings.group("projection"), prompt=True)
+    other = AIOKafkaProducer(**settings.client_options(), transactional_id=f"{settings.topic_prefix}other",
+                             enable_idempotence=True)
+    try:
+        await collector.open(0)
+        await other.start()
+        prod = collector.prompt_producers[0]
+        await prod.begin_transaction()
+        add_partition_ahead(prod, tp)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while tp not in prod._txn_manager.txn_partitions and loop.time() < deadline:  # its AddPartitionsToTxn
+            await asyncio.sleep(0.01)
+        assert tp in prod._txn_manager.txn_partitions  # added, before any record
+        async with other.transaction():
+            await (await other.send(topic, b"another's", partition=0))
+        assert await read_until(settings, topic, 1) == [b"another's"]  # not held back by the primed one
+        await (await prod.send(topic, b"the odds", partition=0))
+        await prod.commit_transaction()
+        assert await read_until(settings, topic, 2) == [b"another's", b"the odds"]
+        await prod.begin_transaction()  # primed again, then ended empty
+        add_partition_ahead(prod, tp)
+        await prod.abort_transaction()
+        async with prod.transaction():
+            await (await prod.send(topic, b"the next odds", partition=0))
+        assert await read_until(settings, topic, 3) == [b"another's", b"the odds", b"the next odds"]
+    finally:
+        await other.stop()
+        await collector.close_all()
+
+
 async def test_the_next_owners_restore_fences_the_old_owners_prompt_producer(kafka_bootstrap: str):
     """A paused owner that lost its task comes back with its prompt transaction open: the next owner's open
     (its restore's fence) aborted it, its commit fails, and a ``read_committed`` reader sees none of it."""
@@ -128,15 +186,7 @@ async def test_the_next_owners_restore_fences_the_old_owners_prompt_producer(kaf
         assert not committed
         async with new.prompt_producers[0].transaction():
             await (await new.prompt_producers[0].send(topic, b"the owner's odds", partition=0))
-        # the commit returns once the coordinator logged it; the markers (and so the last stable offset a
-        # read_committed reader stops at) follow a moment later: read again until the commit shows, or 30 s
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 30
-        seen = [r.value for r in await read_topic(settings, topic)]
-        while not seen and loop.time() < deadline:
-            await asyncio.sleep(0.2)
-            seen = [r.value for r in await read_topic(settings, topic)]
-        assert seen == [b"the owner's odds"]
+        assert await read_until(settings, topic, 1) == [b"the owner's odds"]
     finally:
         await old.close_all()
         await new.close_all()
