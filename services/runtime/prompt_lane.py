@@ -185,7 +185,7 @@ class PromptLane:
             for j in joined:
                 j.done.set_result(None)
             last = loop.time()
-            if p not in self.closing and m.state.get(p) == "ready":
+            if p not in self.closing and m.state.get(p) == "ready" and m.settings.prime_transactions:
                 await self._prime(p)
 
     def _live(self, p: int) -> Any:

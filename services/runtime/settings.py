@@ -93,6 +93,13 @@ class Settings:
     #: default 1, Kafka Streams' one per stream thread); task p writes through producer ``p % n``, each with one
     #: transaction in flight, so up to n of the instance's transactions overlap
     instance_producers: int = 1
+    #: the prompt lane begins a task's next prompt transaction as soon as one commits and adds its partition
+    #: while it waits, so the next prompt events pay Produce and EndTxn only (``CROUPIER_PRIME_TRANSACTIONS``,
+    #: default 1; 0: each adds its partition on its path; :mod:`services.runtime.prompt_lane`, issue 30). The
+    #: instance's group commit does not prime: tried (its last partitions and the group added ahead), it made
+    #: ``bench/pipeline.py``'s paced round slower (p50 75 ms against 49, three alternated pairs): a task
+    #: transaction's partitions change with its tables, and its next outcome waited behind the primed requests
+    prime_transactions: bool = True
     extra: dict[str, str] = field(default_factory=dict)
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
@@ -135,7 +142,7 @@ class Settings:
         ``CROUPIER_INSTANCE`` (default: the host name), ``CROUPIER_SESSION_TIMEOUT_MS`` (at least 6,000, the
         broker's ``group.min.session.timeout.ms``; ``ValueError`` below it), ``CROUPIER_PROMPT_STREAMS`` (0 or 1), ``CROUPIER_PROCESSING_GUARANTEE``
         (``exactly_once`` or ``exactly_once_v2``; ``ValueError`` otherwise), ``CROUPIER_TRANSACTION_TIMEOUT_MS`` (at
-        least 1,000), ``CROUPIER_INSTANCE_PRODUCERS`` (at least 1); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
+        least 1,000), ``CROUPIER_INSTANCE_PRODUCERS`` (at least 1), ``CROUPIER_PRIME_TRANSACTIONS`` (0 or 1); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
         ``KAFKA_SASL_MECHANISM`` (default ``SCRAM-SHA-512`` when the protocol is SASL), ``KAFKA_SASL_USERNAME``
         and the password from ``KAFKA_SASL_PASSWORD_FILE`` (a file holding it, e.g.
         ``var/kafka/passwords/shoe``; trailing newline ignored) or ``KAFKA_SASL_PASSWORD``, not both;
@@ -163,6 +170,7 @@ class Settings:
             processing_guarantee=env.get("CROUPIER_PROCESSING_GUARANTEE", "").strip().lower() or "exactly_once_v2",
             transaction_timeout_ms=_int_env(env, "CROUPIER_TRANSACTION_TIMEOUT_MS", 6_000, low=1_000),
             instance_producers=_int_env(env, "CROUPIER_INSTANCE_PRODUCERS", 1, low=1),
+            prime_transactions=_int_env(env, "CROUPIER_PRIME_TRANSACTIONS", 1, low=0) > 0,
             security_protocol=protocol,
             sasl_mechanism=mechanism if sasl else None,
             sasl_username=(env.get("KAFKA_SASL_USERNAME") or None) if sasl else None,

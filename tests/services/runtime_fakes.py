@@ -67,7 +67,7 @@ class RecordingProducer:
     async def send(self, topic: str, value: bytes, key: bytes | None = None, partition: int = 0) -> Any:
         self.sent.append((topic, partition, key))
         fut = asyncio.get_running_loop().create_future()
-        fut.set_result(SimpleNamespace(offset=len(self.sent) - 1))
+        fut.set_result(SimpleNamespace(offset=len(self.sent) - 1, topic=topic, partition=partition))
         return fut
 
     async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None:

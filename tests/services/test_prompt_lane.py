@@ -292,3 +292,15 @@ async def test_a_reset_ends_the_primed_transaction_of_the_live_producer_only(inp
     tasks.collector.prompt_producers[p] = new  # type: ignore[assignment]
     await asyncio.wait_for(tasks.prompt.reset(p), 5)
     assert prompt.log == before and new.aborted == 0 and tasks.prompt.primed == {}
+
+
+@pytest.mark.asyncio
+async def test_with_priming_off_each_prompt_transaction_begins_on_its_own(inputs):
+    tasks, p, _, prompt = projection_manager()
+    tasks.settings = replace(tasks.settings, prime_transactions=False)
+    recs = records(inputs, p)
+    cards = [i for i, r in enumerate(recs) if b"card_drawn" in r.value]
+    await asyncio.wait_for(tasks.on_records(recs[:cards[1] + 1]), 10)
+    await asyncio.wait_for(settle(tasks), 10)
+    assert tasks.prompt is not None and tasks.prompt.primes == 0 and prompt.ahead == []
+    assert prompt_log(prompt) == ["begun", "committed"] * tasks.prompt.transactions
