@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import resource
+import signal
 import statistics
 import sys
 import tempfile
@@ -154,6 +156,11 @@ async def main() -> int:
     ap.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:19092"))
     ap.add_argument("--keep-topics", action="store_true", help="do not delete this run's topics at the end")
     args = ap.parse_args()
+    # a SIGTERM (``timeout``, a job's stop) cancels the run, so the ``finally`` blocks stop the projection's
+    # process and delete the run's topics: Python's default ends at once and left that child running
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
     t0 = time.perf_counter()
     bus = await deal_in_memory(args.tables, args.rounds)
@@ -226,7 +233,8 @@ async def measure(args: argparse.Namespace, settings: Settings, by_table: dict[s
         watching.set()
         await watcher
         await producer.stop()
-        proc.terminate()
+        with contextlib.suppress(ProcessLookupError):  # gone already (``timeout`` signals the whole group)
+            proc.terminate()
         await proc.wait()
     # the projection's process is this process's only waited-for child: its CPU, whatever the machine's load
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -370,4 +378,8 @@ def print_wire(wires: list[dict[str, tuple[float, int, int]]], sizes: list[int])
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    try:
+        sys.exit(asyncio.run(main()))
+    except asyncio.CancelledError:
+        print("projection: stopped by SIGTERM (its projection process stopped, its topics deleted)", file=sys.stderr)
+        sys.exit(143)
