@@ -22,8 +22,8 @@ def add_partition_ahead(prod: Any, tp: Any) -> None:
     record for it is sent (one more round trip on that record's path, muted until answered). A record sent to
     ``tp`` later in the transaction goes straight to its Produce. Raises aiokafka's ``AssertionError`` outside
     a transaction; aiokafka has no public call for this (``TransactionManager.maybe_add_partition_to_txn``,
-    0.14: an ``AttributeError`` names a newer aiokafka that moved it, and tests/services/test_prompt_lane.py
-    fails on the real producer)."""
+    0.14: an ``AttributeError`` names a newer aiokafka that moved it, and
+    tests/system/test_prompt_odds_kafka.py fails on the real producer)."""
     prod._txn_manager.maybe_add_partition_to_txn(tp)
 
 

@@ -304,3 +304,13 @@ async def test_with_priming_off_each_prompt_transaction_begins_on_its_own(inputs
     await asyncio.wait_for(settle(tasks), 10)
     assert tasks.prompt is not None and tasks.prompt.primes == 0 and prompt.ahead == []
     assert prompt_log(prompt) == ["begun", "committed"] * tasks.prompt.transactions
+
+
+def test_priming_comes_from_the_environment_on_by_default():
+    from services.runtime.settings import Settings
+
+    assert Settings.from_env({}).prime_transactions is True
+    assert Settings.from_env({"CROUPIER_PRIME_TRANSACTIONS": "0"}).prime_transactions is False
+    assert Settings.from_env({"CROUPIER_PRIME_TRANSACTIONS": "1"}).prime_transactions is True
+    with pytest.raises(ValueError):
+        Settings.from_env({"CROUPIER_PRIME_TRANSACTIONS": "-1"})
