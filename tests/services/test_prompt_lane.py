@@ -223,20 +223,30 @@ def prompt_log(prompt: OrderedProducer) -> list[str]:
     return [what for name, what in prompt.log if name == "prompt"]
 
 
+def two_cards(inputs: list[Any], p: int) -> tuple[list[Rec], list[Rec]]:
+    """Task ``p``'s records up to the first card, and those after it up to the second."""
+    recs = records(inputs, p)
+    cards = [i for i, r in enumerate(recs) if b"card_drawn" in r.value]
+    return recs[:cards[0] + 1], recs[cards[0] + 1:cards[1] + 1]
+
+
+async def feed(tasks: TaskManager, recs: list[Rec]) -> None:
+    """Hand ``recs`` to the tasks and wait until their batches' transactions are done."""
+    await asyncio.wait_for(tasks.on_records(recs), 10)
+    await asyncio.wait_for(tasks.queue.drain(), 10)
+
+
 @pytest.mark.asyncio
 async def test_the_next_prompt_transaction_is_primed_its_partition_added_before_its_odds(inputs):
     tasks, p, _, prompt = projection_manager()
-    recs = records(inputs, p)
-    cards = [i for i, r in enumerate(recs) if b"card_drawn" in r.value]
-    await asyncio.wait_for(tasks.on_records(recs[:cards[0] + 1]), 10)
-    await asyncio.wait_for(tasks.queue.drain(), 10)
+    first, second = two_cards(inputs, p)
+    await feed(tasks, first)
     assert tasks.prompt is not None
     # the first began with its odds; once committed the next is begun and its partition added, nothing sent
     assert prompt_log(prompt) == ["begun", "committed", "begun"]
     assert prompt.ahead == [TopicPartition(ODDS, p)] and p in tasks.prompt.primed
     sent = len(prompt.sent)
-    await asyncio.wait_for(tasks.on_records(recs[cards[0] + 1:cards[1] + 1]), 10)
-    await asyncio.wait_for(tasks.queue.drain(), 10)
+    await feed(tasks, second)
     assert len(prompt.sent) > sent  # the second card's odds went in the primed transaction, not a new one
     assert prompt_log(prompt) == ["begun", "committed", "begun", "committed", "begun"]
     await asyncio.wait_for(settle(tasks), 10)
@@ -253,10 +263,8 @@ async def test_an_idle_primed_transaction_is_refreshed_then_left_ended(inputs, m
     monkeypatch.setattr(prompt_lane, "PRIME_REFRESH_S", 0.05)
     monkeypatch.setattr(prompt_lane, "PRIME_KEEP_S", 0.3)
     tasks, p, _, prompt = projection_manager()
-    recs = records(inputs, p)
-    cards = [i for i, r in enumerate(recs) if b"card_drawn" in r.value]
-    await asyncio.wait_for(tasks.on_records(recs[:cards[0] + 1]), 10)
-    await asyncio.wait_for(tasks.queue.drain(), 10)
+    first, second = two_cards(inputs, p)
+    await feed(tasks, first)
     assert tasks.prompt is not None
     committer = tasks.prompt.committers[p]
     await asyncio.wait_for(committer, 5)  # idle past PRIME_KEEP_S: the committer ends
@@ -267,7 +275,7 @@ async def test_an_idle_primed_transaction_is_refreshed_then_left_ended(inputs, m
     assert tasks.prompt.primed == {} and tasks.prompt.ended_empty == tasks.prompt.primes == 1 + len(refreshes) // 2
     assert prompt.committed == 1 and tasks.prompt.transactions == 1
     # the next card begins a transaction of its own again, with a new committer
-    await asyncio.wait_for(tasks.on_records(recs[cards[0] + 1:cards[1] + 1]), 10)
+    await asyncio.wait_for(tasks.on_records(second), 10)
     await asyncio.wait_for(settle(tasks), 10)
     assert prompt_log(prompt)[len(log):] == ["begun", "committed", "begun", "aborted"]
 
@@ -275,17 +283,14 @@ async def test_an_idle_primed_transaction_is_refreshed_then_left_ended(inputs, m
 @pytest.mark.asyncio
 async def test_a_reset_ends_the_primed_transaction_of_the_live_producer_only(inputs):
     tasks, p, _, prompt = projection_manager()
-    recs = records(inputs, p)
-    cards = [i for i, r in enumerate(recs) if b"card_drawn" in r.value]
-    await asyncio.wait_for(tasks.on_records(recs[:cards[0] + 1]), 10)
-    await asyncio.wait_for(tasks.queue.drain(), 10)
+    first, second = two_cards(inputs, p)
+    await feed(tasks, first)
     assert tasks.prompt is not None and p in tasks.prompt.primed
     await asyncio.wait_for(tasks.prompt.reset(p), 5)
     assert prompt_log(prompt)[-1] == "aborted" and tasks.prompt.primed == {} and p not in tasks.prompt.committers
     # a restore opened a new prompt producer before its reset: the old one's primed transaction is not touched
     # (its close and the new producer's init_transactions end it); the new one has none to end
-    await asyncio.wait_for(tasks.on_records(recs[cards[0] + 1:cards[1] + 1]), 10)
-    await asyncio.wait_for(tasks.queue.drain(), 10)
+    await feed(tasks, second)
     assert p in tasks.prompt.primed
     before = list(prompt.log)
     new = OrderedProducer(name="new", log=prompt.log)
