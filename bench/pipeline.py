@@ -505,7 +505,27 @@ def service_health(bench: Bench) -> str:
         return f"services: in their own processes (dead letters and warnings in their logs, {bench.logdir})"
     parts = [f"{name} dead letters {svc.host.dead_letters}, skipped {svc.host.skipped}"
              for name, svc in bench.services.items()]
-    return f"services: {'; '.join(parts)}; service log warnings/errors: {SERVICE_LOGS.problems}"
+    return (f"services: {'; '.join(parts)}; service log warnings/errors: {SERVICE_LOGS.problems}\n"
+            f"  fetches (since start): {fetch_summary(bench)}")
+
+
+def fetch_summary(bench: Bench) -> str:
+    """Each service consumer's fetch sessions (KIP-227): full and incremental requests, partitions per request,
+    resets; ``off`` for a consumer fetching as aiokafka does (``CROUPIER_FETCH_SESSIONS=0``)."""
+    parts = []
+    for name, svc in bench.services.items():
+        consumer = svc.tasks.consumer if svc.tasks is not None else None
+        sessions = getattr(getattr(consumer, "_fetcher", None), "sessions", None)
+        if sessions is None:
+            parts.append(f"{name} off")
+            continue
+        full = sum(s.full_requests for s in sessions.values())
+        inc = sum(s.incremental_requests for s in sessions.values())
+        sent = sum(s.partitions_sent for s in sessions.values())
+        resets = sum(s.resets for s in sessions.values())
+        parts.append(f"{name} {full} full + {inc} incremental, {sent / max(full + inc, 1):.1f} partitions each, "
+                     f"{resets} resets")
+    return "; ".join(parts)
 
 
 async def run(args: argparse.Namespace) -> int:

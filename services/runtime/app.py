@@ -25,6 +25,7 @@ from faststream.kafka import KafkaBroker
 from contracts import topics as T
 from services.runtime.assignor import TableTaskAssignor
 from services.runtime.core import ServiceCore
+from services.runtime.fetch_sessions import enable_fetch_sessions
 from services.runtime.host import Publisher, ServiceHost
 from services.runtime.kafka import ensure_topics
 from services.runtime.logging import bind_process, bind_service, configure
@@ -210,7 +211,7 @@ def _build(core: ServiceCore[Any], settings: Settings | None, *, extra_topics: t
         fetch_max_wait_ms=FETCH_MAX_WAIT_MS,  # a hop waits no 500 ms behind aiokafka's fetch in flight
     )
     subscriber(handle_batch, decoder=records_of)
-    poll_without_sleep(subscriber)
+    poll_without_sleep(subscriber, fetch_sessions=settings.fetch_sessions)
     if tasks is not None:
         tasks.bind(lambda: getattr(subscriber, "consumer", None))
     app = FastStream(broker)
@@ -252,7 +253,8 @@ async def records_of(msg: Any) -> tuple[Any, ...]:
     return tuple(raw) if isinstance(raw, (list, tuple)) else (raw,)
 
 
-def poll_without_sleep(subscriber: Any, poll_ms: int = POLL_MS, max_records: int = MAX_RECORDS) -> None:
+def poll_without_sleep(subscriber: Any, poll_ms: int = POLL_MS, max_records: int = MAX_RECORDS,
+                       fetch_sessions: bool = False) -> None:
     """Make FastStream's batch ``subscriber`` wait for records on the consumer, never in a sleep (issue 25).
 
     FastStream 0.7's batch loop calls ``getmany(timeout_ms=batch_timeout_ms)`` and, when that returns nothing,
@@ -262,11 +264,17 @@ def poll_without_sleep(subscriber: Any, poll_ms: int = POLL_MS, max_records: int
     ``poll_ms`` and never sleeping hands a batch over the moment it is fetched, as the raw loop of
     ``bench/rawloop.py`` does. The loop still sees FastStream's stop (its task is cancelled) at once.
     Replaces the subscriber's ``get_msg`` (FastStream's ``BatchSubscriber`` hook, a tuple of records; empty
-    when none came); raises ``TypeError`` for a subscriber without that hook (another FastStream)."""
+    when none came); raises ``TypeError`` for a subscriber without that hook (another FastStream).
+
+    ``fetch_sessions``: the consumer fetches in incremental fetch sessions (KIP-227,
+    :mod:`services.runtime.fetch_sessions`) from its first poll on; FastStream builds the consumer itself when
+    the subscriber starts, so this is the first place the runtime holds it."""
     if not callable(getattr(subscriber, "get_msg", None)):
         raise TypeError(f"{type(subscriber).__name__} has no get_msg: FastStream's batch loop changed")
 
     async def get_msg(consumer: Any) -> tuple[Any, ...]:
+        if fetch_sessions:
+            enable_fetch_sessions(consumer)  # at once when it already does
         batch = await consumer.getmany(timeout_ms=poll_ms, max_records=max_records)
         return tuple(r for records in batch.values() for r in records)
 

@@ -100,6 +100,10 @@ class Settings:
     #: ``bench/pipeline.py``'s paced round slower (p50 75 ms against 49, three alternated pairs): a task
     #: transaction's partitions change with its tables, and its next outcome waited behind the primed requests
     prime_transactions: bool = True
+    #: the services' group consumers fetch in incremental fetch sessions (KIP-227): each fetch names only the
+    #: partitions whose position changed, each response only those with something new
+    #: (``CROUPIER_FETCH_SESSIONS``, default 1; 0: aiokafka's full fetches; :mod:`services.runtime.fetch_sessions`)
+    fetch_sessions: bool = True
     extra: dict[str, str] = field(default_factory=dict)
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
@@ -142,7 +146,7 @@ class Settings:
         ``CROUPIER_INSTANCE`` (default: the host name), ``CROUPIER_SESSION_TIMEOUT_MS`` (at least 6,000, the
         broker's ``group.min.session.timeout.ms``; ``ValueError`` below it), ``CROUPIER_PROMPT_STREAMS`` (0 or 1), ``CROUPIER_PROCESSING_GUARANTEE``
         (``exactly_once`` or ``exactly_once_v2``; ``ValueError`` otherwise), ``CROUPIER_TRANSACTION_TIMEOUT_MS`` (at
-        least 1,000), ``CROUPIER_INSTANCE_PRODUCERS`` (at least 1), ``CROUPIER_PRIME_TRANSACTIONS`` (0 or 1); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
+        least 1,000), ``CROUPIER_INSTANCE_PRODUCERS`` (at least 1), ``CROUPIER_PRIME_TRANSACTIONS`` (0 or 1), ``CROUPIER_FETCH_SESSIONS`` (0 or 1); security: ``KAFKA_SECURITY_PROTOCOL`` (default ``PLAINTEXT``),
         ``KAFKA_SASL_MECHANISM`` (default ``SCRAM-SHA-512`` when the protocol is SASL), ``KAFKA_SASL_USERNAME``
         and the password from ``KAFKA_SASL_PASSWORD_FILE`` (a file holding it, e.g.
         ``var/kafka/passwords/shoe``; trailing newline ignored) or ``KAFKA_SASL_PASSWORD``, not both;
@@ -171,6 +175,7 @@ class Settings:
             transaction_timeout_ms=_int_env(env, "CROUPIER_TRANSACTION_TIMEOUT_MS", 6_000, low=1_000),
             instance_producers=_int_env(env, "CROUPIER_INSTANCE_PRODUCERS", 1, low=1),
             prime_transactions=_int_env(env, "CROUPIER_PRIME_TRANSACTIONS", 1, low=0) > 0,
+            fetch_sessions=_int_env(env, "CROUPIER_FETCH_SESSIONS", 1, low=0) > 0,
             security_protocol=protocol,
             sasl_mechanism=mechanism if sasl else None,
             sasl_username=(env.get("KAFKA_SASL_USERNAME") or None) if sasl else None,

@@ -100,6 +100,35 @@ def test_every_service_app_polls_without_sleep() -> None:
         assert sub.get_msg.__qualname__.startswith("poll_without_sleep"), name
 
 
+async def test_with_fetch_sessions_the_first_poll_makes_the_consumer_fetch_in_sessions(
+        sleeps: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Settings.fetch_sessions`` (``CROUPIER_FETCH_SESSIONS``, default on): the consumer FastStream built is
+    switched to incremental fetch sessions (KIP-227) at each poll, which is at once when it already is; off,
+    it is left as aiokafka made it. (The switch itself is tested on the broker:
+    ``tests/system/test_fetch_sessions_kafka.py``.)"""
+    import services.runtime.app as app_module
+
+    switched: list[Any] = []
+    monkeypatch.setattr(app_module, "enable_fetch_sessions", switched.append)
+    on, off = batch_subscriber(), batch_subscriber()
+    poll_without_sleep(on, fetch_sessions=True)
+    poll_without_sleep(off)
+    consumer = FakeConsumer([{}, {}, {}])
+    await on.get_msg(consumer)
+    await on.get_msg(consumer)
+    await off.get_msg(consumer)
+    assert switched == [consumer, consumer]
+    assert Settings.from_env({}).fetch_sessions is True
+    assert Settings.from_env({"CROUPIER_FETCH_SESSIONS": "0"}).fetch_sessions is False
+    built: list[bool] = []
+    monkeypatch.setattr(app_module, "poll_without_sleep",
+                        lambda sub, fetch_sessions=False, **_: built.append(fetch_sessions))
+    core = next(iter(make_cores().values()))
+    for flag in (True, False):
+        build_app(core, Settings(bootstrap_servers="127.0.0.1:1", topic_prefix="poll.", fetch_sessions=flag))
+    assert built == [True, False]
+
+
 def test_a_subscriber_without_the_hook_is_refused() -> None:
     with pytest.raises(TypeError, match="get_msg"):
         poll_without_sleep(object())
