@@ -17,6 +17,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from contracts import topics as T
 from contracts.codecs import Undecodable, UnknownMessageType, decode_event, encode
 from contracts.envelope import CommandEnvelope, Envelope
+from services.runtime.fetch_sessions import SessionConsumer
 from services.runtime.memory import MemoryBus
 from services.runtime.settings import Settings
 
@@ -114,9 +115,11 @@ class KafkaFloorIO:
         for kind, ws in self.writers.items():
             self._producers[kind] = AIOKafkaProducer(**ws.client_options(), enable_idempotence=True, linger_ms=0)
             await self._producers[kind].start()
-        self.consumer = AIOKafkaConsumer(**self.settings.consumer_options(),
-                                         enable_auto_commit=False, isolation_level="read_committed",
-                                         auto_offset_reset="earliest")
+        # every watched topic's partitions, few of which move at a time: fetch sessions (KIP-227) name only those
+        reader = SessionConsumer if self.settings.fetch_sessions else AIOKafkaConsumer
+        self.consumer = reader(**self.settings.consumer_options(),
+                               enable_auto_commit=False, isolation_level="read_committed",
+                               auto_offset_reset="earliest")
         await self.consumer.start()
         tps = [TopicPartition(self.settings.topic(t), p) for t in WATCHED for p in range(self.settings.partitions)]
         self.consumer.assign(tps)
