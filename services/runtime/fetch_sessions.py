@@ -242,8 +242,8 @@ class SessionFetcher(Fetcher):
         backoffs: list[float] = []
         resume: list[Any] = []
         invalid_metadata = False
-        records, in_flight, state_of = self._records, self._in_flight, assignment.state_value
-        for node_id, tps in self._by_leader(assignment).items():
+        records, in_flight = self._records, self._in_flight
+        for node_id, held in self._by_leader(assignment).items():
             if node_id is None or node_id == -1:
                 invalid_metadata = True  # no leader known: the routine refreshes the metadata
                 continue
@@ -251,37 +251,39 @@ class SessionFetcher(Fetcher):
                 continue
             wanted: dict[TopicPartition, int] = {}
             node_backoff = 0.0
-            for tp in tps:
-                buffered = records.get(tp)
-                if buffered is not None:
-                    node_backoff = max(node_backoff, buffered.calculate_backoff())
-                    continue
-                tp_state = state_of(tp)
-                if not tp_state.has_valid_position:
+            for tp, tp_state in held:
+                if records:
+                    buffered = records.get(tp)
+                    if buffered is not None:
+                        node_backoff = max(node_backoff, buffered.calculate_backoff())
+                        continue
+                # aiokafka's TopicPartitionState fields behind its properties (has_valid_position, paused,
+                # position, resume_fut): read directly, this loop runs per partition on every turn
+                position = tp_state._position
+                if position is None:
                     resets.setdefault(node_id, []).append(tp)
-                elif tp_state.paused:
-                    resume.append(tp_state.resume_fut)
+                elif tp_state._paused:
+                    resume.append(tp_state._resume_fut)
                 else:
-                    wanted[tp] = tp_state.position
+                    wanted[tp] = position
             if node_backoff:
                 backoffs.append(node_backoff)
             elif wanted and node_id not in resets:
                 fetches.append((node_id, self._request(node_id, wanted)))
         return fetches, resets, min(backoffs) if backoffs else self._fetcher_timeout, invalid_metadata, resume
 
-    def _by_leader(self, assignment: Any) -> dict[int | None, list[TopicPartition]]:
-        """The assignment's partitions grouped by leader (``None`` or -1: none known), kept until the
-        assignment or the cluster metadata (a new ``_partitions`` map at each update) changes."""
+    def _by_leader(self, assignment: Any) -> dict[int | None, list[tuple[TopicPartition, Any]]]:
+        """The assignment's partitions and their states grouped by leader (``None`` or -1: none known), kept
+        until the assignment or the cluster metadata (a new ``_partitions`` map at each update) changes."""
         cluster = self._client.cluster
-        key = (assignment, cluster._partitions)
         cached = getattr(self, "_leaders", None)
-        if cached is not None and cached[0][0] is key[0] and cached[0][1] is key[1]:
-            return cached[1]
-        by_leader: dict[int | None, list[TopicPartition]] = defaultdict(list)
+        if cached is not None and cached[0] is assignment and cached[1] is cluster._partitions:
+            return cached[2]
+        by_leader: dict[int | None, list[tuple[TopicPartition, Any]]] = defaultdict(list)
         for tp in assignment.tps:
-            by_leader[cluster.leader_for_partition(tp)].append(tp)
-        self._leaders = (key, dict(by_leader))
-        return self._leaders[1]
+            by_leader[cluster.leader_for_partition(tp)].append((tp, assignment.state_value(tp)))
+        self._leaders = (assignment, cluster._partitions, dict(by_leader))
+        return self._leaders[2]
 
     def _request(self, node_id: int, wanted: dict[TopicPartition, int]) -> SessionFetchRequest:
         return SessionFetchRequest(
