@@ -110,9 +110,9 @@ class FetchSession:
 
     def next(self, wanted: dict[TopicPartition, int]) -> SessionFetch:
         """The request for ``wanted`` (``{tp: fetch offset}``, every partition this fetch is for; kept, not
-        copied: the caller hands it over). Full when
-        the session is new or was reset (every wanted partition sent); else the wanted partitions the session
-        does not hold at that offset are sent and the held ones not wanted are forgotten."""
+        copied: the caller hands it over). Full when the session is new or was reset (every wanted partition
+        sent); else the wanted partitions the session does not hold at that offset are sent and the held ones
+        not wanted are forgotten."""
         if self.session_id == NO_SESSION or self.epoch == INITIAL_EPOCH:
             send, forget = dict(wanted), []
             self.full_requests += 1
