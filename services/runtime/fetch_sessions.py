@@ -15,7 +15,11 @@ KIP-227 (Kafka 1.1, Fetch v7) lets the broker remember a fetch's partitions in a
 * An **incremental** request (that ``session_id``, epoch 1, 2, ...; after 2**31-1 comes 1) lists only the
   partitions that are new to the session or whose fetch offset changed, and in ``forgotten_topics_data`` those
   to drop; the broker keeps the others at their last fetch offset. Its response carries only partitions with
-  records, a changed high watermark, last stable offset or log start offset, or an error.
+  records, a changed high watermark or log start offset, or an error (``CachedPartition.maybeUpdateResponseData``;
+  a new partition's cached high watermark is -1, so its first response carries it). A partition's last stable
+  offset is therefore as of the last response that carried it: it moves only when a transaction marker is
+  appended and the high watermark passes it, which brings the partition back (the runtime reads it only for
+  its lag gauge; a command's catch-up asks the broker with ListOffsets).
 * A top-level error ends the session: ``FETCH_SESSION_ID_NOT_FOUND`` (70; evicted or never made) and
   ``INVALID_FETCH_SESSION_EPOCH`` (71; a request lost or repeated). So does anything that leaves the client
   unsure what the broker holds: a failed send, a cancelled fetch. The next request is then full.
