@@ -35,8 +35,9 @@ Use: :class:`SessionConsumer` in place of ``AIOKafkaConsumer``, or :func:`enable
 consumer (a service's subscriber does so at its first poll: :func:`services.runtime.app.poll_without_sleep`;
 FastStream builds its consumers itself, from a builder it sets again at each connect). A broker
 without Fetch v7 gets a clear :class:`~aiokafka.errors.IncompatibleBrokerVersion` from the request (the
-KIP-447 check at a service's start already requires Kafka 2.5). The consumer's ``client_rack`` (KIP-392) is
-honoured as aiokafka honours it.
+KIP-447 check at a service's start already requires Kafka 2.5); the fetcher then logs it as a warning and fetches
+in full from then on, as aiokafka does. The consumer's ``client_rack`` (KIP-392) is honoured as aiokafka
+honours it.
 """
 
 from __future__ import annotations
@@ -301,6 +302,9 @@ class SessionFetcher(Fetcher):
         session = self.session(node_id)
         try:
             response = await self._client.send(node_id, request)
+        except IncompatibleBrokerVersion as err:  # raised building the request: nothing was sent
+            self.without_sessions(err)
+            return False
         except Errors.KafkaError as err:
             session.failed()
             log.error("Failed fetch messages from %s: %s", node_id, err)
@@ -317,6 +321,13 @@ class SessionFetcher(Fetcher):
         if not assignment.active:
             return False
         return self._read_response(assignment, request.fetch.offsets, response)
+
+    def without_sessions(self, reason: BaseException) -> None:
+        """Fetch as aiokafka does from now on (this fetcher's class becomes aiokafka's ``Fetcher`` again),
+        logging ``reason`` once as a warning: a broker without Fetch v7. A full fetch reads the same records;
+        looping on the error would leave the consumer reading nothing, with no error reaching its caller."""
+        log.warning("fetch sessions off for this consumer: %s; it fetches in full", reason)
+        self.__class__ = Fetcher
 
     def _read_response(self, assignment: Any, offsets: dict[TopicPartition, int], response: Any) -> bool:
         """Buffer a response's records and note its errors, per partition; ``True`` when a caller should

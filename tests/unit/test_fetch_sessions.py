@@ -8,6 +8,8 @@ the partitions and offsets of the last fetch it accepted."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from aiokafka.errors import IncompatibleBrokerVersion
 from aiokafka.protocol.fetch import FetchRequest_v6, FetchRequest_v7, FetchRequest_v9, FetchRequest_v11
@@ -179,3 +181,31 @@ async def test_a_consumer_not_started_is_refused() -> None:
 
     with pytest.raises(TypeError, match="start the consumer first"):
         enable_fetch_sessions(AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1"))
+
+
+async def test_a_broker_without_fetch_v7_turns_sessions_off_with_a_warning_not_a_silent_retry_loop(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The request is built when the connection sends it: a broker offering Fetch v6 at most raises there. The
+    fetcher says so once and fetches as aiokafka does from then on (a full fetch reads the same records),
+    instead of retrying the same error ten times a second while its consumer reads nothing."""
+    import logging
+
+    from aiokafka.consumer.fetcher import Fetcher
+    from aiokafka.protocol.fetch import FetchRequest
+
+    from services.runtime.fetch_sessions import SessionFetcher
+
+    class OldBroker:
+        async def send(self, node_id: int, request: Any) -> Any:
+            return request.prepare({1: (0, 6)})  # the connection's version pick: v6 at most
+
+    fetcher = SessionFetcher.__new__(SessionFetcher)  # the parts this path reads
+    fetcher._client, fetcher._retry_backoff, fetcher.sessions = OldBroker(), 0.1, {}
+    fetcher._max_partition_fetch_bytes = 1 << 16
+    request = _request(fetcher.session(1).next({A0: 3}))
+    with caplog.at_level(logging.WARNING, logger="services.runtime.fetch_sessions"):
+        assert await fetcher._proc_fetch_request(object(), 1, request) is False
+    assert type(fetcher) is Fetcher
+    assert "Fetch v7" in caplog.text and "fetches in full" in caplog.text
+    plain = FetchRequest(25, 1, 1 << 20, 1, [("a", [(0, 3, 1 << 16)])])
+    assert plain.prepare({1: (0, 6)}).API_VERSION == 6  # what it sends from now on
