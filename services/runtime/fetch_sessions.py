@@ -328,6 +328,7 @@ class SessionFetcher(Fetcher):
         looping on the error would leave the consumer reading nothing, with no error reaching its caller."""
         log.warning("fetch sessions off for this consumer: %s; it fetches in full", reason)
         self.__class__ = Fetcher
+        self.sessions_refused = True  # enable_fetch_sessions (called at every poll) leaves it so
 
     def _read_response(self, assignment: Any, offsets: dict[TopicPartition, int], response: Any) -> bool:
         """Buffer a response's records and note its errors, per partition; ``True`` when a caller should
@@ -386,12 +387,13 @@ class SessionFetcher(Fetcher):
         return False
 
 
-def enable_fetch_sessions(consumer: AIOKafkaConsumer) -> SessionFetcher:
+def enable_fetch_sessions(consumer: AIOKafkaConsumer) -> Fetcher:
     """Make a started ``consumer``'s fetcher fetch in sessions (its class becomes :class:`SessionFetcher`; a
-    fetch already in flight finishes as aiokafka's). Returns the fetcher; raises ``TypeError`` for a consumer
-    not started or whose fetcher is not aiokafka's own (another aiokafka)."""
+    fetch already in flight finishes as aiokafka's). Returns the fetcher, left as it is when it already fetches
+    in sessions or its broker turned them off (:meth:`SessionFetcher.without_sessions`); raises ``TypeError``
+    for a consumer not started or whose fetcher is not aiokafka's own (another aiokafka)."""
     fetcher = getattr(consumer, "_fetcher", None)
-    if isinstance(fetcher, SessionFetcher):
+    if isinstance(fetcher, SessionFetcher) or getattr(fetcher, "sessions_refused", False):
         return fetcher
     if type(fetcher) is not Fetcher:
         raise TypeError(f"cannot fetch in sessions with {type(fetcher).__name__}: start the consumer first")

@@ -8,6 +8,7 @@ the partitions and offsets of the last fetch it accepted."""
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import pytest
@@ -193,7 +194,7 @@ async def test_a_broker_without_fetch_v7_turns_sessions_off_with_a_warning_not_a
     from aiokafka.consumer.fetcher import Fetcher
     from aiokafka.protocol.fetch import FetchRequest
 
-    from services.runtime.fetch_sessions import SessionFetcher
+    from services.runtime.fetch_sessions import SessionFetcher, enable_fetch_sessions
 
     class OldBroker:
         async def send(self, node_id: int, request: Any) -> Any:
@@ -207,5 +208,7 @@ async def test_a_broker_without_fetch_v7_turns_sessions_off_with_a_warning_not_a
         assert await fetcher._proc_fetch_request(object(), 1, request) is False
     assert type(fetcher) is Fetcher
     assert "Fetch v7" in caplog.text and "fetches in full" in caplog.text
+    consumer = types.SimpleNamespace(_fetcher=fetcher)  # the service's next poll asks again: it stays off
+    assert enable_fetch_sessions(consumer) is fetcher and type(fetcher) is Fetcher
     plain = FetchRequest(25, 1, 1 << 20, 1, [("a", [(0, 3, 1 << 16)])])
     assert plain.prepare({1: (0, 6)}).API_VERSION == 6  # what it sends from now on
