@@ -213,17 +213,15 @@ class SessionFetcher(Fetcher):
     refresh the metadata; ``OFFSET_OUT_OF_RANGE`` resets by the consumer's ``auto_offset_reset`` or raises;
     ``TOPIC_AUTHORIZATION_FAILED`` raises to the consumer's caller."""
 
+    #: node id -> its session; set by :func:`enable_fetch_sessions` (aiokafka builds the fetcher, this class
+    #: adopts it)
     sessions: dict[int, FetchSession]
 
     def session(self, node_id: int) -> FetchSession:
         """The fetch session with ``node_id`` (made on first use)."""
-        try:
-            sessions = self.sessions
-        except AttributeError:  # adopted after aiokafka built it (enable_fetch_sessions)
-            sessions = self.sessions = {}
-        found = sessions.get(node_id)
+        found = self.sessions.get(node_id)
         if found is None:
-            found = sessions[node_id] = FetchSession()
+            found = self.sessions[node_id] = FetchSession()
         return found
 
     def _get_actions_per_node(self, assignment: Any) -> Any:

@@ -10,9 +10,10 @@ quietly fallen back to full fetches fails it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
@@ -22,6 +23,15 @@ from tests.system.conftest import client_options
 MakeTopic = Callable[..., Awaitable[str]]
 PARTITIONS = 12
 READ_TIMEOUT_S = 30.0
+
+
+@pytest.fixture
+async def producer(kafka_bootstrap: str) -> AsyncIterator[AIOKafkaProducer]:
+    """A started idempotent producer, stopped after the test."""
+    started = AIOKafkaProducer(**client_options(kafka_bootstrap), enable_idempotence=True)
+    await started.start()
+    yield started
+    await started.stop()
 
 
 async def _consumer(bootstrap: str, topic: str, cls: type[AIOKafkaConsumer] = SessionConsumer,
@@ -59,10 +69,8 @@ def _session(consumer: AIOKafkaConsumer) -> Any:
 
 
 async def test_a_session_consumer_reads_every_record_once_in_order_naming_few_partitions(
-        kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
+        kafka_bootstrap: str, kafka_topic: MakeTopic, producer: AIOKafkaProducer) -> None:
     topic = await kafka_topic(partitions=PARTITIONS)
-    producer = AIOKafkaProducer(**client_options(kafka_bootstrap), enable_idempotence=True)
-    await producer.start()
     consumer = await _consumer(kafka_bootstrap, topic)
     try:
         written: dict[int, list[bytes]] = {}
@@ -83,15 +91,12 @@ async def test_a_session_consumer_reads_every_record_once_in_order_naming_few_pa
         assert session.partitions_sent / (session.full_requests + session.incremental_requests) < 2
     finally:
         await consumer.stop()
-        await producer.stop()
 
 
 async def test_a_seek_back_a_pause_and_an_aborted_transaction_read_as_aiokafka_reads_them(
-        kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
+        kafka_bootstrap: str, kafka_topic: MakeTopic, producer: AIOKafkaProducer) -> None:
     topic = await kafka_topic(partitions=PARTITIONS)
-    producer = AIOKafkaProducer(**client_options(kafka_bootstrap), enable_idempotence=True)
     txn = AIOKafkaProducer(**client_options(kafka_bootstrap), transactional_id=f"{topic}-txn")
-    await producer.start()
     await txn.start()
     session_reader = await _consumer(kafka_bootstrap, topic)
     plain_reader = await _consumer(kafka_bootstrap, topic, cls=AIOKafkaConsumer)
@@ -130,14 +135,11 @@ async def test_a_seek_back_a_pause_and_an_aborted_transaction_read_as_aiokafka_r
         for r in readers:
             await r.stop()
         await txn.stop()
-        await producer.stop()
 
 
 async def test_a_session_the_broker_no_longer_knows_is_opened_again_without_losing_a_record(
-        kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
+        kafka_bootstrap: str, kafka_topic: MakeTopic, producer: AIOKafkaProducer) -> None:
     topic = await kafka_topic(partitions=PARTITIONS)
-    producer = AIOKafkaProducer(**client_options(kafka_bootstrap), enable_idempotence=True)
-    await producer.start()
     consumer = await _consumer(kafka_bootstrap, topic)
     try:
         n = 0
@@ -172,4 +174,3 @@ async def test_a_session_the_broker_no_longer_knows_is_opened_again_without_losi
         await _nothing_more(consumer)
     finally:
         await consumer.stop()
-        await producer.stop()
