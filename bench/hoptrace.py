@@ -138,8 +138,10 @@ class HopTrace:
             setattr(cls, name, orig)
         self._undo.clear()
 
-    def report(self, pct: Any, ms: Any) -> list[str]:
-        """Lines: per service, batches and records, then p50 / p99 ms of each step (:data:`STEPS`)."""
+    def report(self, pct: Any, ms: Any, wall: float = 0.0) -> list[str]:
+        """Lines: per service, batches and records, then p50 / p99 ms of each step (:data:`STEPS`); with the
+        phase's ``wall`` (s), how much of it the instance's producer had a grouped transaction in flight
+        (``gtxn busy``: near 100 %, the service's rate is bound by its transactions' length)."""
         out = []
         for svc in sorted(self.samples):
             s = self.samples[svc]
@@ -147,6 +149,8 @@ class HopTrace:
             asked = [x for x in s.get("catch_up", []) if x >= 0.001]  # a batch with a command: ListOffsets asked
             if asked:
                 cells.append(f"catch_up when asked {ms(pct(asked, 50))}/{ms(pct(asked, 99))} (n={len(asked)})")
+            if wall > 0 and s.get("gtxn"):
+                cells.append(f"gtxn busy {100 * sum(s['gtxn']) / wall:.0f}%, mean {ms(sum(s['gtxn']) / len(s['gtxn']))}")
             out.append(f"  {svc}: {self.batches[svc]} batches, {self.records[svc]} records; p50/p99 ms: "
                        + ", ".join(cells))
         return out

@@ -199,7 +199,10 @@ class TxnCounters:
     def install(self) -> None:
         from aiokafka.producer import sender as S
 
-        for cls, name in ((S.AddPartitionsToTxnHandler, "add_partitions"), (S.EndTxnHandler, "end_txn")):
+        from services.runtime.transaction_v2 import EndTxnV2Handler
+
+        for cls, name in ((S.AddPartitionsToTxnHandler, "add_partitions"), (S.EndTxnHandler, "end_txn"),
+                          (EndTxnV2Handler, "end_txn")):  # version 2 transactions' EndTxn (their own handler)
             orig = cls.handle_response
 
             def wrapped(handler: Any, resp: Any, _orig: Any = orig, _name: str = name,
@@ -591,6 +594,13 @@ async def run(args: argparse.Namespace) -> int:
             profiler = cProfile.Profile()
             profiler.enable()
         counters.install()
+        trace = None
+        if args.trace:  # the timed phase traced too: where a hop's time goes at full speed
+            from bench.hoptrace import HopTrace
+
+            trace = HopTrace()
+            trace.install()
+            trace.active = True
         lag: list[float] = []
         stop_lag = asyncio.Event()
         lag_task = asyncio.create_task(loop_lag(lag, stop_lag))
@@ -604,6 +614,9 @@ async def run(args: argparse.Namespace) -> int:
             stop_lag.set()
             await lag_task
             counters.uninstall()
+            if trace is not None:
+                trace.active = False
+                trace.uninstall()
 
         samples = round_samples(io, dealers, timed)
         lat = [s.latency for s in samples]
@@ -635,6 +648,10 @@ async def run(args: argparse.Namespace) -> int:
               f"{statistics.fmean(s.bets for s in samples):.1f}")
         if profiler is not None:
             print_profile(profiler, args.cprofile)
+        if trace is not None:
+            print("where a timed hop's time goes (--trace; bench/hoptrace.py):")
+            for line in trace.report(pct, ms, wall):
+                print(line)
         path_tx = [transactions_on_path(s.cards) for s in samples]
         print(f"transactions on a round's path (open 2 + close 5/7/9 by cards): mean {statistics.fmean(path_tx):.2f}")
 
@@ -680,7 +697,7 @@ async def run(args: argparse.Namespace) -> int:
             print(f"  {hop}: {summary([s.hops[hop] for s in psamples])}")
         if trace is not None:
             print("where a paced hop's time goes (--trace; bench/hoptrace.py):")
-            for line in trace.report(pct, ms):
+            for line in trace.report(pct, ms, paced_wall):
                 print(line)
         print(service_health(bench))
         paced_rounds = {r for ids in paced_ids.values() for r in ids}

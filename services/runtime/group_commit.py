@@ -31,6 +31,8 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
+from services.runtime.transaction_v2 import uses_transaction_v2
+
 #: the most parts one transaction carries (a floor's instance rarely has more tasks than this with outcomes
 #: at once; more wait for the next transaction, so one transaction's records stay bounded)
 MAX_PARTS = 64
@@ -123,6 +125,13 @@ class GroupCommit:
         async with prod.transaction():
             for part in batch:
                 await part.write(prod)
+            if uses_transaction_v2(prod):
+                # version 2: the records' partitions and the offsets' partition join the transaction through
+                # their own requests; sent side by side, the broker answers the older of the two additions
+                # NETWORK_EXCEPTION (one at a time per transactional id) and the client retries it 10 ms later:
+                # p90 13.6 against 4.5 ms per transaction when the offsets wait for the records (/tmp micro-run
+                # of 200 transactions, 2026-12-05; the closing note of issue 25)
+                await asyncio.gather(*(f for part in batch for _, f in part.futs))
             waits = [w for part in batch for w in part.waits]
             if waits:  # never the offsets of records whose prompt events are not committed
                 await asyncio.gather(*waits)

@@ -61,6 +61,8 @@ from aiokafka.protocol.types import (
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 from aiokafka.util import commit_structure_validate
 
+from services.runtime.transaction_v2 import concurrent_backoff
+
 log = logging.getLogger(__name__)
 
 TXN_OFFSET_COMMIT_KEY = 28
@@ -236,6 +238,17 @@ class TxnOffsetCommitRequest_v4(RequestStruct):
     SCHEMA = TxnOffsetCommitRequest_v3.SCHEMA
 
 
+class TxnOffsetCommitRequest_v5(RequestStruct):
+    """TxnOffsetCommit request v5: the fields of v3; the group coordinator adds the group's offsets partition to
+    the transaction itself (KIP-890 part 2: no AddOffsetsToTxn; :mod:`services.runtime.transaction_v2`)."""
+
+    FLEXIBLE_VERSION = True
+    API_KEY = TXN_OFFSET_COMMIT_KEY
+    API_VERSION = 5
+    RESPONSE_TYPE = TxnOffsetCommitResponse_v4
+    SCHEMA = TxnOffsetCommitRequest_v3.SCHEMA
+
+
 def _newest_struct(request: Request[Any], versions: Mapping[int, tuple[int, int]]) -> type[RequestStruct]:
     """The newest of ``request``'s struct classes the connection's broker accepts, else
     :class:`Kip447Unsupported` (aiokafka's own ``prepare`` would say "has not yet been added")."""
@@ -290,6 +303,18 @@ class TxnOffsetCommitRequest(Request[TxnOffsetCommitRequest_v3 | TxnOffsetCommit
 
     def prepare(self, versions: dict[int, tuple[int, int]]) -> Any:
         return self.build(_newest_struct(self, versions))
+
+
+class TxnOffsetCommitRequestV5(TxnOffsetCommitRequest):
+    """:class:`TxnOffsetCommitRequest` as v5 only (a version 2 transaction: the offsets partition joins the
+    transaction with this request); a broker without v5 raises :class:`Kip447Unsupported` on send."""
+
+    def prepare(self, versions: dict[int, tuple[int, int]]) -> Any:
+        offered = versions.get(TXN_OFFSET_COMMIT_KEY)
+        if offered is None or not offered[0] <= 5 <= offered[1]:
+            raise Kip447Unsupported(f"TxnOffsetCommit (API key {TXN_OFFSET_COMMIT_KEY}) v5 needed for a version 2 "
+                                    f"transaction, the broker offers {offered}")
+        return self.build(TxnOffsetCommitRequest_v5)
 
 
 # --- the wire: OffsetFetch v7 ------------------------------------------------------------------------------
@@ -417,10 +442,18 @@ class FencedTxnOffsetCommitHandler(TxnOffsetCommitHandler):
 
     def create_request(self) -> TxnOffsetCommitRequest:
         txn = self._sender._txn_manager
-        return TxnOffsetCommitRequest(txn.transactional_id, txn.producer_id, txn.producer_epoch, self._metadata,
+        # a version 2 transaction (services.runtime.transaction_v2): v5, which adds the offsets partition itself
+        cls = TxnOffsetCommitRequestV5 if getattr(txn, "implicit_add", False) else TxnOffsetCommitRequest
+        return cls(txn.transactional_id, txn.producer_id, txn.producer_epoch, self._metadata,
                                       dict(self._offsets))
 
     def handle_response(self, resp: Any) -> float | None:
+        if getattr(self._sender._txn_manager, "implicit_add", False):  # a version 2 transaction (v5)
+            concurrent = any(code == Errors.ConcurrentTransactions.errno
+                             for _, partitions, _ in resp.topics for _, code, _ in partitions)
+            backoff = concurrent_backoff(self._sender, concurrent)
+            if backoff is not None:  # the previous transaction's markers are being written: soon again
+                return backoff
         for topic, partitions, _ in resp.topics:
             for partition, code, _ in partitions:
                 error = _ABORTABLE.get(code)
@@ -442,6 +475,11 @@ async def _do_txn_offset_commit(sender: Any, offsets: dict[TopicPartition, Offse
     metadata for a group queued by :func:`send_offsets_to_transaction`; aiokafka's own v0 step for a plain
     group id queued by ``producer.send_offsets_to_transaction``."""
     if not isinstance(group_id, _GroupKey):
+        if getattr(sender._txn_manager, "implicit_add", False):  # no AddOffsetsToTxn went: v0 would be refused
+            _abortable_error(sender._txn_manager, IllegalOperation(
+                "a version 2 transaction sends offsets with the group's metadata only (kip447.send_offsets_to_"
+                "transaction); producer.send_offsets_to_transaction(offsets, group_id) is not supported"))
+            return
         await sender._kip447_plain_offset_commit(offsets, group_id)
         return
     if not offsets:

@@ -23,7 +23,11 @@ def add_partition_ahead(prod: Any, tp: Any) -> None:
     ``tp`` later in the transaction goes straight to its Produce. Raises aiokafka's ``AssertionError`` outside
     a transaction; aiokafka has no public call for this (``TransactionManager.maybe_add_partition_to_txn``,
     0.14: an ``AttributeError`` names a newer aiokafka that moved it, and
-    tests/system/test_prompt_odds_kafka.py fails on the real producer)."""
+    tests/system/test_prompt_odds_kafka.py fails on the real producer). Nothing for a producer running
+    version 2 transactions (:mod:`services.runtime.transaction_v2`): its Produce adds the partition itself,
+    so there is no round trip to take off the path."""
+    if getattr(prod._txn_manager, "implicit_add", False):
+        return
     prod._txn_manager.maybe_add_partition_to_txn(tp)
 
 

@@ -35,6 +35,7 @@ from services.runtime.kip447 import require_kip447, send_offsets_to_transaction
 from services.runtime.producers import stop_quietly
 from services.runtime.settings import Settings
 from services.runtime.snapshot import snapshot_topic
+from services.runtime.transaction_v2 import enable_transaction_v2
 
 #: :attr:`Settings.processing_guarantee` of one producer per instance, fenced by the group's generation (KIP-447)
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -178,9 +179,10 @@ class RecordCollector:
         for a broker without KIP-447), having closed the new producers' connections."""
         await self.close(p)
         quick_concurrent_retry()
-        self.producers[p] = await (self.instance(p) if self.v2 else self._start(self.transactional_id(p)))
+        self.producers[p] = await (self.instance(p) if self.v2 else self._start(self.transactional_id(p),
+                                                                                      protocol_v2=False))
         if self.prompt:
-            self.prompt_producers[p] = await self._start(self.transactional_id(p) + ".prompt")
+            self.prompt_producers[p] = await self._start(self.transactional_id(p) + ".prompt", protocol_v2=True)
 
     async def instance(self, p: int = 0) -> AIOKafkaProducer:
         """The instance producer task ``p`` writes through (``exactly_once_v2``; the ``p % n``-th), started on
@@ -196,7 +198,7 @@ class RecordCollector:
             if prod is not None:
                 await stop_quietly(prod)
             tid = self.instance_id if i == 0 else f"{self.instance_id}-{i}"
-            prod = await self._start(tid, transaction_timeout_ms=self.settings.transaction_timeout_ms)
+            prod = await self._start(tid, protocol_v2=True, transaction_timeout_ms=self.settings.transaction_timeout_ms)
             try:
                 await require_kip447(prod.client)
             except BaseException:
@@ -210,7 +212,10 @@ class RecordCollector:
             raise RuntimeError("exactly_once_v2 needs the consumer group's metadata")
         await send_offsets_to_transaction(prod, offsets, self.metadata())
 
-    async def _start(self, transactional_id: str, **options: Any) -> AIOKafkaProducer:
+    async def _start(self, transactional_id: str, *, protocol_v2: bool, **options: Any) -> AIOKafkaProducer:
+        """A started transactional producer; ``protocol_v2``: it runs version 2 transactions where the cluster
+        has them and ``Settings.transaction_v2`` (the instance's and the prompt producers; not the per-task ones
+        of ``exactly_once``, which send offsets without the group's metadata)."""
         prod = AIOKafkaProducer(**self.settings.client_options(), **options, transactional_id=transactional_id,
                                 enable_idempotence=True, acks="all", linger_ms=0,
                                 max_request_size=16 * 1024 * 1024,  # snapshots; the broker caps events
@@ -225,6 +230,8 @@ class RecordCollector:
                                 retry_backoff_ms=10)
         try:
             await prod.start()
+            if protocol_v2 and self.settings.transaction_v2:
+                await enable_transaction_v2(prod)
         except BaseException:  # never leave it open (its connections)
             await stop_quietly(prod)
             raise

@@ -104,6 +104,10 @@ class Settings:
     #: partitions whose position changed, each response only those with something new
     #: (``CROUPIER_FETCH_SESSIONS``, default 1; 0: aiokafka's full fetches; :mod:`services.runtime.fetch_sessions`)
     fetch_sessions: bool = True
+    #: the runtime's transactional producers run Kafka's transaction protocol version 2 (KIP-890 part 2: no
+    #: AddPartitionsToTxn nor AddOffsetsToTxn, the epoch bumped by each EndTxn) where every broker supports it
+    #: (``CROUPIER_TRANSACTION_V2``, default 1; 0: aiokafka's version 1; :mod:`services.runtime.transaction_v2`)
+    transaction_v2: bool = True
     extra: dict[str, str] = field(default_factory=dict)
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
@@ -176,6 +180,7 @@ class Settings:
             instance_producers=_int_env(env, "CROUPIER_INSTANCE_PRODUCERS", 1, low=1),
             prime_transactions=_int_env(env, "CROUPIER_PRIME_TRANSACTIONS", 1, low=0) > 0,
             fetch_sessions=_int_env(env, "CROUPIER_FETCH_SESSIONS", 1, low=0) > 0,
+            transaction_v2=_int_env(env, "CROUPIER_TRANSACTION_V2", 1, low=0) > 0,
             security_protocol=protocol,
             sasl_mechanism=mechanism if sasl else None,
             sasl_username=(env.get("KAFKA_SASL_USERNAME") or None) if sasl else None,

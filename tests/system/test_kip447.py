@@ -27,6 +27,7 @@ from services.runtime.kip447 import (
     offset_fetch_stable,
     send_offsets_to_transaction,
 )
+from services.runtime.transaction_v2 import cluster_support, enable_transaction_v2, uses_transaction_v2
 from tests.system.conftest import client_options
 
 MakeTopic = Callable[..., Awaitable[str]]
@@ -61,9 +62,20 @@ async def _until(members: list[AIOKafkaConsumer], done: Callable[[], bool]) -> d
     return got
 
 
-async def _producer(bootstrap: str) -> AIOKafkaProducer:
+@pytest.fixture(params=[False, True], ids=["txn-v1", "txn-v2"])
+def protocol_v2(request: pytest.FixtureRequest) -> bool:
+    """Each test twice: the producer on aiokafka's transactions (version 1: AddPartitionsToTxn, AddOffsetsToTxn,
+    TxnOffsetCommit v3/v4), and on version 2 (:mod:`services.runtime.transaction_v2`: TxnOffsetCommit v5 adds
+    the offsets partition itself, each EndTxn bumps the epoch). Fencing by generation must hold in both."""
+    return bool(request.param)
+
+
+async def _producer(bootstrap: str, protocol_v2: bool) -> AIOKafkaProducer:
     producer = AIOKafkaProducer(**client_options(bootstrap), transactional_id=_uid("txn"), enable_idempotence=True)
     await producer.start()
+    if protocol_v2:  # the test broker (Kafka 4.4, formatted with its defaults) has transaction.version 2
+        assert await enable_transaction_v2(producer), await cluster_support(producer.client)
+        assert uses_transaction_v2(producer)
     return producer
 
 
@@ -109,12 +121,13 @@ async def _seed(bootstrap: str, topic: str, values: list[bytes]) -> None:
         await producer.stop()
 
 
-async def test_offsets_committed_with_the_group_metadata(kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
+async def test_offsets_committed_with_the_group_metadata(kafka_bootstrap: str, kafka_topic: MakeTopic,
+        protocol_v2: bool) -> None:
     src, out = await kafka_topic("in", partitions=1), await kafka_topic("out", partitions=1)
     await _seed(kafka_bootstrap, src, [b"a", b"b", b"c"])
     group = _uid("group")
     member = await _member(kafka_bootstrap, group, src)
-    producer = await _producer(kafka_bootstrap)
+    producer = await _producer(kafka_bootstrap, protocol_v2)
     try:
         tp = TopicPartition(src, 0)
         records: list[Any] = []
@@ -165,12 +178,13 @@ async def _after_the_zombie(bootstrap: str, producer: AIOKafkaProducer, out: str
     assert (await _committed_values(bootstrap, out))[0] == [b"next"]
 
 
-async def test_a_zombie_of_an_old_generation_is_fenced(kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
+async def test_a_zombie_of_an_old_generation_is_fenced(kafka_bootstrap: str, kafka_topic: MakeTopic,
+        protocol_v2: bool) -> None:
     src, out = await kafka_topic("in", partitions=2), await kafka_topic("out", partitions=1)
     group = _uid("group")
     first = await _member(kafka_bootstrap, group, src)
     second: AIOKafkaConsumer | None = None
-    producer = await _producer(kafka_bootstrap)
+    producer = await _producer(kafka_bootstrap, protocol_v2)
     try:
         await _until([first], lambda: len(first.assignment()) == 2)
         stale = group_metadata(first)
@@ -204,12 +218,13 @@ async def test_a_zombie_of_an_old_generation_is_fenced(kafka_bootstrap: str, kaf
                 await m.stop()
 
 
-async def test_a_static_member_replaced_by_its_twin_is_fenced(kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
+async def test_a_static_member_replaced_by_its_twin_is_fenced(kafka_bootstrap: str, kafka_topic: MakeTopic,
+        protocol_v2: bool) -> None:
     src, out = await kafka_topic("in", partitions=1), await kafka_topic("out", partitions=1)
     group, instance = _uid("group"), _uid("instance")
     first = await _member(kafka_bootstrap, group, src, instance=instance)
     twin: AIOKafkaConsumer | None = None
-    producer = await _producer(kafka_bootstrap)
+    producer = await _producer(kafka_bootstrap, protocol_v2)
     try:
         await _until([first], lambda: len(first.assignment()) == 1)
         stale = group_metadata(first)
@@ -230,12 +245,13 @@ async def test_a_static_member_replaced_by_its_twin_is_fenced(kafka_bootstrap: s
             await twin.stop()
 
 
-async def test_a_member_that_left_is_fenced(kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
+async def test_a_member_that_left_is_fenced(kafka_bootstrap: str, kafka_topic: MakeTopic,
+        protocol_v2: bool) -> None:
     src, out = await kafka_topic("in", partitions=2), await kafka_topic("out", partitions=1)
     group = _uid("group")
     first = await _member(kafka_bootstrap, group, src)
     second = await _member(kafka_bootstrap, group, src)
-    producer = await _producer(kafka_bootstrap)
+    producer = await _producer(kafka_bootstrap, protocol_v2)
     try:
         members = [first, second]
         await _until(members, lambda: all(len(m.assignment()) == 1 for m in members))
@@ -251,14 +267,15 @@ async def test_a_member_that_left_is_fenced(kafka_bootstrap: str, kafka_topic: M
         await second.stop()
 
 
-async def test_a_member_paused_past_its_session_is_fenced(kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
+async def test_a_member_paused_past_its_session_is_fenced(kafka_bootstrap: str, kafka_topic: MakeTopic,
+        protocol_v2: bool) -> None:
     """The zombie does not know it was evicted: it reads its group metadata when it commits, as a resumed
     process would, and still gets fenced. Lasts the broker's minimum session timeout (6 s)."""
     src, out = await kafka_topic("in", partitions=2), await kafka_topic("out", partitions=1)
     group = _uid("group")
     paused = await _member(kafka_bootstrap, group, src, session_ms=6_000)
     other = await _member(kafka_bootstrap, group, src)
-    producer = await _producer(kafka_bootstrap)
+    producer = await _producer(kafka_bootstrap, protocol_v2)
     try:
         members = [paused, other]
         await _until(members, lambda: all(len(m.assignment()) == 1 for m in members))
@@ -279,11 +296,12 @@ async def test_a_member_paused_past_its_session_is_fenced(kafka_bootstrap: str, 
         await paused.stop()
 
 
-async def test_a_new_owner_waits_for_the_open_transaction(kafka_bootstrap: str, kafka_topic: MakeTopic) -> None:
+async def test_a_new_owner_waits_for_the_open_transaction(kafka_bootstrap: str, kafka_topic: MakeTopic,
+        protocol_v2: bool) -> None:
     src, out = await kafka_topic("in", partitions=1), await kafka_topic("out", partitions=1)
     group = _uid("group")
     member = await _member(kafka_bootstrap, group, src)
-    producer = await _producer(kafka_bootstrap)
+    producer = await _producer(kafka_bootstrap, protocol_v2)
     owner = AIOKafkaConsumer(**client_options(kafka_bootstrap), group_id=group, enable_auto_commit=False)
     await owner.start()  # the next owner: asks for the group's offsets only
     try:
