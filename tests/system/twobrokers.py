@@ -109,7 +109,9 @@ def start_two_brokers(root: Path, timeout: float = 120.0) -> TwoBrokers:
             f"log.dirs={d / 'data'}\n" + _COMMON)
         env = {**os.environ, "CLASSPATH": f"{LIBS}/*"}
         fmt = subprocess.run([*_java(), f"-Dkafka.logs.dir={d / 'logs'}", "kafka.tools.StorageTool", "format",
-                              "-c", str(d / "server.properties"), "-t", cluster_id, "--ignore-formatted"],
+                              # "=": an id starting with "-" (1 in 64 of urlsafe ids) is read as an option
+                              "-c", str(d / "server.properties"), f"--cluster-id={cluster_id}",
+                              "--ignore-formatted"],
                              env=env, capture_output=True, text=True, timeout=120, check=False)
         if fmt.returncode != 0:
             raise RuntimeError(f"formatting node {node} failed:\n{fmt.stdout[-2000:]}\n{fmt.stderr[-2000:]}")
