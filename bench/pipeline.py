@@ -509,7 +509,24 @@ def service_health(bench: Bench) -> str:
     parts = [f"{name} dead letters {svc.host.dead_letters}, skipped {svc.host.skipped}"
              for name, svc in bench.services.items()]
     return (f"services: {'; '.join(parts)}; service log warnings/errors: {SERVICE_LOGS.problems}\n"
-            f"  fetches (since start): {fetch_summary(bench)}")
+            f"  fetches (since start): {fetch_summary(bench)}\n"
+            f"  group commits (since start): {group_commit_summary(bench)}")
+
+
+def group_commit_summary(bench: Bench) -> str:
+    """Each service instance's grouped transactions (``exactly_once_v2``): how many, the tasks' parts each
+    carried, and the parts handed over while the next one waited for them (:mod:`services.runtime.group_commit`)."""
+    parts = []
+    for name, svc in bench.services.items():
+        commits = svc.tasks.collector.group_commits if svc.tasks is not None else []
+        n = sum(g.transactions for g in commits)
+        if not n:
+            parts.append(f"{name} none")
+            continue
+        carried = sum(g.parts for g in commits)
+        parts.append(f"{name} {n} transactions, {carried / n:.2f} parts each, {sum(g.handed_over for g in commits)} "
+                     f"handed over in {sum(g.handover_turns for g in commits)} turns")
+    return "; ".join(parts)
 
 
 def fetch_summary(bench: Bench) -> str:

@@ -37,6 +37,10 @@ from services.runtime.transaction_v2 import uses_transaction_v2
 #: at once; more wait for the next transaction, so one transaction's records stay bounded)
 MAX_PARTS = 64
 
+#: after a transaction, the most event-loop turns the next one waits for the tasks it carried that have more
+#: queued to hand that over (:meth:`GroupCommit._run`); each task's committer needs a few turns to wake
+MAX_HANDOVER_TURNS = 8
+
 
 @dataclass
 class Part:
@@ -69,6 +73,13 @@ class GroupCommit:
         self.dead = dead
         self.pending: list[Part] = []
         self.runner: asyncio.Task[None] | None = None
+        #: whether task p has an outcome queued behind the part it has in the transaction in flight (set by
+        #: its :class:`~services.runtime.task_manager.TaskManager`: the commit queue's view); the next
+        #: transaction waits a few turns for those to be handed over instead of leaving them for the one after
+        self.more_queued: Callable[[int], bool] = lambda p: False
+        #: event-loop turns spent waiting for such hand-overs, and the parts that arrived while waiting
+        self.handover_turns = 0
+        self.handed_over = 0
         #: transactions run, and the parts they carried (parts / transactions: tasks per transaction)
         self.transactions = 0
         self.parts = 0
@@ -113,6 +124,23 @@ class GroupCommit:
                 for part in batch:
                     if not part.done.done():
                         part.done.set_result(None)
+                await self._await_handovers(batch)
+
+    async def _await_handovers(self, batch: list[Part]) -> None:
+        """Let the tasks of the committed ``batch`` that have more queued (decided while it was in flight) hand
+        it over before the next transaction begins: their committers wake only now, a few event-loop turns
+        later, and a transaction begun at once would leave them for the one after it, a whole transaction more
+        of waiting and one more transaction. At most :data:`MAX_HANDOVER_TURNS` turns (a turn of a quiet loop
+        is microseconds); none when no task of the batch has anything queued."""
+        expected = {part.p for part in batch if self.more_queued(part.p)}
+        for _ in range(MAX_HANDOVER_TURNS):
+            if not expected or len(self.pending) >= MAX_PARTS:
+                return
+            await asyncio.sleep(0)
+            self.handover_turns += 1
+            arrived = expected & {part.p for part in self.pending}
+            self.handed_over += len(arrived)
+            expected -= arrived
 
     async def transaction(self, batch: list[Part]) -> None:
         """One transaction of ``batch``'s producer with every part's records, then (once their prompt

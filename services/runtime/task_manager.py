@@ -108,6 +108,8 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self.group = PartitionGroup(self)
         self.commits = CommitLoop(self)
         self.queue = CommitQueue(self)
+        for group_commit in self.collector.group_commits:  # its next transaction waits for what is queued
+            group_commit.more_queued = lambda p: p in self.queue.queued
         self.restorer = StateRestorer(self)
         self.stream = StreamTask(self)
 

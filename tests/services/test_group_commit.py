@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from aiokafka import TopicPartition
 
+from services.runtime import group_commit as group_commit_module
 from services.runtime.app import TasksOnly
 from services.runtime.group_commit import GroupCommit, Part
 from services.runtime.host import ServiceHost
 from services.runtime.settings import Settings
 from services.runtime.task_manager import TaskManager
 from services.wagering.core import WageringCore
-from tests.services.runtime_fakes import RecordingProducer, Rec, settings
+from tests.services.runtime_fakes import Rec, RecordingProducer, settings
 
 BETS = "t.wagering.commands"
 
@@ -243,3 +244,41 @@ async def test_with_two_instance_producers_task_p_writes_through_the_p_mod_2th_a
     assert [g.transactions for g in c.group_commits] == [1, 1]
     assert [pr.committed for pr in prods] == [1, 1]
     assert Settings.from_env({"CROUPIER_INSTANCE_PRODUCERS": "3"}).instance_producers == 3
+
+
+@pytest.mark.asyncio
+async def test_the_next_transaction_waits_for_what_the_committed_tasks_had_queued():
+    """Two busy tasks, each with a second outcome queued behind its first: both firsts commit together, and
+    the seconds, handed over a few turns after their committers wake, go together in the next transaction
+    instead of one transaction each (without the wait, the first to arrive would begin a transaction alone)."""
+    gc, sent = recorder()
+    prod = SlowProducer()
+    queued = {0: [11], 1: [21]}  # what each task decided while its first part was in flight
+    gc.more_queued = lambda p: bool(queued.get(p))
+
+    async def task(p: int, first: int) -> None:
+        await gc.commit(part(prod, p, first))
+        for _ in range(p + 1):  # the two committers wake after different numbers of turns
+            await asyncio.sleep(0)
+        second = queued[p].pop()
+        await gc.commit(part(prod, p, second))
+
+    await asyncio.gather(task(0, 10), task(1, 20))
+    assert prod.log == ["begin", "commit", "begin", "commit"]
+    assert [offsets for _, offsets in sent] == [
+        {TopicPartition(BETS, 0): 10, TopicPartition(BETS, 1): 20},
+        {TopicPartition(BETS, 0): 11, TopicPartition(BETS, 1): 21}]
+    assert gc.handed_over == 2 and 2 <= gc.handover_turns < group_commit_module.MAX_HANDOVER_TURNS
+
+
+@pytest.mark.asyncio
+async def test_no_wait_when_nothing_is_queued_and_a_bounded_one_when_a_hand_over_never_comes():
+    gc, sent = recorder()
+    prod = SlowProducer()
+    await gc.commit(part(prod, 0, 10))
+    assert gc.handover_turns == 0  # nothing queued: the runner ends at once
+    gc.more_queued = lambda p: True  # claims more, never hands it over (its outcome dropped by a restore)
+    await gc.commit(part(prod, 0, 11))
+    await asyncio.sleep(0.01)
+    assert gc.handover_turns == group_commit_module.MAX_HANDOVER_TURNS and gc.handed_over == 0
+    assert len(sent) == 2
