@@ -30,9 +30,12 @@ What this module adds to one started aiokafka transactional producer (:func:`ena
   (the transaction manager's ``implicit_add``), with the group's metadata as before: fencing by generation
   stays.
 
-It is used only when every broker offers Produce v12, EndTxn v5 and TxnOffsetCommit v5 and the cluster's
+It is used only when the brokers offer Produce v12, EndTxn v5 and TxnOffsetCommit v5 and the cluster's
 finalized ``transaction.version`` is 2 or more (ApiVersions v3's ``FinalizedFeatures``, :func:`cluster_support`);
-otherwise the producer keeps aiokafka's version 1 requests, with a log line saying why. The plain
+otherwise the producer keeps aiokafka's version 1 requests, with a log line saying why. As in Java's client, a
+partition counts as in the transaction from its first send: committing a transaction none of whose records
+reached the broker is refused (INVALID_TXN_STATE, fatal to the producer), so commit only once the records'
+sends succeeded (the group commit does); aborting such a transaction is accepted (its epoch is bumped). The plain
 ``producer.send_offsets_to_transaction`` (a group id without metadata) has no version 2 form here: under
 version 2 it fails the transaction with a clear error (the runtime sends offsets only with group metadata).
 """
@@ -291,27 +294,36 @@ def missing(versions: dict[int, tuple[int, int]], features: dict[str, int]) -> l
 
 
 async def cluster_support(client: Any) -> list[str]:
-    """Ask every broker the started aiokafka ``client`` knows (ApiVersions v3 on its connection) and return
-    what keeps version 2 transactions from being used, one reason per broker and lack (empty: every broker
-    supports them). Remembered on the client. Raises aiokafka's connection errors."""
+    """Ask a broker the started aiokafka ``client`` knows (ApiVersions v3 on its connection; the first in node
+    order that answers) and return what keeps version 2 transactions from being used (empty: nothing). One
+    broker is enough: a feature level is finalized only once every registered broker supports it (the
+    controller refuses it otherwise), so a finalized ``transaction.version`` 2 means every broker has the
+    request versions too; a broker down meanwhile (a node restarting) does not keep a producer from starting.
+    Remembered on the client. Raises NodeNotReadyError when no broker answers."""
     cached = getattr(client, "_croupier_txn_v2_missing", None)
     if cached is not None:
         return list(cached)
     if client.get_random_node() is None:
         await client.bootstrap()
-    reasons: list[str] = []
+    tried = []
     for broker in sorted(client.cluster.brokers(), key=lambda b: b.nodeId):
-        conn = await client._get_conn(broker.nodeId)
-        if conn is None:
-            raise Errors.NodeNotReadyError(f"broker {broker.nodeId} at {broker.host}:{broker.port}")
-        resp = await conn.send(ApiVersionsRequestV3())
-        if resp.error_code:
-            reasons.append(f"broker {broker.nodeId}: ApiVersions v3 answered error {resp.error_code}")
+        try:
+            conn = await client._get_conn(broker.nodeId)
+            resp = None if conn is None else await conn.send(ApiVersionsRequestV3())
+        except Errors.KafkaError as e:
+            tried.append(f"broker {broker.nodeId}: {type(e).__name__}")
             continue
-        versions = {key: (lo, hi) for key, lo, hi, _ in resp.api_keys}
-        reasons += [f"broker {broker.nodeId}: {r}" for r in missing(versions, finalized_features(resp.tags))]
-    client._croupier_txn_v2_missing = tuple(reasons)
-    return reasons
+        if resp is None:
+            tried.append(f"broker {broker.nodeId}: no connection")
+            continue
+        if resp.error_code:
+            reasons = [f"broker {broker.nodeId}: ApiVersions v3 answered error {resp.error_code}"]
+        else:
+            versions = {key: (lo, hi) for key, lo, hi, _ in resp.api_keys}
+            reasons = [f"broker {broker.nodeId}: {r}" for r in missing(versions, finalized_features(resp.tags))]
+        client._croupier_txn_v2_missing = tuple(reasons)
+        return reasons
+    raise Errors.NodeNotReadyError(f"no broker answered ApiVersions ({'; '.join(tried) or 'none known'})")
 
 
 # --- the producer's half -----------------------------------------------------------------------------------

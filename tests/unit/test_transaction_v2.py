@@ -193,3 +193,43 @@ async def test_a_plain_group_offset_commit_fails_a_version_2_transaction() -> No
     with pytest.raises(Exception, match="group's metadata only"):
         await fut
     assert txn.state is TransactionState.ABORTABLE_ERROR
+
+
+def _features(level: int) -> bytes:
+    return CompactArray(("name", CompactString("utf-8")), ("max", Int16), ("min", Int16), ("tags", TaggedFields)).encode(
+        [("transaction.version", level, level, {})])
+
+
+class _Conn:
+    def __init__(self, level: int) -> None:
+        self.level = level
+        self.asked: list[int] = []
+
+    async def send(self, request: Any) -> Any:
+        self.asked.append(request.prepare({}).API_VERSION)
+        return types.SimpleNamespace(error_code=0, api_keys=[(k, lo, hi, {}) for k, (lo, hi) in ALL.items()],
+                                     tags={V2.FINALIZED_FEATURES_TAG: _features(self.level)})
+
+
+class _Client:
+    def __init__(self, conns: dict[int, Any]) -> None:
+        self.conns = conns
+        self.cluster = types.SimpleNamespace(brokers=lambda: [types.SimpleNamespace(nodeId=n, host="h", port=n)
+                                                               for n in sorted(conns, reverse=True)])
+
+    def get_random_node(self) -> int:
+        return 1
+
+    async def _get_conn(self, node: int) -> Any:
+        return self.conns[node]
+
+
+async def test_cluster_support_asks_the_first_broker_that_answers_once() -> None:
+    answering = _Conn(2)
+    client = _Client({1: None, 2: answering, 3: _Conn(1)})  # node 1 down (restarting)
+    assert await V2.cluster_support(client) == []
+    assert answering.asked == [3]  # ApiVersions v3, from node 2 only
+    assert await V2.cluster_support(client) == [] and answering.asked == [3]  # remembered on the client
+    assert await V2.cluster_support(_Client({1: _Conn(1)})) == ["broker 1: transaction.version is 1, 2 needed"]
+    with pytest.raises(Exception, match="no broker answered ApiVersions"):
+        await V2.cluster_support(_Client({1: None, 2: None}))
