@@ -150,7 +150,8 @@ class HopTrace:
             if asked:
                 cells.append(f"catch_up when asked {ms(pct(asked, 50))}/{ms(pct(asked, 99))} (n={len(asked)})")
             if wall > 0 and s.get("gtxn"):
-                cells.append(f"gtxn busy {100 * sum(s['gtxn']) / wall:.0f}%, mean {ms(sum(s['gtxn']) / len(s['gtxn']))}")
+                busy = sum(s["gtxn"])
+                cells.append(f"gtxn busy {100 * busy / wall:.0f}%, mean {ms(busy / len(s['gtxn']))}")
             out.append(f"  {svc}: {self.batches[svc]} batches, {self.records[svc]} records; p50/p99 ms: "
                        + ", ".join(cells))
         return out

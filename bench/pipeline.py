@@ -515,7 +515,8 @@ def service_health(bench: Bench) -> str:
 
 def group_commit_summary(bench: Bench) -> str:
     """Each service instance's grouped transactions (``exactly_once_v2``): how many, the tasks' parts each
-    carried, and the parts handed over while the next one waited for them (:mod:`services.runtime.group_commit`)."""
+    carried, and the parts handed over while the next one waited for them
+    (:mod:`services.runtime.group_commit`)."""
     parts = []
     for name, svc in bench.services.items():
         commits = svc.tasks.collector.group_commits if svc.tasks is not None else []
@@ -524,8 +525,8 @@ def group_commit_summary(bench: Bench) -> str:
             parts.append(f"{name} none")
             continue
         carried = sum(g.parts for g in commits)
-        parts.append(f"{name} {n} transactions, {carried / n:.2f} parts each, {sum(g.handed_over for g in commits)} "
-                     f"handed over in {sum(g.handover_turns for g in commits)} turns")
+        handed, turns = sum(g.handed_over for g in commits), sum(g.handover_turns for g in commits)
+        parts.append(f"{name} {n} transactions, {carried / n:.2f} parts each, {handed} handed over in {turns} turns")
     return "; ".join(parts)
 
 

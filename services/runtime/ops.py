@@ -38,7 +38,12 @@ async def _ask_brokers(admin: Any) -> None:
     """One metadata request that names no topic: the brokers and the controller, nothing else. (The admin
     client's ``describe_cluster`` asks for every topic's metadata and drops it: on a broker holding 18,000
     partitions that answer was a fifth of a quiet projection's CPU, every two seconds.) Falls back to
-    ``describe_cluster`` on a client without the request builder."""
+    ``describe_cluster`` on a client without the request builder.
+
+    The request goes to a node picked at random; when it fails there, every other known node is asked in
+    turn before the error is raised: one node of a cluster down (killed, restarting) is a cluster that
+    works, where the probe used to report ``broker_unreachable`` whenever its pick was that node (seen in
+    ``bench/chaos.py --brokers 3``'s instance logs: every instance, one after another, for 2 s each)."""
     try:
         from aiokafka.protocol.metadata import MetadataRequest
 
@@ -46,7 +51,20 @@ async def _ask_brokers(admin: Any) -> None:
     except (ImportError, AttributeError):
         await admin.describe_cluster()
         return
-    await send(MetadataRequest([], allow_auto_topic_creation=False))
+    request = MetadataRequest([], allow_auto_topic_creation=False)
+    try:
+        await send(request)
+        return
+    except Exception as e:  # noqa: BLE001 - any failure at that node: the others are asked
+        error = e
+    cluster = getattr(getattr(admin, "_client", None), "cluster", None)
+    for node in sorted(b.nodeId for b in (cluster.brokers() if cluster is not None else ())):
+        try:
+            await send(request, node)
+            return
+        except Exception:  # noqa: BLE001, S112 - the next node; the first error is the one raised
+            continue
+    raise error
 
 
 class BrokerProbe:
