@@ -50,7 +50,7 @@ from typing import Any
 
 import aiokafka.errors as Errors
 from aiokafka.client import CoordinationType
-from aiokafka.errors import ConcurrentTransactions, IncompatibleBrokerVersion
+from aiokafka.errors import ConcurrentTransactions, IncompatibleBrokerVersion, ProducerFenced
 from aiokafka.producer.sender import EndTxnHandler, SendProduceReqHandler
 from aiokafka.producer.transaction_manager import PidAndEpoch, TransactionManager
 from aiokafka.protocol.api import Request, RequestStruct, Response, ResponseHeader_v0
@@ -386,8 +386,19 @@ class ProduceV2Handler(SendProduceReqHandler):
         return bool(super()._can_retry(error, batch))
 
 
+class TransactionStateLost(ProducerFenced):
+    """A version 2 EndTxn answered INVALID_TXN_STATE: the coordinator holds this transaction in no state the
+    request can end (seen under ``bench/chaos.py --brokers 3`` when a node was killed while an EndTxn was in
+    flight: the retry, sent to the next coordinator, found the transaction already ended, or ended by a
+    timeout). Whether it committed is not known here: the producer is done for (as after a fencing), its
+    tasks are restored from the committed offsets, which say."""
+
+
 class EndTxnV2Handler(EndTxnHandler):
-    """aiokafka's EndTxn handler sending v5 and taking the next producer epoch from the answer."""
+    """aiokafka's EndTxn handler sending v5 and taking the next producer epoch from the answer. An
+    INVALID_TXN_STATE answer raises :class:`TransactionStateLost` (a ProducerFenced: the sender stops the
+    producer as after a fencing) where aiokafka's raised InvalidTxnState out of its sender routine ("Unexpected
+    error in sender routine", the same end for the producer, with a traceback)."""
 
     def create_request(self) -> EndTxnRequestV5:
         txn = self._sender._txn_manager
@@ -401,6 +412,12 @@ class EndTxnV2Handler(EndTxnHandler):
                 txn.next_epoch(resp.producer_id, resp.producer_epoch)
             txn.complete_transaction()
             return None
+        if resp.error_code == Errors.InvalidTxnState.errno:
+            txn = self._sender._txn_manager
+            raise TransactionStateLost(
+                f"EndTxn ({'commit' if self._commit_result else 'abort'}) of {txn.transactional_id!r} producer "
+                f"{txn.producer_id} epoch {txn.producer_epoch} answered INVALID_TXN_STATE: the coordinator no "
+                "longer holds this transaction open (ended, or timed out, while the request was retried)")
         return super().handle_response(resp)  # type: ignore[no-any-return]
 
 

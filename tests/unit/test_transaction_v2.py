@@ -177,6 +177,18 @@ async def test_end_txn_answer_gives_the_next_epoch() -> None:
     assert txn.sequence_number(TopicPartition("out", 0)) == 0
 
 
+async def test_end_txn_invalid_state_stops_the_producer_as_a_fencing() -> None:
+    from aiokafka.errors import InvalidTxnState, ProducerFenced
+
+    txn = _manager()
+    txn.begin_transaction()
+    txn.committing_transaction()
+    handler = V2.EndTxnV2Handler(_sender(txn), 1)
+    with pytest.raises(ProducerFenced, match=r"EndTxn \(commit\) of 'tid' producer 4001 epoch 0 answered INVALID_TXN"):
+        handler.handle_response(types.SimpleNamespace(error_code=InvalidTxnState.errno))
+    assert issubclass(V2.TransactionStateLost, ProducerFenced)  # re-raised by aiokafka's sender routine as such
+
+
 def test_concurrent_backoff_doubles_and_resets() -> None:
     sender = types.SimpleNamespace()
     assert [V2.concurrent_backoff(sender, True) for _ in range(6)] == [0.002, 0.004, 0.008, 0.016, 0.02, 0.02]
