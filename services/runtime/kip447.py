@@ -61,7 +61,7 @@ from aiokafka.protocol.types import (
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 from aiokafka.util import commit_structure_validate
 
-from services.runtime.transaction_v2 import concurrent_backoff
+from services.runtime.transaction_v2 import concurrent_backoff, find_coordinator
 
 log = logging.getLogger(__name__)
 
@@ -485,11 +485,13 @@ async def _do_txn_offset_commit(sender: Any, offsets: dict[TopicPartition, Offse
     if not offsets:
         return
     try:
-        node_id = await sender._find_coordinator(CoordinationType.GROUP, group_id)
+        # a lookup whose connection closed (a node killed) is asked again, not raised out of the sender routine
+        node_id = await find_coordinator(sender, CoordinationType.GROUP, group_id)
     except Errors.GroupAuthorizationFailedError as exc:
         _abortable_error(sender._txn_manager, exc)
         return
-    await FencedTxnOffsetCommitHandler(sender, offsets, group_id).do(node_id)
+    if node_id is not None:
+        await FencedTxnOffsetCommitHandler(sender, offsets, group_id).do(node_id)
 
 
 def _install(producer: Any) -> None:

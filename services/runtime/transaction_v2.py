@@ -11,8 +11,10 @@ service's rate at full speed was its transactions' length.
 Under version 2 (a cluster whose finalized feature ``transaction.version`` is 2: Kafka 4.0+, the default of a
 storage formatted by 4.x, as ``infra/kafka/kafka.sh`` does) the partition leader adds a partition to the
 transaction when a **Produce v12+** writes to it, and the group coordinator adds the offsets partition when a
-**TxnOffsetCommit v5+** arrives. A transaction is then Produce and TxnOffsetCommit side by side, then **EndTxn
-v5**, whose answer carries the producer's **next epoch**: version 2 bumps the epoch at the end of every
+**TxnOffsetCommit v5+** arrives. A transaction is then Produce, TxnOffsetCommit and **EndTxn v5** (the group
+commit sends the offsets once the records are answered: sent side by side, the broker adds one at a time per
+transactional id and answers the other NETWORK_EXCEPTION, ``bench/txn_v2.py``); EndTxn's answer carries the
+producer's **next epoch**: version 2 bumps the epoch at the end of every
 transaction (a zombie's late write of an ended transaction is fenced by it), and the idempotent sequence numbers
 start again at 0 for the new epoch. (Message definitions: ``ProduceRequest.json`` v12, ``EndTxnResponse.json``
 v5 ``ProducerId``/``ProducerEpoch``, ``TxnOffsetCommitRequest.json`` v5, in ``kafka-clients``; Java's
@@ -42,6 +44,7 @@ version 2 it fails the transaction with a clear error (the runtime sends offsets
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import types
@@ -83,6 +86,23 @@ _TAGS = ("tags", TaggedFields)
 #: ms); each further such answer in a row doubles it, up to :data:`CONCURRENT_MAX_BACKOFF_S`
 CONCURRENT_FIRST_BACKOFF_S = 0.002
 CONCURRENT_MAX_BACKOFF_S = 0.02
+
+
+async def find_coordinator(sender: Any, kind: Any, key: str) -> int | None:
+    """``sender._find_coordinator(kind, key)`` (aiokafka's lookup, which retries a coordinator not available, a
+    node not ready and a timeout), but None after the sender's backoff where it raised ``KafkaError`` from a
+    closed connection (the node it asked was killed meanwhile: aiokafka raises that out of its sender routine,
+    ending the producer; seen in three-broker chaos runs). The caller returns and its step is taken again by the
+    sender (the offsets or the commit are still pending). Other errors propagate."""
+    try:
+        return int(await sender._find_coordinator(kind, key))
+    except Errors.KafkaError as exc:
+        if not isinstance(exc.__cause__, Errors.KafkaConnectionError) or isinstance(
+                exc, (Errors.GroupAuthorizationFailedError, Errors.TransactionalIdAuthorizationFailed)):
+            raise
+        log.warning("coordinator lookup for %r lost its connection (%r): asked again", str(key), exc.__cause__)
+        await asyncio.sleep(sender._retry_backoff)
+        return None
 
 
 def concurrent_backoff(sender: Any, concurrent: bool) -> float | None:
@@ -434,8 +454,9 @@ async def _do_txn_commit(sender: Any, commit_result: Any) -> None:
     if txn.is_empty_transaction():
         txn.complete_transaction()
         return
-    node_id = await sender._find_coordinator(CoordinationType.TRANSACTION, txn.transactional_id)
-    await EndTxnV2Handler(sender, commit_result).do(node_id)
+    node_id = await find_coordinator(sender, CoordinationType.TRANSACTION, txn.transactional_id)
+    if node_id is not None:
+        await EndTxnV2Handler(sender, commit_result).do(node_id)
 
 
 async def enable_transaction_v2(producer: Any) -> bool:

@@ -245,3 +245,55 @@ async def test_cluster_support_asks_the_first_broker_that_answers_once() -> None
     assert await V2.cluster_support(_Client({1: _Conn(1)})) == ["broker 1: transaction.version is 1, 2 needed"]
     with pytest.raises(Exception, match="no broker answered ApiVersions"):
         await V2.cluster_support(_Client({1: None, 2: None}))
+
+
+async def test_a_coordinator_lookup_whose_connection_closes_is_asked_again() -> None:
+    """aiokafka's ``_find_coordinator`` raises ``KafkaError`` from a closed connection (a node killed while it
+    was asked): the offsets' step returns after the backoff, the offsets still queued, so the sender asks again;
+    any other error still propagates."""
+    from aiokafka.errors import KafkaConnectionError, KafkaError
+
+    txn = _manager()
+    txn.begin_transaction()
+    meta = kip447.GroupMetadata("g", 3, "m-1", None)
+    txn.add_offsets_to_txn({TopicPartition("in", 0): OffsetAndMetadata(5, "")}, kip447._GroupKey(meta))
+    offsets, group = txn.offsets_to_commit()
+    sender = _sender(txn)
+    sender._retry_backoff = 0.001
+
+    async def lost(kind: Any, key: str) -> int:
+        raise KafkaError("lookup failed") from KafkaConnectionError("Connection at 127.0.0.1:29102 closed")
+
+    sender._find_coordinator = lost
+    await kip447._do_txn_offset_commit(sender, offsets, group)
+    assert txn.offsets_to_commit() == (offsets, group) and txn.is_in_transaction()  # still queued, not failed
+
+    async def other(kind: Any, key: str) -> int:
+        raise KafkaError("something else") from ValueError("x")
+
+    sender._find_coordinator = other
+    with pytest.raises(KafkaError, match="something else"):
+        await kip447._do_txn_offset_commit(sender, offsets, group)
+
+
+async def test_an_end_txn_whose_coordinator_lookup_lost_its_connection_is_sent_later() -> None:
+    from aiokafka.errors import KafkaConnectionError, KafkaError
+
+    txn = _manager()
+    txn.begin_transaction()
+    txn.maybe_add_partition_to_txn(TopicPartition("out", 0))
+    txn.committing_transaction()
+    sender = _sender(txn)
+    sender._retry_backoff = 0.001
+
+    async def flushed() -> None:
+        return None
+
+    async def lost(kind: Any, key: str) -> int:
+        raise KafkaError("lookup failed") from KafkaConnectionError("closed")
+
+    sender._message_accumulator = types.SimpleNamespace(flush_for_commit=flushed)
+    sender._find_coordinator = lost
+    await V2._do_txn_commit(sender, 1)
+    assert txn.state is TransactionState.COMMITTING_TRANSACTION  # not failed: the sender sends EndTxn again
+    assert txn.needs_transaction_commit() == 1
