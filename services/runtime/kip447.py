@@ -10,8 +10,9 @@ member) and OffsetFetch v1–v3 (no ``require_stable``). Kafka's message definit
   ``GenerationIdOrMemberEpoch``, ``MemberId`` and ``GroupInstanceId``. The group coordinator checks them as it
   checks a plain offset commit and answers ``ILLEGAL_GENERATION`` (22), ``UNKNOWN_MEMBER_ID`` (25) or
   ``FENCED_INSTANCE_ID`` (82) to a stale member. v4 has the same fields and may answer ``TRANSACTION_ABORTABLE``
-  (120, KIP-890); v5 is only for KIP-890 part 2 transactions (which aiokafka does not run), v6 names topics by
-  id. This module sends v4 where the broker offers it, else v3, and never anything older.
+  (120, KIP-890); v5 is for KIP-890 part 2 transactions (version 2: the coordinator adds the offsets partition
+  itself; sent only by a producer :mod:`services.runtime.transaction_v2` switched over), v6 names topics by
+  id. This module sends v4 where the broker offers it, else v3 (v5 under version 2), and never anything older.
 * **OffsetFetch v7** (API key 9, flexible since v6) adds ``RequireStable``: while a transaction holding offsets for
   a partition is open, the coordinator answers that partition with ``UNSTABLE_OFFSET_COMMIT`` (88, retriable).
 
@@ -444,8 +445,7 @@ class FencedTxnOffsetCommitHandler(TxnOffsetCommitHandler):
         txn = self._sender._txn_manager
         # a version 2 transaction (services.runtime.transaction_v2): v5, which adds the offsets partition itself
         cls = TxnOffsetCommitRequestV5 if getattr(txn, "implicit_add", False) else TxnOffsetCommitRequest
-        return cls(txn.transactional_id, txn.producer_id, txn.producer_epoch, self._metadata,
-                                      dict(self._offsets))
+        return cls(txn.transactional_id, txn.producer_id, txn.producer_epoch, self._metadata, dict(self._offsets))
 
     def handle_response(self, resp: Any) -> float | None:
         if getattr(self._sender._txn_manager, "implicit_add", False):  # a version 2 transaction (v5)
