@@ -177,7 +177,7 @@ class _Broker:
 class _Client:
     """What :func:`require_kip447` reads of an aiokafka client: the brokers and each connection's versions."""
 
-    def __init__(self, by_node: dict[int, dict[int, tuple[int, int]]]) -> None:
+    def __init__(self, by_node: dict[int, dict[int, tuple[int, int]] | None]) -> None:
         self.by_node = by_node
         self.cluster = self
         self.asked: list[int] = []
@@ -188,9 +188,10 @@ class _Client:
     def get_random_node(self) -> int:
         return next(iter(self.by_node))
 
-    async def _get_conn(self, node: int) -> _Conn:
+    async def _get_conn(self, node: int) -> _Conn | None:
         self.asked.append(node)
-        return _Conn(self.by_node[node])
+        versions = self.by_node[node]
+        return None if versions is None else _Conn(versions)
 
 
 async def test_the_start_check_asks_every_broker_once() -> None:
@@ -205,3 +206,18 @@ async def test_the_start_check_asks_every_broker_once() -> None:
     await require_kip447(client)
     await require_kip447(client)  # remembered: not asked again
     assert client.asked == [1, 2, 1, 2, 3]
+
+
+async def test_a_broker_down_is_checked_later_and_all_down_is_an_error() -> None:
+    from aiokafka.errors import NodeNotReadyError
+
+    from services.runtime.kip447 import require_kip447
+
+    client = _Client({1: BROKER_44, 2: None, 3: BROKER_44})  # node 2 killed, restarting
+    await require_kip447(client)  # the producer may start
+    assert client.asked == [1, 2, 3]
+    client.by_node[2] = {**BROKER_44, 28: (0, 2)}  # back, and (say) not upgraded: the next check names it
+    with pytest.raises(Kip447Unsupported, match="broker 2 at h:9092 offers v0-v2"):
+        await require_kip447(client)
+    with pytest.raises(NodeNotReadyError, match="broker 1 at h:9091; broker 2 at h:9092"):
+        await require_kip447(_Client({1: None, 2: None}))
