@@ -459,10 +459,14 @@ async def _do_txn_commit(sender: Any, commit_result: Any) -> None:
         await EndTxnV2Handler(sender, commit_result).do(node_id)
 
 
+#: the reasons :func:`enable_transaction_v2` has logged in this process
+_WARNED: set[str] = set()
+
+
 async def enable_transaction_v2(producer: Any) -> bool:
     """Make the started transactional aiokafka ``producer`` (no transaction open) run version 2 transactions,
     if every broker supports them (:func:`cluster_support`); returns whether it does. Otherwise logs the
-    reasons once per client and leaves the producer as it was. Raises ValueError for a producer that is not
+    reasons (once per process) and leaves the producer as it was. Raises ValueError for a producer that is not
     transactional or has a transaction open; aiokafka's connection errors."""
     txn = producer._txn_manager
     if txn is None or txn.transactional_id is None:
@@ -472,12 +476,13 @@ async def enable_transaction_v2(producer: Any) -> bool:
     if txn.is_in_transaction():
         raise ValueError("transaction version 2 is switched on between transactions")
     client = producer.client
-    first = getattr(client, "_croupier_txn_v2_missing", None) is None
     reasons = await cluster_support(client)
     if reasons:
-        if first:
+        said = "; ".join(reasons)
+        if said not in _WARNED:  # once per process and reason, not per producer (a projection starts 12)
+            _WARNED.add(said)
             log.warning("transaction version 2 not used (transactions send AddPartitionsToTxn and "
-                        "AddOffsetsToTxn): %s", "; ".join(reasons))
+                        "AddOffsetsToTxn): %s", said)
         return False
     txn.__class__ = TransactionManagerV2
     sender = producer._sender

@@ -297,3 +297,21 @@ async def test_an_end_txn_whose_coordinator_lookup_lost_its_connection_is_sent_l
     await V2._do_txn_commit(sender, 1)
     assert txn.state is TransactionState.COMMITTING_TRANSACTION  # not failed: the sender sends EndTxn again
     assert txn.needs_transaction_commit() == 1
+
+
+async def test_a_cluster_without_version_2_keeps_version_1_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    V2._WARNED.clear()
+
+    def producer() -> Any:
+        txn = TransactionManager("tid", 60000)
+        txn.set_pid_and_epoch(1, 0)
+        return types.SimpleNamespace(_txn_manager=txn, client=_Client({1: _Conn(1)}), _sender=object())
+
+    first, second = producer(), producer()
+    with caplog.at_level("WARNING", logger="services.runtime.transaction_v2"):
+        assert await V2.enable_transaction_v2(first) is False
+        assert await V2.enable_transaction_v2(second) is False
+    assert not V2.uses_transaction_v2(first) and type(first._txn_manager) is TransactionManager
+    warned = [r.getMessage() for r in caplog.records if "version 2 not used" in r.getMessage()]
+    assert warned == [("transaction version 2 not used (transactions send AddPartitionsToTxn and AddOffsetsToTxn): "
+                       "broker 1: transaction.version is 1, 2 needed")]
