@@ -157,7 +157,7 @@ class GroupCommit:
                 # version 2: the records' partitions and the offsets' partition join the transaction through
                 # their own requests; sent side by side, the broker answers the older of the two additions
                 # NETWORK_EXCEPTION (one at a time per transactional id) and the client retries it 10 ms later:
-                # a transaction's p90 13.6 ms against 4.5 when the offsets wait for the records (bench/txn_v2.py)
+                # a transaction's p90 14.9 ms against 4.3 when the offsets wait for the records (bench/txn_v2.py)
                 await asyncio.gather(*(f for part in batch for _, f in part.futs))
             waits = [w for part in batch for w in part.waits]
             if waits:  # never the offsets of records whose prompt events are not committed
