@@ -99,19 +99,29 @@ def restore_line(workdir: Path) -> str | None:
             f"p90={_nearest_rank(secs, 0.9):.2f} s max={max(secs):.2f} s")
 
 
+def _kind_figures(by_kind: dict[str, list[float]]) -> str:
+    return "; ".join(f"{k} n={len(v)} p50={_nearest_rank(v, 0.5):.1f} p99={_nearest_rank(v, 0.99):.1f} "
+                     f"max={max(v):.1f}" for k, v in sorted(by_kind.items()))
+
+
 def stall_lines(faults: list[Fault], progress_ms: dict[str, list[int]], end_ms: int, worst: int = 5) -> list[str]:
     """What the stalls were made of, for the report: per fault kind the (fault, table) pairs' p50, p99 and
-    longest stall (s); then the ``worst`` longest gaps, each with every fault that fell inside it (s from
-    the gap's start), since faults a few seconds apart share one gap and the p99 is often such a gap."""
+    longest stall (s), and again over the pairs whose gap held no other fault (a fault's own cost, since
+    faults a few seconds apart share one gap and the p99 is often such a gap); then the ``worst`` longest
+    gaps, each with every fault that fell inside it (s from the gap's start)."""
     found = stalls(faults, progress_ms, end_ms)
     if not found:
         return []
     by_kind: dict[str, list[float]] = {}
     for s in found:
         by_kind.setdefault(s.fault.kind, []).append(s.seconds)
-    lines = ["stall by fault kind (s, over fault x table): " + "; ".join(
-        f"{k} n={len(v)} p50={_nearest_rank(v, 0.5):.1f} p99={_nearest_rank(v, 0.99):.1f} max={max(v):.1f}"
-        for k, v in sorted(by_kind.items()))]
+    lines = ["stall by fault kind (s, over fault x table): " + _kind_figures(by_kind)]
+    alone: dict[str, list[float]] = {}
+    for s in found:
+        if not any(f is not s.fault and s.start_ms <= f.at_ms <= s.end_ms for f in faults):
+            alone.setdefault(s.fault.kind, []).append(s.seconds)
+    if alone:
+        lines.append("  the same, gaps holding no other fault (one fault's own cost): " + _kind_figures(alone))
     seen: set[tuple[str, int]] = set()
     for s in sorted(found, key=lambda s: -s.seconds):
         if (s.table, s.start_ms) in seen:

@@ -216,10 +216,14 @@ def test_the_stall_report_gives_each_fault_kinds_stalls_and_the_faults_inside_th
     # kill9: A 1.0 (1000..2000) and 7.0 (2000..9000), B 1.0 and 8.5 (3500..end); sigstop: A 7.0, B 1.0
     assert lines[0] == ("stall by fault kind (s, over fault x table): "
                         "kill9 n=4 p50=1.0 p99=8.5 max=8.5; sigstop n=2 p50=1.0 p99=7.0 max=7.0")
+    # the pairs whose gap held no other fault: kill9 A 1.0, B 8.5 (A 2000..9000 and B 1500..2500 also hold
+    # the sigstop at 2200 or the kill9 at 1500); sigstop: none (both its gaps hold a kill9)
+    assert lines[1] == ("  the same, gaps holding no other fault (one fault's own cost): "
+                        "kill9 n=2 p50=1.0 p99=8.5 max=8.5")
     # the longest gaps, each once, with every fault inside it (s from the gap's start)
-    assert lines[1] == "  stall 8.5 s at B: kill9 wagering-1 +4.5"
-    assert lines[2] == "  stall 7.0 s at A: sigstop shoe-2 +0.2, kill9 wagering-1 +6.0"
-    assert len(lines) == 3
+    assert lines[2] == "  stall 8.5 s at B: kill9 wagering-1 +4.5"
+    assert lines[3] == "  stall 7.0 s at A: sigstop shoe-2 +0.2, kill9 wagering-1 +6.0"
+    assert len(lines) == 4
     assert stall_lines([], progress, end_ms=12000) == []
 
 
