@@ -410,15 +410,29 @@ class TransactionStateLost(ProducerFenced):
     """A version 2 EndTxn answered INVALID_TXN_STATE: the coordinator holds this transaction in no state the
     request can end (seen under ``bench/chaos.py --brokers 3`` when a node was killed while an EndTxn was in
     flight: the retry, sent to the next coordinator, found the transaction already ended, or ended by a
-    timeout). Whether it committed is not known here: the producer is done for (as after a fencing), its
-    tasks are restored from the committed offsets, which say."""
+    timeout); or UNKNOWN_SERVER_ERROR (:data:`_STATE_LOST`). Whether it committed is not known here: the
+    producer is done for (as after a fencing), its tasks are restored from the committed offsets, which say."""
+
+
+#: EndTxn answers after which whether the transaction committed is not known here (error code -> what it
+#: means): :class:`TransactionStateLost`. UNKNOWN_SERVER_ERROR was answered to version 2 EndTxns in a long
+#: ``bench/chaos.py --brokers 3`` run (2026-12-05), each time while a node was down; Java's client
+#: (kafka-clients 4.4, ``TransactionManager.EndTxnHandler``) ends the producer on it too (a fatal error, as
+#: for every EndTxn error it does not name).
+_STATE_LOST = {
+    Errors.InvalidTxnState.errno: "INVALID_TXN_STATE: the coordinator no longer holds this transaction open "
+                                  "(ended, or timed out, while the request was retried)",
+    Errors.UnknownError.errno: "UNKNOWN_SERVER_ERROR: the coordinator failed to end it, and whether it "
+                               "committed is not known",
+}
 
 
 class EndTxnV2Handler(EndTxnHandler):
     """aiokafka's EndTxn handler sending v5 and taking the next producer epoch from the answer. An
-    INVALID_TXN_STATE answer raises :class:`TransactionStateLost` (a ProducerFenced: the sender stops the
-    producer as after a fencing) where aiokafka's raised InvalidTxnState out of its sender routine ("Unexpected
-    error in sender routine", the same end for the producer, with a traceback)."""
+    INVALID_TXN_STATE or UNKNOWN_SERVER_ERROR answer (:data:`_STATE_LOST`) raises :class:`TransactionStateLost`
+    (a ProducerFenced: the sender stops the producer as after a fencing) where aiokafka's raised the error out
+    of its sender routine ("Unexpected error in sender routine", the same end for the producer, with a
+    traceback, and a KafkaError its caller cannot tell from any other)."""
 
     def create_request(self) -> EndTxnRequestV5:
         txn = self._sender._txn_manager
@@ -432,12 +446,12 @@ class EndTxnV2Handler(EndTxnHandler):
                 txn.next_epoch(resp.producer_id, resp.producer_epoch)
             txn.complete_transaction()
             return None
-        if resp.error_code == Errors.InvalidTxnState.errno:
+        why = _STATE_LOST.get(resp.error_code)
+        if why is not None:
             txn = self._sender._txn_manager
             raise TransactionStateLost(
                 f"EndTxn ({'commit' if self._commit_result else 'abort'}) of {txn.transactional_id!r} producer "
-                f"{txn.producer_id} epoch {txn.producer_epoch} answered INVALID_TXN_STATE: the coordinator no "
-                "longer holds this transaction open (ended, or timed out, while the request was retried)")
+                f"{txn.producer_id} epoch {txn.producer_epoch} answered {why}")
         return super().handle_response(resp)  # type: ignore[no-any-return]
 
 

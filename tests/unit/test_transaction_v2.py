@@ -189,6 +189,18 @@ async def test_end_txn_invalid_state_stops_the_producer_as_a_fencing() -> None:
     assert issubclass(V2.TransactionStateLost, ProducerFenced)  # re-raised by aiokafka's sender routine as such
 
 
+async def test_end_txn_unknown_server_error_stops_the_producer_as_a_fencing() -> None:
+    from aiokafka.errors import ProducerFenced, UnknownError
+
+    txn = _manager()
+    txn.begin_transaction()
+    txn.aborting_transaction()
+    handler = V2.EndTxnV2Handler(_sender(txn), 0)
+    with pytest.raises(ProducerFenced, match=r"EndTxn \(abort\) of 'tid' producer 4001 epoch 0 answered UNKNOWN_SERVER"):
+        handler.handle_response(types.SimpleNamespace(error_code=UnknownError.errno))
+    assert UnknownError.errno == -1
+
+
 def test_concurrent_backoff_doubles_and_resets() -> None:
     sender = types.SimpleNamespace()
     assert [V2.concurrent_backoff(sender, True) for _ in range(6)] == [0.002, 0.004, 0.008, 0.016, 0.02, 0.02]
