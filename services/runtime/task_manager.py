@@ -94,6 +94,8 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self.snapshot_at: dict[int, float] = {}
         #: an assignment is held (False from a revocation until the next assignment, and before the first)
         self._assigned = False
+        #: (member id, generation) of the last assignment (:meth:`on_partitions_assigned`); None before it
+        self._owned_under: tuple[str, int] | None = None
         #: task p -> when (monotonic s) its transactions began failing without one succeeding since
         self._failing_since: dict[int, float] = {}
         #: set by :meth:`hand_over`: batches are no longer decided (the instance is leaving its group)
@@ -357,6 +359,20 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
                 elif isinstance(outcome, BaseException):
                     raise outcome
 
+    def _held_throughout(self) -> bool:
+        """Whether this member held its assignment through every generation since its last one: the same
+        member id, and a generation one more than then. Otherwise (it was dropped from the group, its session
+        expired, and rejoined as a new member, or a generation went by without it) another member may have
+        owned its tasks meanwhile and committed past their state: Kafka Streams' tasks *lost*
+        (``onPartitionsLost``, which aiokafka's listener lacks). A consumer whose group metadata cannot be
+        read (a test's) counts as held throughout. Records this assignment's (member id, generation)."""
+        try:
+            meta = group_metadata(self.consumer)
+        except ValueError:
+            return True
+        before, self._owned_under = self._owned_under, (meta.member_id, meta.generation_id)
+        return before is not None and before == (meta.member_id, meta.generation_id - 1)
+
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         numbers = {tp.partition for tp in assigned}
         self._group_consumer()
@@ -364,10 +380,14 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
             await self.queue.drain()
             for p in [p for p in self.state if p not in numbers]:
                 await self._drop(p)
+            before = self._owned_under
+            lost = [] if self._held_throughout() else sorted(p for p in numbers if self.state.get(p) == "ready")
+            if lost:  # under exactly_once_v2 nothing would fence them (the new generation is valid): restore
+                self.log.warning("tasks_lost", tasks=lost, owned_under=before, now=self._owned_under)
             new = []
             for p in sorted(numbers):
-                if self.state.get(p) == "ready":
-                    continue  # sticky: same owner, same producer; a fence would show at the next commit
+                if self.state.get(p) == "ready" and p not in lost:
+                    continue  # sticky: same owner throughout, same producer
                 self.state[p] = "restoring"
                 new.append(p)
             if new and self.consumer is not None:

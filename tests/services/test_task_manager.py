@@ -4,6 +4,8 @@ task paused for its restore, exercised with a recording consumer and producers."
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from aiokafka import TopicPartition
 
@@ -31,6 +33,40 @@ async def test_an_assignment_keeps_a_sticky_task_restores_new_ones_and_drops_the
     assert tasks.enqueued == [2]  # type: ignore[attr-defined]
     assert moved.stopped and 1 not in tasks.producers and tasks.producers[0] is prod
     assert 1 not in tasks.positions and tasks.assignment_held
+
+
+def _in_group(consumer: RecordingConsumer, member_id: str, generation: int) -> RecordingConsumer:
+    """``consumer`` as a group member: the group metadata aiokafka's coordinator holds."""
+    consumer._group_id = "t.wagering"  # type: ignore[attr-defined]
+    consumer._coordinator = SimpleNamespace(  # type: ignore[attr-defined]
+        group_id="t.wagering", generation=generation, member_id=member_id, _group_instance_id=None)
+    return consumer
+
+
+@pytest.mark.asyncio
+async def test_a_task_assigned_back_after_a_generation_without_this_member_is_restored_not_kept():
+    """Chaos run 2026-12-05 (three brokers): a dealing instance dropped from its group (session expired) got
+    its task back two generations later and kept its state and positions, while the other instance had dealt
+    that table meanwhile: the same seqs written twice. Only a member that held on from one generation to the
+    next keeps a task (Kafka Streams' tasks lost)."""
+    tasks, _ = manager(ready=())
+    consumer = tasks.consumer = _in_group(RecordingConsumer(), "m-1", 5)  # type: ignore[assignment]
+    both = _all(tasks, 0) | _all(tasks, 1)
+    await tasks.on_partitions_assigned(both)
+    assert tasks.enqueued == [0, 1]  # type: ignore[attr-defined]  # the first assignment restores everything
+    tasks.state.update({0: "ready", 1: "ready"})
+    consumer._coordinator.generation = 6  # type: ignore[attr-defined]  # the next generation, same member
+    await tasks.on_partitions_assigned(both)
+    assert tasks.state == {0: "ready", 1: "ready"} and tasks.enqueued == [0, 1]  # type: ignore[attr-defined]
+    consumer._coordinator.generation = 8  # type: ignore[attr-defined]  # generation 7 went by without it
+    await tasks.on_partitions_assigned(both)
+    assert tasks.state == {0: "restoring", 1: "restoring"}
+    assert tasks.enqueued == [0, 1, 0, 1]  # type: ignore[attr-defined]
+    assert set(consumer.paused) == both
+    tasks.state.update({0: "ready", 1: "ready"})
+    consumer._coordinator.member_id, consumer._coordinator.generation = "m-2", 9  # type: ignore[attr-defined]
+    await tasks.on_partitions_assigned(_all(tasks, 1))  # rejoined as a new member: its session had expired
+    assert tasks.state == {1: "restoring"} and tasks.enqueued[-1:] == [1]  # type: ignore[attr-defined]
 
 
 @pytest.mark.asyncio
