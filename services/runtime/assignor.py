@@ -16,7 +16,8 @@ instance held ``dealing.commands``-p while another held ``shoe.events``-p and no
 
 A number claimed by two members (a paused member that came back after its tasks were handed out) goes to
 the lexicographically first claimant that still has room: claims are hints, never trusted for safety
-(fencing is the transactional producer's job, see :mod:`services.runtime.record_collector`).
+(fencing is the transactional producer's job, see :mod:`services.runtime.record_collector`; and a member
+dropped from the group restores whatever it gets back, see ``TaskManager._held_throughout``).
 """
 
 from __future__ import annotations
