@@ -282,10 +282,12 @@ class StateRestorer:
     async def restore(self, p: int, worker: int = 0) -> None:
         """Fence task ``p``'s previous writer, restore its tables, publish what is due, then resume it
         (reading through restore worker ``worker``'s reader; the caller makes sure no other restore of
-        ``p`` runs meanwhile). Raises :class:`TaskFailed` without a group consumer, else what the broker
-        raises (the worker retries)."""
+        ``p`` runs meanwhile). A restore overtaken by a revocation or an assignment publishes nothing and
+        leaves ``p`` restoring (the assignment queued it again: ``restore_overtaken``). Raises
+        :class:`TaskFailed` without a group consumer, else what the broker raises (the worker retries)."""
         m = self.tasks
         t0 = time.monotonic()
+        rebalances = m.rebalances
         consumer = m._group_consumer()
         if consumer is None:
             raise TaskFailed("no group consumer yet")
@@ -318,6 +320,14 @@ class StateRestorer:
         async with m.host.lock:
             if m.state.get(p) != "restoring":
                 return  # revoked meanwhile
+            if m.rebalances != rebalances:
+                # a rebalance came while it read: the offsets and the log it read may predate another
+                # member's transactions on p (one that held p meanwhile). Publishing from it wrote a table's
+                # events twice (a chaos run, 2026-12-05: a restore begun after a failed transaction, just
+                # before this member rejoined, finished after the assignment that gave p back to it); the
+                # assignment queued p again, so that restore, begun after it, takes its place
+                m.log.info("restore_overtaken", task=p, seconds=round(time.monotonic() - t0, 3))
+                return
             m.own_next[p] = own_next
             m.positions[p] = positions
             m.commits.forget(p)  # whatever was deferred is read again from the committed offsets

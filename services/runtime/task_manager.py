@@ -96,6 +96,9 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         self._assigned = False
         #: (member id, generation) of the last assignment (:meth:`on_partitions_assigned`); None before it
         self._owned_under: tuple[str, int] | None = None
+        #: revocations and assignments so far: a restore begun before one of them read the log as another
+        #: owner may have left it, and is done again (:meth:`StateRestorer.restore`)
+        self.rebalances = 0
         #: task p -> when (monotonic s) its transactions began failing without one succeeding since
         self._failing_since: dict[int, float] = {}
         #: set by :meth:`hand_over`: batches are no longer decided (the instance is leaving its group)
@@ -334,6 +337,7 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
         # eager rebalancing revokes everything; wait for the batch in flight, keep state for stickiness, and
         # checkpoint what changed (Kafka Streams commits on revoke), so whoever gets a task restores little
         self._assigned = False
+        self.rebalances += 1
         async with self.host.lock:
             await self.queue.drain()  # every transaction in flight committed (or failed) first
             due = []
@@ -376,6 +380,7 @@ class TaskManager(ConsumerRebalanceListener):  # type: ignore[misc]
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         numbers = {tp.partition for tp in assigned}
         self._group_consumer()
+        self.rebalances += 1
         async with self.host.lock:
             await self.queue.drain()
             for p in [p for p in self.state if p not in numbers]:

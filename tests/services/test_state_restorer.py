@@ -9,11 +9,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from aiokafka import TopicPartition
 
 from contracts import topics as T
 from services.runtime import snapshot as S
 from services.runtime.state_restorer import StateRestorer, decode_checkpoint, install
-from tests.services.runtime_fakes import manager
+from tests.services.runtime_fakes import RecordingConsumer, manager
 
 
 def _checkpoint(tasks: Any, version: str) -> tuple[bytes, bytes]:
@@ -97,3 +98,49 @@ async def test_a_task_enqueued_while_it_restores_is_restored_once_more_after_nev
     assert sorted(w.get_name() for w in restorer.workers) == [f"wagering-restore-{i}" for i in range(4)]
     await restorer.stop()
     assert restorer.workers == [] and restorer.again == set()
+
+
+@pytest.mark.asyncio
+async def test_a_restore_overtaken_by_a_rebalance_publishes_nothing_and_the_next_one_does():
+    """Chaos run 2026-12-05 (SIGSTOPs): a dealing instance's restore began after a failed transaction, just
+    as the instance (dropped from its group) rejoined; it read the committed offsets and the log while the
+    other instance still held the task, finished after the assignment that gave the task back, and published
+    from what it had read: five of a table's events written twice. Only a restore begun after the latest
+    rebalance may publish and resume the task."""
+    tasks, _ = manager(ready=())
+    consumer = RecordingConsumer()
+
+    async def committed(tp: Any) -> None:
+        return None
+
+    consumer.committed = committed  # type: ignore[attr-defined]
+    tasks.consumer = consumer  # type: ignore[assignment]
+
+    async def open_producer(p: int) -> None:
+        return None
+
+    tasks.collector.open = open_producer  # type: ignore[method-assign]
+    restorer = tasks.restorer
+    published: list[int] = []
+    rebalance = [True]
+
+    async def load_snapshots(p: int, worker: int = 0) -> None:
+        return None
+
+    async def fold_tail(p: int, cp: Any, committed: Any, worker: int, marks: Any, t0: float) -> tuple[int, dict]:
+        if rebalance.pop() if rebalance else False:  # the first restore: the group rebalances as it reads
+            await tasks.on_partitions_assigned({TopicPartition(t, 0) for t in tasks.input_topics})
+        return 0, {}
+
+    async def publish_due(p: int, cp: Any, n: int) -> None:
+        published.append(p)
+
+    restorer.load_snapshots = load_snapshots  # type: ignore[method-assign]
+    restorer.fold_tail = fold_tail  # type: ignore[method-assign]
+    restorer.publish_due = publish_due  # type: ignore[method-assign]
+    tasks.state[0] = "restoring"
+    await restorer.restore(0)
+    assert published == [] and tasks.state[0] == "restoring"
+    assert tasks.enqueued == [0]  # type: ignore[attr-defined]  # queued again by the assignment
+    await restorer.restore(0)  # the restore begun after it
+    assert published == [0] and tasks.state[0] == "ready"
