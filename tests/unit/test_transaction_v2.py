@@ -177,28 +177,25 @@ async def test_end_txn_answer_gives_the_next_epoch() -> None:
     assert txn.sequence_number(TopicPartition("out", 0)) == 0
 
 
-async def test_end_txn_invalid_state_stops_the_producer_as_a_fencing() -> None:
-    from aiokafka.errors import InvalidTxnState, ProducerFenced
+@pytest.mark.parametrize(("errno", "commit", "answered"), [
+    (48, True, r"EndTxn \(commit\) of 'tid' producer 4001 epoch 0 answered INVALID_TXN_STATE"),
+    (-1, False, r"EndTxn \(abort\) of 'tid' producer 4001 epoch 0 answered UNKNOWN_SERVER_ERROR"),
+])
+async def test_end_txn_answers_that_leave_the_outcome_unknown_stop_the_producer_as_a_fencing(
+        errno: int, commit: bool, answered: str) -> None:
+    from aiokafka.errors import InvalidTxnState, ProducerFenced, UnknownError
 
+    assert (InvalidTxnState.errno, UnknownError.errno) == (48, -1)
     txn = _manager()
     txn.begin_transaction()
-    txn.committing_transaction()
-    handler = V2.EndTxnV2Handler(_sender(txn), 1)
-    with pytest.raises(ProducerFenced, match=r"EndTxn \(commit\) of 'tid' producer 4001 epoch 0 answered INVALID_TXN"):
-        handler.handle_response(types.SimpleNamespace(error_code=InvalidTxnState.errno))
+    if commit:
+        txn.committing_transaction()
+    else:
+        txn.aborting_transaction()
+    handler = V2.EndTxnV2Handler(_sender(txn), int(commit))
+    with pytest.raises(ProducerFenced, match=answered):
+        handler.handle_response(types.SimpleNamespace(error_code=errno))
     assert issubclass(V2.TransactionStateLost, ProducerFenced)  # re-raised by aiokafka's sender routine as such
-
-
-async def test_end_txn_unknown_server_error_stops_the_producer_as_a_fencing() -> None:
-    from aiokafka.errors import ProducerFenced, UnknownError
-
-    txn = _manager()
-    txn.begin_transaction()
-    txn.aborting_transaction()
-    handler = V2.EndTxnV2Handler(_sender(txn), 0)
-    with pytest.raises(ProducerFenced, match=r"EndTxn \(abort\) of 'tid' producer 4001 epoch 0 answered UNKNOWN_SERVER"):
-        handler.handle_response(types.SimpleNamespace(error_code=UnknownError.errno))
-    assert UnknownError.errno == -1
 
 
 def test_concurrent_backoff_doubles_and_resets() -> None:
